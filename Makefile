@@ -1,0 +1,28 @@
+# The two commands: `make demo` runs the main job, `make test` runs the whole test suite.
+# Both set up a fresh machine first (Open MPI, .venv, torch, nord, Horovod); set-up is
+# idempotent and skips what is already there.
+PYTHON ?= .venv/bin/python
+NP ?= 3
+
+.PHONY: setup demo test test-unit test-parallel bench clean
+
+setup:
+	bash scripts/setup.sh
+
+demo: setup
+	$(PYTHON) experiments/paper_examples.py
+
+test: setup
+	$(PYTHON) -m pytest tests
+
+test-unit: setup
+	$(PYTHON) -m pytest tests/unit
+
+test-parallel: setup
+	$(PYTHON) -m pytest tests/parallel
+
+bench: setup
+	$(PYTHON) bench/local_evaluator.py
+
+clean:
+	rm -rf runs .pytest_cache

@@ -1,0 +1,49 @@
+"""nord: neural architecture search research, from a laptop to an MPI cluster.
+
+    from nord import NeuralDescriptor, LocalEvaluator, Digits
+    d = NeuralDescriptor()
+    d.add_layer_sequential('conv2d', {'out_channels': 8, 'kernel_size': 3})
+    d.add_layer_sequential('relu')
+    result = LocalEvaluator(curator=Digits(), epochs=2).descriptor_evaluate(d)
+
+The pure parts (descriptors, layers, errors, results, search spaces) import eagerly and
+need no torch; everything else is imported on first use, so ``import nord`` works without
+mpi4py, horovod or pygmo and stays fast.
+"""
+import importlib
+
+from nord.descriptors import NeuralDescriptor
+from nord.errors import *  # noqa: F401,F403 - the exception hierarchy is part of the API
+from nord.evaluators.result import EvaluationResult
+from nord.layers import list_layers, register_layer
+
+__version__ = "0.1.0"
+
+_LAZY = {
+    "NeuralNet": "nord.networks",
+    "LocalEvaluator": "nord.evaluators.local",
+    "NeuralEvaluator": "nord.evaluators.local",
+    "DistributedEvaluator": "nord.evaluators.distributed",
+    "BenchmarkEvaluator": "nord.benchmarks.nasbench201",
+    "Environment": "nord.environments",
+    "Digits": "nord.data",
+    "MNIST": "nord.data",
+    "FashionMNIST": "nord.data",
+    "CIFAR10": "nord.data",
+    "TensorCurator": "nord.data",
+    "Journal": "nord.journal",
+    "run_search": "nord.search.loop",
+}
+
+
+def __getattr__(name):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'nord' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(list(globals()) + list(_LAZY))

@@ -1,0 +1,484 @@
+"""NAS-Bench-201, built in: the packaged table and a tabular evaluator.
+
+nord ships a compact table of the benchmark (all 15,625 cells; see ``data/README.md`` for
+its columns, sources and licences), so evaluating an architecture is a look-up that works
+offline::
+
+    from nord.benchmarks import (BenchmarkEvaluator, NASBench201Space, benchmark_arrays,
+                                 load_table)
+
+    evaluator = BenchmarkEvaluator(dataset="cifar10")
+    space = NASBench201Space()
+    result = evaluator.descriptor_evaluate(space.decode((3, 3, 4, 1, 3, 1)))
+    result.accuracy            # search signal: 12-epoch validation accuracy, a fraction
+    result.reported_accuracy   # 200-epoch test accuracy: reported, never shown to the search
+    evaluator.query("|nor_conv_3x3~0|+|nor_conv_3x3~0|avg_pool_3x3~1|+"
+                    "|skip_connect~0|nor_conv_3x3~1|skip_connect~2|")   # fast path, no descriptor
+    evaluator.evaluate_genome((3, 3, 4, 1, 3, 1))                        # fast path
+
+    table = load_table()       # read once per process (about 0.1-0.2 s), then cached
+    table.index((3, 3, 4, 1, 3, 1))       # 1: by genome, cell string, descriptor or index
+    table.row(0)               # every column of a row, in the table's units (percent, millions)
+    arrays = benchmark_arrays("cifar100")  # accuracy, reported_accuracy, n_params of all cells
+
+The protocol is that of the published comparisons: search algorithms see only the cheap
+12-epoch validation accuracy; the architecture they return is judged by its 200-epoch test
+accuracy. The table's accuracies are percentages; nord's results hold fractions in [0, 1].
+
+Disconnected cells: in 341 cells no path of non-'none' edges joins the cell's input to its
+output, so the network's features are all zero. The benchmark still has a row for each,
+at chance accuracy (CIFAR-10 9.712 % validation / 10 % test, CIFAR-100 1 %, ImageNet16-120
+0.8333 %), with the parameters of the convolutions they contain counted. They are ordinary
+table entries here: status 'ok' with those accuracies, as in the benchmark. One further
+(connected) cell is also at chance on ImageNet16-120 at 200 epochs.
+"""
+from __future__ import annotations
+
+import csv
+import functools
+import gzip
+import io
+import itertools
+import logging
+import os
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+from nord.benchmarks.cell_space import (N_CELLS, N_EDGES, OPS, cell_to_genome, code_to_genome,
+                                        descriptor_to_genome, genome_to_code)
+from nord.descriptors import NeuralDescriptor
+from nord.errors import BenchmarkError, CorruptDataError, MissingDataError
+from nord.evaluators.base import Evaluator
+from nord.evaluators.result import EvaluationResult
+
+logger = logging.getLogger(__name__)
+
+TABLE_FILE = "nasbench201_compact.csv.gz"
+COLUMNS = ("index", "arch", "params_mb",
+           "cifar10_valid_12ep", "cifar10_test_12ep", "cifar10_valid_200ep", "cifar10_test_200ep",
+           "cifar100_valid_12ep", "cifar100_test_12ep", "cifar100_test_200ep",
+           "imagenet16_valid_12ep", "imagenet16_test_12ep", "imagenet16_test_200ep")
+"""The table's header, in file order."""
+
+SEARCH_EPOCHS = 12
+"""Training epochs behind the search signal."""
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """What the table holds for one of the benchmark's data sets.
+
+    Attributes:
+        name: 'cifar10', 'cifar100' or 'imagenet16' (ImageNet16-120).
+        valid_column: 12-epoch validation accuracy (%), the search signal.
+        test_12ep_column: 12-epoch test accuracy (%).
+        test_200ep_column: 200-epoch test accuracy (%), the reported figure.
+        num_classes: classes of the data set (sets the size of the network's classifier).
+    """
+
+    name: str
+    valid_column: str
+    test_12ep_column: str
+    test_200ep_column: str
+    num_classes: int
+
+    @property
+    def params_offset(self) -> int:
+        """Parameters to add to the table's CIFAR-10 count for this data set.
+
+        The benchmark's networks differ between data sets only in the classifier,
+        ``Linear(64, num_classes)``: (64 + 1) parameters per class.
+        """
+        return 65 * (self.num_classes - 10)
+
+
+DATASETS: Dict[str, Dataset] = {
+    name: Dataset(name, f"{name}_valid_12ep", f"{name}_test_12ep", f"{name}_test_200ep", classes)
+    for name, classes in (("cifar10", 10), ("cifar100", 100), ("imagenet16", 120))
+}
+
+
+def get_dataset(name: str) -> Dataset:
+    """The data set called ``name``.
+
+    Raises:
+        BenchmarkError: an unknown name; the message lists the valid ones.
+    """
+    dataset = DATASETS.get(name) if isinstance(name, str) else None
+    if dataset is None:
+        raise BenchmarkError(
+            f"unknown NAS-Bench-201 data set {name!r}; valid data sets are "
+            f"{', '.join(repr(n) for n in DATASETS)} ('imagenet16' is ImageNet16-120)")
+    return dataset
+
+
+class BenchmarkArrays(NamedTuple):
+    """One data set's values for every cell, in table index order (read-only arrays).
+
+    Attributes:
+        accuracy: 12-epoch validation accuracy, a fraction (the search signal).
+        reported_accuracy: 200-epoch test accuracy, a fraction (the reported figure).
+        n_params: trainable parameters of the benchmark's network for this data set.
+    """
+
+    accuracy: np.ndarray
+    reported_accuracy: np.ndarray
+    n_params: np.ndarray
+
+
+# --- the table ----------------------------------------------------------------------------
+class NASBench201Table:
+    """The benchmark table: one row per cell, addressable by index, cell string or genome.
+
+    Use ``load_table()`` rather than this constructor: it reads the packaged file once per
+    process. Columns hold the file's values and units (accuracies in percent, parameters in
+    millions) as read-only float64 arrays in the benchmark's index order.
+
+    Args:
+        cells: the cell string of each row, in index order.
+        columns: column name -> array of values (every column of ``COLUMNS`` but 'arch').
+
+    Raises:
+        CorruptDataError: the rows are not exactly the 15,625 cells, once each.
+    """
+
+    def __init__(self, cells: Sequence[str], columns: Mapping[str, np.ndarray]):
+        self.cells: Tuple[str, ...] = tuple(cells)
+        self.columns: Dict[str, np.ndarray] = {}
+        for name, values in columns.items():
+            array = np.array(values, dtype=np.float64)
+            array.flags.writeable = False
+            self.columns[name] = array
+        self._index_of_cell = {cell: index for index, cell in enumerate(self.cells)}
+        self.index_by_code: Tuple[int, ...] = self._code_index()
+        """Row index of each genome code (see ``cell_space.genome_to_code``)."""
+        self._records: Dict[str, List[Tuple[float, float, int, float, str]]] = {}
+        self._arrays: Dict[str, BenchmarkArrays] = {}
+
+    def _code_index(self) -> Tuple[int, ...]:
+        """Genome code -> row index; checks the table holds every cell exactly once."""
+        if len(self.cells) != N_CELLS or len(self._index_of_cell) != N_CELLS:
+            raise CorruptDataError(
+                f"the NAS-Bench-201 table must hold {N_CELLS} distinct cells; it has "
+                f"{len(self.cells)} rows with {len(self._index_of_cell)} distinct cells")
+        index_of_code = []
+        # itertools.product counts in base 5 with the first edge most significant, which
+        # is the order of genome codes
+        for a, b, c, d, e, f in itertools.product(OPS, repeat=N_EDGES):
+            cell = f"|{a}~0|+|{b}~0|{c}~1|+|{d}~0|{e}~1|{f}~2|"
+            index = self._index_of_cell.get(cell)
+            if index is None:
+                raise CorruptDataError(f"the NAS-Bench-201 table has no row for cell {cell!r}")
+            index_of_code.append(index)
+        return tuple(index_of_code)
+
+    def __len__(self) -> int:
+        return len(self.cells)
+
+    def __repr__(self) -> str:
+        return f"NASBench201Table({len(self)} cells, columns {list(self.columns)})"
+
+    # --- addressing ---------------------------------------------------------------------
+    def index(self, key: Any) -> int:
+        """The row index of a cell given as index, cell string, genome or descriptor.
+
+        Raises:
+            BenchmarkError: the key is none of these, or invalid (the message says why).
+        """
+        if isinstance(key, str):
+            return self.index_of_cell(key)
+        if isinstance(key, (int, np.integer)) and not isinstance(key, (bool, np.bool_)):
+            return self.check_index(key)
+        if isinstance(key, NeuralDescriptor):
+            return self.index_by_code[genome_to_code(descriptor_to_genome(key))]
+        if isinstance(key, (Sequence, np.ndarray)):
+            return self.index_of_genome(key)
+        raise BenchmarkError(
+            f"a NAS-Bench-201 cell is given by its index (int), cell string, genome "
+            f"({N_EDGES} operation indices) or NeuralDescriptor; got {type(key).__name__} "
+            f"{key!r}")
+
+    def index_of_cell(self, cell: str) -> int:
+        """The row index of a cell string (raises BenchmarkError naming what is wrong)."""
+        index = self._index_of_cell.get(cell)
+        if index is None:
+            return self.index_by_code[genome_to_code(cell_to_genome(cell))]
+        return index
+
+    def index_of_genome(self, genome: Sequence[Any]) -> int:
+        """The row index of a genome (raises BenchmarkError naming what is wrong)."""
+        return self.index_by_code[genome_to_code(genome)]
+
+    def check_index(self, index: Any) -> int:
+        """``index`` as an int, if it is a row index."""
+        if isinstance(index, (bool, np.bool_)) or not isinstance(index, (int, np.integer)) \
+                or not 0 <= index < len(self.cells):
+            raise BenchmarkError(
+                f"a NAS-Bench-201 index is an int in 0..{len(self.cells) - 1}; got {index!r}")
+        return int(index)
+
+    def cell(self, key: Any) -> str:
+        """The cell string of a row (key: as for ``index``)."""
+        return self.cells[self.index(key)]
+
+    def genome(self, key: Any) -> Tuple[int, ...]:
+        """The genome of a row (key: as for ``index``)."""
+        return cell_to_genome(self.cells[self.index(key)])
+
+    @functools.cached_property
+    def genomes(self) -> np.ndarray:
+        """All genomes, shape (15625, 6), in index order (read-only)."""
+        genomes = np.zeros((len(self.cells), N_EDGES), dtype=np.int8)
+        for code, index in enumerate(self.index_by_code):
+            genomes[index] = code_to_genome(code)
+        genomes.flags.writeable = False
+        return genomes
+
+    # --- values -------------------------------------------------------------------------
+    def column(self, name: str) -> np.ndarray:
+        """One column in the file's units (read-only array, index order)."""
+        if name not in self.columns:
+            raise BenchmarkError(
+                f"the NAS-Bench-201 table has no column {name!r}; its columns are "
+                f"{', '.join(self.columns)}")
+        return self.columns[name]
+
+    def row(self, key: Any) -> Dict[str, Any]:
+        """Every column of one row, in the file's units, with its cell string as 'arch'."""
+        index = self.index(key)
+        row = {"index": index, "arch": self.cells[index]}
+        row.update((name, float(values[index])) for name, values in self.columns.items()
+                   if name != "index")
+        return row
+
+    def arrays(self, dataset: str) -> BenchmarkArrays:
+        """One data set's search signal, reported accuracy and parameters, for all cells.
+
+        Accuracies are fractions; parameter counts are those of the data set's network
+        (the table's CIFAR-10 count plus ``Dataset.params_offset``).
+        """
+        spec = get_dataset(dataset)
+        arrays = self._arrays.get(spec.name)
+        if arrays is None:
+            n_params = np.rint(self.columns["params_mb"] * 1e6).astype(np.int64) \
+                + spec.params_offset
+            arrays = BenchmarkArrays(_fraction(self.columns[spec.valid_column]),
+                                     _fraction(self.columns[spec.test_200ep_column]), n_params)
+            for array in arrays:
+                array.flags.writeable = False
+            self._arrays[spec.name] = arrays
+        return arrays
+
+    def records(self, dataset: str) -> List[Tuple[float, float, int, float, str]]:
+        """Per row, as plain Python values for fast scalar look-ups: (12-epoch validation
+        accuracy, 200-epoch test accuracy, parameters, 12-epoch test accuracy, cell string),
+        accuracies as fractions. Built once per data set."""
+        spec = get_dataset(dataset)
+        records = self._records.get(spec.name)
+        if records is None:
+            arrays = self.arrays(spec.name)
+            records = list(zip(arrays.accuracy.tolist(), arrays.reported_accuracy.tolist(),
+                               arrays.n_params.tolist(),
+                               _fraction(self.columns[spec.test_12ep_column]).tolist(),
+                               self.cells))
+            self._records[spec.name] = records
+        return records
+
+
+def _fraction(percent: np.ndarray) -> np.ndarray:
+    """Percentages -> fractions, rounded so that 82.834 % reads 0.82834 rather than
+    0.8283400000000001 (the table has at most 4 decimals)."""
+    return np.round(percent / 100.0, 10)
+
+
+def table_path():
+    """The packaged table file, as an ``importlib.resources`` Traversable (a path on disk
+    for ordinary installs; open it with ``.open('rb')``)."""
+    return resources.files("nord.benchmarks").joinpath("data").joinpath(TABLE_FILE)
+
+
+def read_table(path: Union[str, os.PathLike, None] = None) -> NASBench201Table:
+    """Read a table file (the packaged one by default); ``load_table`` caches this.
+
+    Raises:
+        MissingDataError: the file does not exist.
+        CorruptDataError: the file is not a gzipped CSV with the expected columns and rows.
+    """
+    source = table_path() if path is None else path
+    try:
+        opened = source.open("rb") if path is None else open(path, "rb")
+    except (FileNotFoundError, IsADirectoryError) as error:
+        raise MissingDataError(
+            f"the NAS-Bench-201 table {str(source)!r} was not found; the packaged copy "
+            f"(nord/benchmarks/data/{TABLE_FILE}) is installed with nord, so reinstall nord "
+            "or pass the path of a copy") from error
+    try:
+        with opened as raw, gzip.GzipFile(fileobj=raw) as unzipped:
+            reader = csv.reader(io.TextIOWrapper(unzipped, encoding="utf-8", newline=""))
+            header = tuple(next(reader, ()))
+            rows = list(reader)
+    except (OSError, EOFError, UnicodeDecodeError, csv.Error) as error:
+        raise CorruptDataError(
+            f"the NAS-Bench-201 table {str(source)!r} is not a readable gzipped CSV "
+            f"({error}); restore it from a fresh install of nord") from error
+    if header != COLUMNS:
+        raise CorruptDataError(
+            f"the NAS-Bench-201 table {str(source)!r} has columns {list(header)}; expected "
+            f"{list(COLUMNS)}")
+    if any(len(row) != len(COLUMNS) for row in rows):
+        bad = next(number for number, row in enumerate(rows, 2) if len(row) != len(COLUMNS))
+        raise CorruptDataError(
+            f"the NAS-Bench-201 table {str(source)!r}: line {bad} does not have "
+            f"{len(COLUMNS)} fields")
+    values = list(zip(*rows)) if rows else [()] * len(COLUMNS)
+    arch = COLUMNS.index("arch")
+    try:
+        columns = {name: np.array(values[position], dtype=np.float64)
+                   for position, name in enumerate(COLUMNS) if position != arch}
+    except ValueError as error:
+        raise CorruptDataError(
+            f"the NAS-Bench-201 table {str(source)!r} has a non-numeric value: {error}") from error
+    if not np.array_equal(columns["index"], np.arange(len(rows))):
+        raise CorruptDataError(
+            f"the NAS-Bench-201 table {str(source)!r} is not in index order 0..{len(rows) - 1}")
+    return NASBench201Table(values[arch], columns)
+
+
+@functools.lru_cache(maxsize=None)
+def _load_cached(path: Optional[str]) -> NASBench201Table:
+    table = read_table(path)
+    logger.debug("loaded NAS-Bench-201 table from %s", path or "the nord package")
+    return table
+
+
+def load_table(path: Union[str, os.PathLike, None] = None) -> NASBench201Table:
+    """The benchmark table, read once per process and path and then shared.
+
+    Args:
+        path: a table file in the packaged format; None (default) reads nord's own copy.
+    """
+    return _load_cached(None if path is None else os.path.abspath(os.fspath(path)))
+
+
+def benchmark_arrays(dataset: str = "cifar10") -> BenchmarkArrays:
+    """The search signal, reported accuracy and parameter count of all 15,625 cells.
+
+    For vectorised work (exact Pareto fronts, algorithm comparisons): index ``i`` of each
+    array is the cell ``load_table().cells[i]``. Accuracies are fractions.
+    """
+    return load_table().arrays(dataset)
+
+
+# --- the evaluator ------------------------------------------------------------------------
+_CODE_BY_HASH: Dict[str, int] = {}
+"""Descriptor hash -> genome code, filled as descriptors are evaluated (shared by evaluators)."""
+
+
+class BenchmarkEvaluator(Evaluator):
+    """Evaluates NAS-Bench-201 cells by table look-up.
+
+    ``descriptor_evaluate(descriptor)`` takes descriptors made by ``cell_to_descriptor`` /
+    ``NASBench201Space.decode`` (any other descriptor comes back as a failed result whose
+    error says why). ``query`` and ``evaluate_genome`` answer the same without building a
+    descriptor: several hundred thousand look-ups per second.
+
+    Each ``EvaluationResult`` holds:
+
+    * ``accuracy``: the 12-epoch validation accuracy (fraction), the search signal;
+    * ``reported_accuracy``: the 200-epoch test accuracy (fraction), which search
+      algorithms must not read;
+    * ``n_params``: trainable parameters of the benchmark's network for the data set
+      (the table's ``params_mb`` times 10^6, plus the larger classifier of CIFAR-100 and
+      ImageNet16-120: ``Dataset.params_offset``);
+    * ``epochs`` = 12; ``train_time`` = ``eval_time`` = 0, since nothing is trained (the
+      table does not record training times);
+    * ``metrics``: the benchmark index, cell string, data set and the 12-epoch test
+      accuracy (fraction);
+    * ``descriptor_hash``: set by ``descriptor_evaluate``; empty from the fast paths.
+
+    ``descriptor_evaluate`` costs about as much as computing the descriptor's canonical hash
+    (well under a millisecond); the cell behind each hash is remembered, so descriptors
+    seen before are answered at fast-path speed. An evaluator pickles small (for sending
+    to MPI ranks): the packaged table is loaded again by each process.
+
+    Args:
+        dataset: 'cifar10', 'cifar100' or 'imagenet16' (ImageNet16-120).
+        table: a ``NASBench201Table``; None (default) uses the packaged one, loaded on
+            first use.
+
+    Raises:
+        BenchmarkError: an unknown data set; the message lists the valid ones.
+    """
+
+    def __init__(self, dataset: str = "cifar10", table: Optional[NASBench201Table] = None):
+        self.dataset = get_dataset(dataset).name
+        self.table = table
+        self._packaged = table is None
+        self._records: Optional[List[Tuple[float, float, int, float, str]]] = None
+        self._index_by_code: Tuple[int, ...] = ()
+
+    def __repr__(self) -> str:
+        return f"BenchmarkEvaluator(dataset={self.dataset!r})"
+
+    def __getstate__(self) -> Dict[str, Any]:
+        # Sent to MPI ranks by pickle: leave the packaged table behind (each process
+        # loads its own copy) rather than ship megabytes per evaluator.
+        state = dict(self.__dict__)
+        state.update(_records=None, _index_by_code=())
+        if self._packaged:
+            state["table"] = None
+        return state
+
+    def _prepare(self) -> None:
+        """Load the table (once per process) and this data set's records, on first use."""
+        if self.table is None:
+            self.table = load_table()
+        self._records = self.table.records(self.dataset)
+        self._index_by_code = self.table.index_by_code
+
+    def query(self, key: Any) -> EvaluationResult:
+        """The result of a cell given by index, cell string, genome or descriptor.
+
+        Raises:
+            BenchmarkError: the key is not a cell (the message says what is wrong).
+        """
+        if self._records is None:
+            self._prepare()
+        return self._result_at(self.table.index(key))
+
+    def evaluate_genome(self, genome: Sequence[Any]) -> EvaluationResult:
+        """The result of a genome (6 operation indices), without building a descriptor.
+
+        Raises:
+            BenchmarkError: the genome is invalid.
+        """
+        if self._records is None:
+            self._prepare()
+        return self._result_at(self._index_by_code[genome_to_code(genome)])
+
+    def _result_at(self, index: int) -> EvaluationResult:
+        """The result of table row ``index`` (after ``_prepare``)."""
+        accuracy, reported, n_params, test_12, cell = self._records[index]
+        return EvaluationResult(
+            accuracy=accuracy, reported_accuracy=reported, n_params=n_params,
+            epochs=SEARCH_EPOCHS, train_time=0.0,
+            metrics={"benchmark": "nasbench201", "dataset": self.dataset, "index": index,
+                     "cell": cell, "test_accuracy_12ep": test_12})
+
+    def _evaluate(self, descriptor: NeuralDescriptor) -> EvaluationResult:
+        if self._records is None:
+            self._prepare()
+        key = descriptor.hash  # computed (and cached on the descriptor) by descriptor_evaluate
+        code = _CODE_BY_HASH.get(key)
+        if code is None:
+            code = genome_to_code(descriptor_to_genome(descriptor))
+            _CODE_BY_HASH[key] = code
+        return self._result_at(self._index_by_code[code])
+
+
+__all__ = ["BenchmarkArrays", "BenchmarkEvaluator", "COLUMNS", "DATASETS", "Dataset",
+           "NASBench201Table", "SEARCH_EPOCHS", "benchmark_arrays", "get_dataset", "load_table",
+           "read_table", "table_path"]

@@ -1,0 +1,579 @@
+"""DataCurator: a data set held in memory as tensors, with train and test loaders per rank.
+
+A curator loads its data once (on first use), normalises the images per channel with
+statistics of the training split, and hands out :class:`TensorLoader` s that cut batches
+from the tensors by index -- no per-sample Python call, no ``torch.utils.data``::
+
+    from nord.data import Digits
+
+    data = Digits()
+    data.input_shape, data.num_classes         # (1, 8, 8), 10
+    train = data.train_loader(batch_size=32, rank=env.rank, size=env.size, seed=0)
+    for epoch in range(5):
+        train.set_epoch(epoch)                 # a new, seeded order each epoch
+        for x, y in train:                     # float32 (b, C, H, W), int64 (b,)
+            ...
+    for x, y in data.test_loader(batch_size=256, rank=env.rank, size=env.size):
+        ...                                    # sum correct and count; reduce once
+
+Sharding follows :mod:`nord.data.sharding`: training shards are disjoint, cover the set
+and give every rank the same number of batches; test shards are disjoint, consecutive
+blocks (exact accuracy = total correct / total samples over the ranks).
+
+A new data set is a subclass with a ``_load`` that returns numpy arrays or tensors::
+
+    @register_curator('noise')
+    class Noise(DataCurator):
+        name = 'noise'
+        def _load(self):
+            rng = np.random.default_rng(self.seed)
+            x = rng.normal(size=(120, 3, 8, 8)).astype('float32')
+            y = rng.integers(0, 4, 120)
+            return RawData(x[:100], y[:100], x[100:], y[100:], classes=None)
+"""
+from __future__ import annotations
+
+import logging
+import math
+import numbers
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple, Type, Union
+
+import numpy as np
+import torch
+
+from nord.data.sharding import (
+    contiguous_shard,
+    has_empty_batches,
+    num_batches,
+    shard_batches,
+    shard_indices,
+    subset_indices,
+)
+from nord.errors import ConfigurationError
+
+logger = logging.getLogger(__name__)
+
+__all__ = [
+    "DataCurator",
+    "RawData",
+    "TensorLoader",
+    "shard_indices",
+    "shard_batches",
+    "num_batches",
+    "contiguous_shard",
+    "register_curator",
+    "list_curators",
+    "get_curator",
+]
+
+ArrayLike = Union[np.ndarray, torch.Tensor, Sequence]
+
+
+class RawData(NamedTuple):
+    """What ``DataCurator._load`` returns: the two splits, unnormalised, and class names.
+
+    Images: ``(N, C, H, W)``, ``(N, H, W)`` (one channel) or ``(N, F)`` (feature vectors),
+    any real dtype. Labels: ``(N,)`` integers ``0..num_classes-1``.
+    """
+
+    x_train: ArrayLike
+    y_train: ArrayLike
+    x_test: ArrayLike
+    y_test: ArrayLike
+    classes: Optional[Sequence[Any]] = None
+    scale: float = 1.0
+    """Samples are multiplied by this after conversion to float32 (1/255 for 8-bit pixels)."""
+
+
+# --------------------------------------------------------------------------------------
+# the loader
+# --------------------------------------------------------------------------------------
+class TensorLoader:
+    """Batches ``(x, y)`` of one rank, sliced from in-memory tensors.
+
+    ``len(loader)`` is the number of batches per epoch. Each pass over the loader is one
+    epoch; its order comes from ``(seed, epoch)``. The epoch advances by itself after
+    every pass, and :meth:`set_epoch` sets it explicitly (as with PyTorch's
+    ``DistributedSampler``), so the two styles give the same orders.
+
+    Args:
+        x: samples, first dimension = sample.
+        y: labels, same length as ``x``.
+        batch_size: the largest batch a rank gets.
+        rank: this rank, ``0 <= rank < size``.
+        size: number of ranks sharing the data.
+        shuffle: draw a new order every epoch (requires the same ``seed`` on all ranks).
+        seed: seed of the orders.
+        indices: optional positions into ``x`` to use (a subset); default all.
+        equal_batches: True: the training rule (same batch count on every rank, see
+            :mod:`nord.data.sharding`); False: the evaluation rule (a consecutive block
+            per rank, batched in order).
+
+    Raises:
+        ConfigurationError: bad sizes, or a training set-up in which some rank would get
+            an empty batch.
+    """
+
+    def __init__(
+        self,
+        x: torch.Tensor,
+        y: torch.Tensor,
+        batch_size: int = 64,
+        *,
+        rank: int = 0,
+        size: int = 1,
+        shuffle: bool = False,
+        seed: int = 0,
+        indices: Optional[ArrayLike] = None,
+        equal_batches: bool = True,
+    ):
+        if not isinstance(x, torch.Tensor) or not isinstance(y, torch.Tensor):
+            raise ConfigurationError(
+                f"TensorLoader needs torch tensors; got {type(x).__name__} and {type(y).__name__}. "
+                "Convert with torch.as_tensor, or use TensorCurator for numpy arrays."
+            )
+        if x.shape[0] != y.shape[0]:
+            raise ConfigurationError(
+                f"x and y must hold the same number of samples; got {x.shape[0]} and {y.shape[0]}"
+            )
+        if y.device != x.device:
+            raise ConfigurationError(f"x and y must be on one device; got {x.device} and {y.device}")
+        if isinstance(batch_size, bool) or not isinstance(batch_size, numbers.Integral) or batch_size < 1:
+            raise ConfigurationError(f"batch_size must be a positive integer; got {batch_size!r}")
+        if shuffle and (isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0):
+            raise ConfigurationError(f"seed must be an integer >= 0 when shuffle=True; got {seed!r}")
+        self.x, self.y = x, y
+        self.batch_size = int(batch_size)
+        self.rank, self.size = int(rank), int(size)
+        self.shuffle = bool(shuffle)
+        self.seed = int(seed)
+        self.equal_batches = bool(equal_batches)
+        if indices is None:
+            self._indices = None
+            n = int(x.shape[0])
+        else:
+            self._indices = np.asarray(indices, dtype=np.int64).reshape(-1)
+            n = len(self._indices)
+            if n and (self._indices.min() < 0 or self._indices.max() >= x.shape[0]):
+                raise ConfigurationError(f"indices must lie in 0..{x.shape[0] - 1}")
+        self.total_samples = n
+        """Samples over all ranks (the subset size when ``indices`` is given)."""
+        self._epoch = 0
+        if self.equal_batches:
+            self._n_batches = num_batches(n, self.size, self.batch_size)  # also checks rank/size
+            contiguous_shard(n, self.rank, self.size)  # checks rank < size even when n == 0
+            if n == 0 or has_empty_batches(n, self.size, self.batch_size):
+                raise ConfigurationError(
+                    f"{n} training samples cannot be shared by {self.size} ranks in batches of at most "
+                    f"{self.batch_size} with the same number of batches on every rank without an empty "
+                    f"batch (that needs n >= size, and batch_size >= 2 unless n is a multiple of size). "
+                    "Use a larger batch_size, fewer ranks or more data."
+                )
+            self._block = None
+        else:
+            self._block = contiguous_shard(n, self.rank, self.size)
+            self._n_batches = math.ceil(len(self._block) / self.batch_size)
+
+    # -- epochs ------------------------------------------------------------------------
+    @property
+    def epoch(self) -> int:
+        """The epoch the next pass will use."""
+        return self._epoch
+
+    def set_epoch(self, epoch: int) -> None:
+        """Use the order of ``epoch`` in the next pass (call it on every rank alike)."""
+        if isinstance(epoch, bool) or not isinstance(epoch, numbers.Integral) or epoch < 0:
+            raise ConfigurationError(f"epoch must be an integer >= 0; got {epoch!r}")
+        self._epoch = int(epoch)
+
+    # -- sizes -------------------------------------------------------------------------
+    def __len__(self) -> int:
+        return self._n_batches
+
+    @property
+    def num_samples(self) -> int:
+        """Samples this rank sees per epoch."""
+        if self._block is not None:
+            return len(self._block)
+        base, extra = divmod(self.total_samples, self._n_batches * self.size)
+        # chunk k has base + (k < extra) samples; this rank owns chunks rank, rank+size, ...
+        owned = np.arange(self.rank, self._n_batches * self.size, self.size)
+        return int(self._n_batches * base + np.count_nonzero(owned < extra))
+
+    # -- batches -----------------------------------------------------------------------
+    def batch_positions(self, epoch: Optional[int] = None) -> List[np.ndarray]:
+        """The sample positions (into ``x``) of each batch of ``epoch`` (default: the next one)."""
+        epoch = self._epoch if epoch is None else epoch
+        if self._block is not None:
+            start, stop = self._block.start, self._block.stop
+            batches = [np.arange(a, min(a + self.batch_size, stop), dtype=np.int64)
+                       for a in range(start, stop, self.batch_size)]
+        else:
+            batches = shard_batches(self.total_samples, self.rank, self.size, self.batch_size,
+                                    self.seed if self.shuffle else None, epoch)
+        if self._indices is not None:
+            batches = [self._indices[b] for b in batches]
+        return batches
+
+    def __iter__(self) -> Iterator[Tuple[torch.Tensor, torch.Tensor]]:
+        # The epoch is taken now, not at the first next(), so iter() then set_epoch()
+        # cannot change an epoch already started.
+        epoch = self._epoch
+        self._epoch += 1
+        return self._batches(self.batch_positions(epoch))
+
+    def _batches(self, batches: List[np.ndarray]) -> Iterator[Tuple[torch.Tensor, torch.Tensor]]:
+        if not batches:  # a test block of a rank that got no samples
+            return
+        if self._indices is None and not self.shuffle:
+            # In order: every batch is a consecutive range, so a view does without a copy.
+            for b in batches:
+                start, stop = int(b[0]), int(b[-1]) + 1
+                yield self.x[start:stop], self.y[start:stop]
+            return
+        # One index tensor per epoch on the data's device; batches are slices of it.
+        order = torch.from_numpy(np.concatenate(batches)).to(self.x.device)
+        start = 0
+        for b in batches:
+            index = order[start: start + len(b)]
+            start += len(b)
+            yield self.x.index_select(0, index), self.y.index_select(0, index)
+
+    def __repr__(self) -> str:
+        return (f"TensorLoader(batches={len(self)}, batch_size={self.batch_size}, rank={self.rank}, "
+                f"size={self.size}, samples={self.num_samples}/{self.total_samples}, "
+                f"shuffle={self.shuffle}, seed={self.seed})")
+
+
+# --------------------------------------------------------------------------------------
+# arrays -> validated tensors
+# --------------------------------------------------------------------------------------
+def _to_tensor(array: ArrayLike, what: str) -> torch.Tensor:
+    if isinstance(array, torch.Tensor):
+        return array.detach().cpu()
+    if isinstance(array, np.ndarray):
+        if array.dtype == object:
+            raise ConfigurationError(f"{what} must be a numeric array; got dtype=object")
+        return torch.from_numpy(np.ascontiguousarray(array))
+    try:
+        return torch.from_numpy(np.ascontiguousarray(np.asarray(array)))
+    except (TypeError, ValueError) as error:
+        raise ConfigurationError(f"{what} must be a numpy array or a torch tensor; got {type(array).__name__}") from error
+
+
+def as_sample_tensor(array: ArrayLike, what: str) -> torch.Tensor:
+    """Samples as a float32 tensor ``(N, C, H, W)`` or ``(N, F)``; a copy the caller owns.
+
+    ``(N, H, W)`` gets a channel dimension. Rejects other ranks, non-real dtypes,
+    empty sets and non-finite values, naming ``what``.
+    """
+    tensor = _to_tensor(array, what)
+    if tensor.dtype == torch.bool or tensor.is_complex():
+        raise ConfigurationError(f"{what} must hold real numbers; got dtype {tensor.dtype}")
+    if tensor.dim() == 3:
+        tensor = tensor.unsqueeze(1)
+    if tensor.dim() not in (2, 4):
+        raise ConfigurationError(
+            f"{what} must have shape (N, C, H, W), (N, H, W) or (N, F); got shape {tuple(tensor.shape)}"
+        )
+    if tensor.shape[0] == 0 or any(d == 0 for d in tensor.shape[1:]):
+        raise ConfigurationError(f"{what} is empty: shape {tuple(tensor.shape)}")
+    # .to(float32) shares memory when the dtype already matches: clone so in-place
+    # normalisation never writes into the caller's array.
+    out = tensor.to(torch.float32)
+    if out.data_ptr() == tensor.data_ptr():
+        out = out.clone()
+    out = out.contiguous()
+    if not torch.isfinite(out).all():
+        raise ConfigurationError(f"{what} contains NaN or infinite values")
+    return out
+
+
+def as_label_tensor(array: ArrayLike, what: str, n: int) -> torch.Tensor:
+    """Labels as an int64 tensor ``(n,)`` of values >= 0, naming ``what`` in errors."""
+    tensor = _to_tensor(array, what)
+    if tensor.dim() == 2 and tensor.shape[1] == 1:
+        tensor = tensor[:, 0]
+    if tensor.dim() != 1:
+        raise ConfigurationError(
+            f"{what} must be a vector of class indices, shape ({n},); got shape {tuple(tensor.shape)}"
+        )
+    if tensor.dtype == torch.bool or tensor.is_floating_point() or tensor.is_complex():
+        raise ConfigurationError(
+            f"{what} must hold integer class indices; got dtype {tensor.dtype}. "
+            "Convert with y.astype('int64') (numpy) or y.long() (torch)."
+        )
+    if tensor.shape[0] != n:
+        raise ConfigurationError(f"{what} has {tensor.shape[0]} labels for {n} samples; they must match")
+    tensor = tensor.to(torch.int64).contiguous()
+    if len(tensor) and int(tensor.min()) < 0:
+        raise ConfigurationError(f"{what} holds negative labels (min {int(tensor.min())}); classes are 0..K-1")
+    return tensor
+
+
+def channel_statistics(x: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+    """Per-channel (dimension 1) mean and standard deviation, shaped to broadcast over ``x``.
+
+    A constant channel gets std 1, so normalising it gives zeros instead of NaN.
+    """
+    dims = [d for d in range(x.dim()) if d != 1]
+    std, mean = torch.std_mean(x, dim=dims, correction=0, keepdim=True)
+    std = torch.where(std > 0, std, torch.ones_like(std))
+    return mean, std
+
+
+@dataclass
+class _Loaded:
+    x_train: torch.Tensor
+    y_train: torch.Tensor
+    x_test: torch.Tensor
+    y_test: torch.Tensor
+    classes: Tuple[str, ...]
+    mean: Optional[Tuple[float, ...]]
+    std: Optional[Tuple[float, ...]]
+
+
+def prepare(raw: RawData, normalise: bool = True, source: str = "data") -> _Loaded:
+    """Validate and convert a :class:`RawData`; normalise both splits with train statistics."""
+    x_train = as_sample_tensor(raw.x_train, f"{source}: x_train")
+    x_test = as_sample_tensor(raw.x_test, f"{source}: x_test")
+    if raw.scale != 1:
+        x_train.mul_(raw.scale)
+        x_test.mul_(raw.scale)
+    if x_train.shape[1:] != x_test.shape[1:]:
+        raise ConfigurationError(
+            f"{source}: train and test samples must have one shape; got {tuple(x_train.shape[1:])} "
+            f"and {tuple(x_test.shape[1:])}"
+        )
+    y_train = as_label_tensor(raw.y_train, f"{source}: y_train", len(x_train))
+    y_test = as_label_tensor(raw.y_test, f"{source}: y_test", len(x_test))
+    top = int(max(y_train.max(), y_test.max()))
+    if raw.classes is None:
+        classes = tuple(str(k) for k in range(top + 1))
+    else:
+        classes = tuple(c.decode() if isinstance(c, bytes) else str(c) for c in raw.classes)
+        if len(classes) == 0:
+            raise ConfigurationError(f"{source}: classes is empty")
+        if top >= len(classes):
+            raise ConfigurationError(
+                f"{source}: a label is {top} but there are only {len(classes)} classes (labels are 0..K-1); "
+                "pass the full list of classes, or classes=None to count them from the labels"
+            )
+    mean = std = None
+    if normalise:
+        mean_t, std_t = channel_statistics(x_train)
+        x_train.sub_(mean_t).div_(std_t)
+        x_test.sub_(mean_t).div_(std_t)
+        mean = tuple(float(v) for v in mean_t.flatten())
+        std = tuple(float(v) for v in std_t.flatten())
+    return _Loaded(x_train, y_train, x_test, y_test, classes, mean, std)
+
+
+# --------------------------------------------------------------------------------------
+# the curator
+# --------------------------------------------------------------------------------------
+class DataCurator(ABC):
+    """Base of data sets: loads once, normalises, shards, and gives loaders.
+
+    Subclasses set ``name`` and implement ``_load() -> RawData``; loading happens on
+    first use (or on :meth:`load`), not in the constructor.
+
+    Args:
+        normalise: subtract the per-channel mean and divide by the per-channel standard
+            deviation of the training split (applied to both splits), so that networks
+            see zero-mean, unit-variance inputs whatever the data set's pixel range.
+    """
+
+    name: str = "data"
+
+    def __init__(self, normalise: bool = True):
+        self.normalise = bool(normalise)
+        self._data: Optional[_Loaded] = None
+        self._on_device: Dict[str, Tuple[torch.Tensor, ...]] = {}
+
+    @abstractmethod
+    def _load(self) -> RawData:
+        """Read the data set; may raise MissingDataError, CorruptDataError, ConfigurationError."""
+
+    # -- loading -----------------------------------------------------------------------
+    def load(self) -> "DataCurator":
+        """Load the data now (idempotent) and return self: raises here, not mid-training."""
+        if self._data is None:
+            self._data = prepare(self._load(), self.normalise, source=type(self).__name__)
+            logger.debug("%s loaded: %d train, %d test samples of shape %s", self.name,
+                         len(self._data.x_train), len(self._data.x_test), self.input_shape)
+        return self
+
+    @property
+    def loaded(self) -> bool:
+        return self._data is not None
+
+    @property
+    def _loaded(self) -> _Loaded:
+        self.load()
+        return self._data
+
+    # -- description ---------------------------------------------------------------------
+    @property
+    def classes(self) -> Tuple[str, ...]:
+        """Class names, index = label."""
+        return self._loaded.classes
+
+    @property
+    def num_classes(self) -> int:
+        return len(self._loaded.classes)
+
+    @property
+    def input_shape(self) -> Tuple[int, ...]:
+        """Shape of one sample: ``(C, H, W)`` for images, ``(F,)`` for feature vectors."""
+        return tuple(int(d) for d in self._loaded.x_train.shape[1:])
+
+    @property
+    def n_train(self) -> int:
+        return int(self._loaded.x_train.shape[0])
+
+    @property
+    def n_test(self) -> int:
+        return int(self._loaded.x_test.shape[0])
+
+    @property
+    def mean(self) -> Optional[Tuple[float, ...]]:
+        """Per-channel training mean used to normalise (None when not normalised)."""
+        return self._loaded.mean
+
+    @property
+    def std(self) -> Optional[Tuple[float, ...]]:
+        """Per-channel training standard deviation used to normalise (None when not normalised)."""
+        return self._loaded.std
+
+    def describe(self) -> Dict[str, Any]:
+        """A JSON-friendly summary, for logs and run journals."""
+        return {
+            "name": self.name,
+            "n_train": self.n_train,
+            "n_test": self.n_test,
+            "input_shape": list(self.input_shape),
+            "num_classes": self.num_classes,
+            "classes": list(self.classes),
+            "normalised": self.normalise,
+        }
+
+    def tensors(self, split: str = "train", device: Union[str, torch.device, None] = None
+                ) -> Tuple[torch.Tensor, torch.Tensor]:
+        """The whole split ``'train'`` or ``'test'`` as ``(x, y)``, on ``device`` (cached per device).
+
+        Moving the set to an accelerator once makes every batch a device-side gather.
+        """
+        if split not in ("train", "test"):
+            raise ConfigurationError(f"split must be 'train' or 'test'; got {split!r}")
+        data = self._loaded
+        x, y = (data.x_train, data.y_train) if split == "train" else (data.x_test, data.y_test)
+        if device is None or torch.device(device) == x.device:
+            return x, y
+        key = f"{split}:{torch.device(device)}"
+        if key not in self._on_device:
+            self._on_device[key] = (x.to(device), y.to(device))
+        return self._on_device[key]
+
+    # -- loaders -----------------------------------------------------------------------
+    def train_loader(
+        self,
+        batch_size: int = 64,
+        rank: int = 0,
+        size: int = 1,
+        shuffle: bool = True,
+        seed: int = 0,
+        fraction: float = 1.0,
+        device: Union[str, torch.device, None] = None,
+    ) -> TensorLoader:
+        """Training batches of rank ``rank`` out of ``size``: same batch count on every rank.
+
+        Args:
+            batch_size: largest batch per rank (batches of an epoch differ by at most one).
+            rank: this rank; size: number of ranks training together.
+            shuffle: a new seeded order each epoch (``set_epoch``, or automatically per pass).
+            seed: seed of the orders and of the subset; must be equal on every rank.
+            fraction: train on a seeded random subset of this share of the training set
+                (the same subset on every rank), e.g. 0.1 for a quick evaluation.
+            device: where the tensors live (the whole set is copied there once).
+
+        Raises:
+            ConfigurationError: bad arguments, or a set-up that would give some rank an
+                empty batch (see :mod:`nord.data.sharding`).
+        """
+        x, y = self.tensors("train", device)
+        subset = subset_indices(len(x), fraction, seed)  # also validates fraction
+        indices = None if len(subset) == len(x) else subset
+        return TensorLoader(x, y, batch_size, rank=rank, size=size, shuffle=shuffle, seed=seed,
+                            indices=indices, equal_batches=True)
+
+    def test_loader(
+        self,
+        batch_size: int = 256,
+        rank: int = 0,
+        size: int = 1,
+        device: Union[str, torch.device, None] = None,
+    ) -> TensorLoader:
+        """Test batches of rank ``rank``: a consecutive block of the test set, in order.
+
+        Blocks of the ranks are disjoint and cover the test set, so exact accuracy is the
+        sum of correct predictions over the sum of samples of all ranks. Batch counts may
+        differ by one between ranks (a rank gets no batch when there are fewer samples
+        than ranks): reduce per-rank totals once, after the loop.
+        """
+        x, y = self.tensors("test", device)
+        return TensorLoader(x, y, batch_size, rank=rank, size=size, shuffle=False, equal_batches=False)
+
+    def __repr__(self) -> str:
+        if self._data is None:
+            return f"{type(self).__name__}(not loaded)"
+        return (f"{type(self).__name__}(n_train={self.n_train}, n_test={self.n_test}, "
+                f"input_shape={self.input_shape}, num_classes={self.num_classes})")
+
+
+# --------------------------------------------------------------------------------------
+# registry
+# --------------------------------------------------------------------------------------
+_CURATORS: Dict[str, Tuple[str, Type[DataCurator]]] = {}
+
+
+def _key(name: str) -> str:
+    # 'FashionMNIST', 'fashion-mnist' and 'fashion_mnist' name the same data set.
+    return str(name).lower().replace("-", "").replace("_", "")
+
+
+def register_curator(name: str) -> Callable[[Type[DataCurator]], Type[DataCurator]]:
+    """Class decorator: make a curator available as ``get_curator(name)``."""
+
+    def decorate(cls: Type[DataCurator]) -> Type[DataCurator]:
+        key = _key(name)
+        if key in _CURATORS and _CURATORS[key][1] is not cls:
+            raise ConfigurationError(
+                f"a data curator named {name!r} is already registered ({_CURATORS[key][1].__name__}); pick another name"
+            )
+        _CURATORS[key] = (name, cls)
+        return cls
+
+    return decorate
+
+
+def list_curators() -> List[str]:
+    """Names accepted by :func:`get_curator` (case, '-' and '_' do not matter there)."""
+    return sorted(name for name, _ in _CURATORS.values())
+
+
+def get_curator(name: str, **kwargs: Any) -> DataCurator:
+    """A curator by name, constructed with ``kwargs``: ``get_curator('mnist', root='data')``.
+
+    Raises:
+        ConfigurationError: unknown name; the message lists the valid ones.
+    """
+    try:
+        _, cls = _CURATORS[_key(name)]
+    except KeyError:
+        raise ConfigurationError(
+            f"unknown data set {name!r}; valid names: {', '.join(list_curators())}"
+        ) from None
+    return cls(**kwargs)

@@ -1,0 +1,268 @@
+"""Curators of file-based data sets: MNIST, Fashion-MNIST and CIFAR-10, in their official formats.
+
+::
+
+    from nord.data import CIFAR10, MNIST
+
+    mnist = MNIST("data")                    # data/MNIST/raw/train-images-idx3-ubyte.gz, ...
+    cifar = CIFAR10("data", download=True)   # data/cifar-10-python.tar.gz, fetched and verified
+
+Where files are looked for (the first complete place wins):
+
+* MNIST / Fashion-MNIST: ``<root>/MNIST/raw``, ``<root>/MNIST``, ``<root>`` (``FashionMNIST``
+  for Fashion-MNIST: the folders torchvision uses), each file plain or ``.gz``.
+  Downloads go to ``<root>/<Folder>/raw``.
+* CIFAR-10: the extracted ``<root>/cifar-10-batches-py/``, else ``<root>/cifar-10-python.tar.gz``
+  (read in place, not extracted). Downloads fetch the archive.
+
+When nothing is found: with ``download=True`` the files are fetched from the official
+URLs (or ``mirror`` / ``$NORD_DATA_MIRROR``) and checked against their MD5; otherwise a
+:class:`~nord.errors.MissingDataError` says which files go where and where to get them.
+With ``verify=True`` (default) every file whose name has a checksum in the table (the
+official compressed files, CIFAR's batches) is checked on each load, so a damaged or
+mixed-up file is refused instead of loaded; the format checks of :mod:`nord.data.files`
+apply to every file.
+"""
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple, Union
+
+from nord.data.curator import DataCurator, RawData, register_curator
+from nord.data.download import (
+    CIFAR10_MD5,
+    CIFAR10_URLS,
+    FASHION_MNIST_MD5,
+    FASHION_MNIST_URLS,
+    MNIST_MD5,
+    MNIST_URLS,
+    base_urls,
+    default_root,
+    download_files,
+    file_md5,
+)
+from nord.data.files import (
+    CIFAR10_ARCHIVE,
+    CIFAR10_CLASSES,
+    CIFAR10_FOLDER,
+    CIFAR10_TEST_BATCH,
+    CIFAR10_TRAIN_BATCHES,
+    read_cifar10,
+    read_idx_pair,
+)
+from nord.errors import CorruptDataError, DataError, MissingDataError
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["FileCurator", "MNIST", "FashionMNIST", "CIFAR10"]
+
+PathLike = Union[str, os.PathLike]
+
+
+class FileCurator(DataCurator):
+    """Shared parts of curators that read files: root, download, mirror, checksums.
+
+    Args:
+        root: data directory; default ``$NORD_DATA_ROOT`` or ``~/.cache/nord/data``.
+        download: fetch missing files from ``mirror`` or the official URLs.
+        mirror: base URL replacing the official ones (``{name}`` is replaced by the data
+            set's name); default ``$NORD_DATA_MIRROR``.
+        checksums: file name -> MD5, replacing the official table (for a mirror with other
+            files, or tests).
+        verify: check files that have a checksum in the table on every load.
+        timeout: seconds per download request.
+        normalise: see :class:`~nord.data.curator.DataCurator`.
+    """
+
+    default_urls: Tuple[str, ...] = ()
+    default_checksums: Mapping[str, str] = {}
+
+    def __init__(self, root: Optional[PathLike] = None, download: bool = False, mirror: Optional[str] = None,
+                 checksums: Optional[Mapping[str, str]] = None, verify: bool = True, timeout: float = 60.0,
+                 normalise: bool = True):
+        super().__init__(normalise=normalise)
+        self.root = Path(root).expanduser() if root is not None else default_root()
+        self.download = bool(download)
+        self.mirror = mirror
+        self.checksums = dict(self.default_checksums if checksums is None else checksums)
+        self.verify = bool(verify)
+        self.timeout = float(timeout)
+
+    def urls(self) -> Tuple[str, ...]:
+        """Base URLs that downloads try, in order."""
+        return base_urls(self.default_urls, self.mirror, self.name)
+
+    def _verify(self, path: Path) -> None:
+        expected = self.checksums.get(path.name)
+        if not self.verify or not expected:
+            return
+        got = file_md5(path)
+        if got != expected.lower():
+            raise CorruptDataError(
+                f"{path}: MD5 {got} differs from the expected {expected}; the file is damaged or not the "
+                f"{self.name} file. Delete it (download=True fetches it again), or pass verify=False to "
+                "load it anyway."
+            )
+
+    def _fetch(self, names: Sequence[str], directory: Path) -> None:
+        try:
+            download_files(self.checksums, directory, self.urls(), names=names, timeout=self.timeout)
+        except CorruptDataError:
+            raise
+        except DataError as error:
+            raise MissingDataError(f"{self._missing_message()}\nThe download failed: {error}") from error
+
+    def _missing_message(self) -> str:  # pragma: no cover - overridden
+        return f"{self.name}: files not found under {self.root}"
+
+
+class _IdxCurator(FileCurator):
+    """MNIST-style data: four IDX files, 28x28 grey images."""
+
+    folder: str = ""
+    class_names: Tuple[str, ...] = ()
+    stems = {
+        "train_images": "train-images-idx3-ubyte",
+        "train_labels": "train-labels-idx1-ubyte",
+        "test_images": "t10k-images-idx3-ubyte",
+        "test_labels": "t10k-labels-idx1-ubyte",
+    }
+
+    def directories(self) -> List[Path]:
+        """Folders searched, in order; the first is where downloads go."""
+        return [self.root / self.folder / "raw", self.root / self.folder, self.root]
+
+    @staticmethod
+    def _in(directory: Path, stem: str) -> Optional[Path]:
+        for name in (stem + ".gz", stem):
+            if (directory / name).is_file():
+                return directory / name
+        return None
+
+    def find_files(self) -> Optional[Dict[str, Path]]:
+        """The four files from the first folder that holds all of them, or None."""
+        for directory in self.directories():
+            found = {key: self._in(directory, stem) for key, stem in self.stems.items()}
+            if all(found.values()):
+                return found
+        return None
+
+    def _missing_message(self) -> str:
+        target = self.directories()[0]
+        urls = self.urls()
+        names = [stem + ".gz" for stem in self.stems.values()]
+        looked = ", ".join(str(d) for d in self.directories())
+        links = "\n".join(f"  {urls[0].rstrip('/')}/{n}" for n in names) if urls else ""
+        return (
+            f"{type(self).__name__}: files not found. Expected {', '.join(names)} (or the same without .gz) "
+            f"together in one of: {looked}.\nPut them in {target}, from:\n{links}\n"
+            "or pass download=True (a mirror by mirror=... or $NORD_DATA_MIRROR)."
+        )
+
+    def _load(self) -> RawData:
+        found = self.find_files()
+        if found is None:
+            if not self.download:
+                raise MissingDataError(self._missing_message())
+            target = self.directories()[0]
+            absent = [stem + ".gz" for stem in self.stems.values() if self._in(target, stem) is None]
+            self._fetch(absent, target)
+            found = self.find_files()
+            if found is None:  # pragma: no cover - download_files raises first
+                raise MissingDataError(self._missing_message())
+        for path in found.values():
+            self._verify(path)
+        n = len(self.class_names)
+        x_train, y_train = read_idx_pair(found["train_images"], found["train_labels"], n)
+        x_test, y_test = read_idx_pair(found["test_images"], found["test_labels"], n)
+        if x_train.shape[1:] != x_test.shape[1:]:
+            raise CorruptDataError(
+                f"{found['train_images']} holds {x_train.shape[1:]} images but {found['test_images']} "
+                f"holds {x_test.shape[1:]}; they come from different data sets"
+            )
+        logger.info("%s: read %d train and %d test images from %s", self.name, len(x_train), len(x_test),
+                    found["train_images"].parent)
+        return RawData(x_train, y_train, x_test, y_test, classes=self.class_names, scale=1 / 255)
+
+
+@register_curator("mnist")
+class MNIST(_IdxCurator):
+    """MNIST handwritten digits: 60,000 + 10,000 grey 28x28 images, 10 classes (IDX files).
+
+    Arguments: see :class:`FileCurator`.
+    """
+
+    name = "mnist"
+    folder = "MNIST"
+    class_names = tuple(str(k) for k in range(10))
+    default_urls = MNIST_URLS
+    default_checksums = MNIST_MD5
+
+
+@register_curator("fashion-mnist")
+class FashionMNIST(_IdxCurator):
+    """Fashion-MNIST: 60,000 + 10,000 grey 28x28 images of clothes, 10 classes (IDX files).
+
+    Arguments: see :class:`FileCurator`.
+    """
+
+    name = "fashion-mnist"
+    folder = "FashionMNIST"
+    class_names = ("T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker",
+                   "Bag", "Ankle boot")
+    default_urls = FASHION_MNIST_URLS
+    default_checksums = FASHION_MNIST_MD5
+
+
+@register_curator("cifar10")
+class CIFAR10(FileCurator):
+    """CIFAR-10: 50,000 + 10,000 colour 32x32 images, 10 classes (the python version).
+
+    Arguments: see :class:`FileCurator`.
+    """
+
+    name = "cifar10"
+    default_urls = CIFAR10_URLS
+    default_checksums = CIFAR10_MD5
+
+    @property
+    def folder(self) -> Path:
+        return self.root / CIFAR10_FOLDER
+
+    @property
+    def archive(self) -> Path:
+        return self.root / CIFAR10_ARCHIVE
+
+    def _folder_complete(self) -> bool:
+        return all((self.folder / n).is_file() for n in CIFAR10_TRAIN_BATCHES + (CIFAR10_TEST_BATCH,))
+
+    def _missing_message(self) -> str:
+        urls = self.urls()
+        link = f"{urls[0].rstrip('/')}/{CIFAR10_ARCHIVE}" if urls else CIFAR10_ARCHIVE
+        partial = (f" ({self.folder} exists but lacks some of data_batch_1..5, test_batch)"
+                   if self.folder.is_dir() else "")
+        return (
+            f"CIFAR10: files not found. Expected the extracted folder {self.folder} (data_batch_1..5, "
+            f"test_batch, batches.meta) or the archive {self.archive}{partial}.\n"
+            f"Download {link} into {self.root}, or pass download=True "
+            f"(a mirror by mirror=... or $NORD_DATA_MIRROR)."
+        )
+
+    def _load(self) -> RawData:
+        if self._folder_complete():
+            source = self.folder
+            for name in CIFAR10_TRAIN_BATCHES + (CIFAR10_TEST_BATCH, "batches.meta"):
+                if (self.folder / name).is_file():
+                    self._verify(self.folder / name)
+        else:
+            if not self.archive.is_file():
+                if not self.download:
+                    raise MissingDataError(self._missing_message())
+                self._fetch([CIFAR10_ARCHIVE], self.root)
+            source = self.archive
+            self._verify(self.archive)
+        x_train, y_train, x_test, y_test, classes = read_cifar10(source, num_classes=len(CIFAR10_CLASSES))
+        logger.info("cifar10: read %d train and %d test images from %s", len(x_train), len(x_test), source)
+        return RawData(x_train, y_train, x_test, y_test, classes=classes, scale=1 / 255)

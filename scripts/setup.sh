@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Idempotent set-up of a fresh machine: Open MPI, a virtual environment in .venv,
+# torch (pinned, CPU wheel first), nord with its dependencies, then Horovod.
+# Every step is skipped when what it makes is already there.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+VENV=${NORD_VENV:-.venv}
+PYTHON=${PYTHON:-python3}
+TORCH_VERSION=${NORD_TORCH_VERSION:-2.13.0}
+
+say() { printf '[setup] %s\n' "$*"; }
+
+# 1. Open MPI (mpirun and the headers mpi4py and Horovod link against).
+if ! command -v mpirun >/dev/null 2>&1 || ! command -v mpicxx >/dev/null 2>&1; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+        say "installing Debian's Open MPI"
+        export DEBIAN_FRONTEND=noninteractive
+        apt-get update -qq
+        apt-get install -y -qq openmpi-bin libopenmpi-dev >/dev/null
+    else
+        say "Open MPI is missing: install it first, e.g. 'sudo apt-get install openmpi-bin libopenmpi-dev'"
+        exit 1
+    fi
+fi
+
+# 2. The virtual environment.
+if [ ! -x "$VENV/bin/python" ]; then
+    say "creating $VENV"
+    "$PYTHON" -m venv "$VENV"
+fi
+PY="$VENV/bin/python"
+# pip's notes about this machine's local package indexes are noise: keep real errors only.
+pip_install() {
+    local log status=0
+    log=$(mktemp)
+    "$PY" -m pip install -q --disable-pip-version-check "$@" 2>"$log" || status=$?
+    grep -v "is ignored: it is neither" "$log" >&2 || true
+    rm -f "$log"
+    return $status
+}
+
+# 3. torch before anything that depends on it: an unpinned torch pulls the CUDA build.
+if ! "$PY" -c "import torch, sys; sys.exit(torch.__version__.split('+')[0] != '$TORCH_VERSION')" 2>/dev/null; then
+    say "installing torch==$TORCH_VERSION"
+    pip_install "torch==$TORCH_VERSION"
+fi
+
+# 4. nord itself, editable, with every optional dependency and the test tools.
+if ! "$PY" -c "import nord, mpi4py, pygmo, pytest, hypothesis, matplotlib, sklearn" 2>/dev/null \
+   || [ setup.py -nt "$VENV/.nord-installed" ]; then
+    say "installing nord and its dependencies"
+    pip_install -e ".[all,test]"
+    touch "$VENV/.nord-installed"
+fi
+
+# 5. Horovod, built from source against this torch and this Open MPI (cached).
+if [ "${NORD_SKIP_HOROVOD:-0}" != 1 ]; then
+    bash scripts/build_horovod.sh "$VENV"
+fi
+say "ready: $VENV"

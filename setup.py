@@ -1,0 +1,24 @@
+"""nord: neural architecture search from a laptop to an MPI cluster."""
+from setuptools import find_packages, setup
+
+setup(
+    name="nord",
+    version="0.1.0",
+    description="Neural architecture search research framework: descriptors, evaluators, MPI search",
+    long_description=open("README.md", encoding="utf-8").read(),
+    long_description_content_type="text/markdown",
+    license="MIT",
+    python_requires=">=3.9",
+    packages=find_packages(include=["nord", "nord.*"]),
+    package_data={"nord": ["benchmarks/data/*.csv.gz", "benchmarks/data/*.md"]},
+    # torch is installed first and pinned by scripts/setup.sh (an unpinned torch pulls
+    # the CUDA build); the range here then installs nothing more.
+    install_requires=["numpy>=1.21", "torch>=2.1", "scikit-learn>=1.0", "matplotlib>=3.5"],
+    extras_require={
+        "mpi": ["mpi4py>=3.1"],
+        "pygmo": ["pygmo>=2.19"],
+        "all": ["mpi4py>=3.1", "pygmo>=2.19"],
+        "test": ["pytest>=7", "hypothesis>=6", "pytest-timeout>=2"],
+    },
+    entry_points={"console_scripts": ["nord=nord.cli:main"]},
+)

@@ -1,0 +1,181 @@
+"""Rank programs for the DistributedEvaluator tests, run under mpirun.
+
+    mpirun -np 3 python -m tests.parallel.distributed_programs BACKEND CHECK
+
+Each check computes its expectation itself (from the world size or from a LocalEvaluator
+run on rank 0) and exits non-zero with a message when it does not hold.
+"""
+import sys
+
+import numpy as np
+import torch
+
+from nord import NeuralDescriptor
+from nord.data import Digits, TensorCurator
+from nord.environments import Environment
+from nord.evaluators.distributed import DistributedEvaluator
+from nord.evaluators.local import LocalEvaluator
+
+
+def network(width=6, kernel=3):
+    d = NeuralDescriptor()
+    d.add_layer_sequential("conv2d", {"out_channels": width, "kernel_size": kernel})
+    d.add_layer_sequential("relu")
+    d.add_layer_sequential("batch_norm2d", {})
+    return d
+
+
+def require(condition, message):
+    if not condition:
+        raise AssertionError(message)
+
+
+def fixed_weights(env, backend):
+    """Test accuracy of untrained (seeded) weights equals LocalEvaluator's exactly."""
+    curator = Digits(seed=0)
+    distributed = DistributedEvaluator(env, curator=curator, backend=backend, epochs=0, seed=5,
+                                       test_batch_size=37)
+    result = distributed.descriptor_evaluate(network() if env.is_root else None)
+    local = LocalEvaluator(curator=curator, epochs=0, seed=5).descriptor_evaluate(network())
+    require(result.ok, result.error)
+    require(result.accuracy == local.accuracy,
+            f"distributed accuracy {result.accuracy} != local {local.accuracy}")
+    require(result.metrics["test_samples"] == local.metrics["test_samples"], "sample counts differ")
+    env.log(f"fixed weights: {result.accuracy} == {local.accuracy}")
+
+
+def trained_identical(env, backend):
+    """After training, parameters and results are identical on every rank."""
+    curator = Digits(seed=0)
+    evaluator = DistributedEvaluator(env, curator=curator, backend=backend, epochs=2, seed=1,
+                                     batch_size=32, keep_model=True)
+    result = evaluator.descriptor_evaluate(network() if env.is_root else None)
+    require(result.ok, result.error)
+    flat = torch.cat([p.detach().reshape(-1) for p in evaluator.model.parameters()]).numpy()
+    gathered = env.allgather(flat.tobytes())
+    require(all(g == gathered[0] for g in gathered), "parameters differ between ranks")
+    results = env.allgather(result.to_dict())
+    require(all(r == results[0] for r in results), f"results differ between ranks: {results}")
+    require(result.accuracy > 0.3, f"training did not learn: {result.accuracy}")
+    env.log(f"identical after training on {env.size} ranks: accuracy {result.accuracy}")
+
+
+def uneven_data(env, backend):
+    """A training set not divisible by the ranks (nor by the batch) does not deadlock."""
+    rng = np.random.default_rng(0)
+    n_train = 7 * env.size + 1
+    x = rng.normal(size=(n_train + 13, 1, 6, 6)).astype("float32")
+    y = rng.integers(0, 3, n_train + 13)
+    curator = TensorCurator(x[:n_train], y[:n_train], x[n_train:], y[n_train:])
+    evaluator = DistributedEvaluator(env, curator=curator, backend=backend, epochs=2,
+                                     batch_size=3, test_batch_size=4)
+    result = evaluator.descriptor_evaluate(network(3) if env.is_root else None)
+    require(result.ok, result.error)
+    require(result.metrics["test_samples"] == 13, f"test samples {result.metrics}")
+    env.log("uneven data: finished")
+
+
+def failing_network(env, backend):
+    """A failing network is 'failed' on every rank, and the next one is evaluated."""
+    evaluator = DistributedEvaluator(env, curator=Digits(seed=0), backend=backend, epochs=1)
+    bad = NeuralDescriptor()
+    bad.add_layer_sequential("conv2d", {"out_channels": 4, "kernel_size": 50})
+    result = evaluator.descriptor_evaluate(bad if env.is_root else None)
+    statuses = env.allgather((result.status, result.error))
+    require(all(s == ("failed", statuses[0][1]) for s in statuses), f"statuses: {statuses}")
+    require("ShapeError" in statuses[0][1], statuses[0][1])
+    diverging = DistributedEvaluator(env, curator=Digits(seed=0), backend=backend, epochs=1,
+                                     optimizer="sgd", lr=1e12)
+    result = diverging.descriptor_evaluate(network() if env.is_root else None)
+    statuses = env.allgather(result.status)
+    require(statuses == ["failed"] * env.size, f"diverging statuses: {statuses}")
+    require("NonFiniteLossError" in result.error, result.error)
+    after = evaluator.descriptor_evaluate(network() if env.is_root else None)
+    require(after.ok, f"the evaluator did not recover: {after.error}")
+    env.log("failing network: failed on all ranks, next one ok")
+
+
+def rank_specific_failure(env, backend):
+    """A failure on one rank only (here: the last) fails the network on all ranks."""
+
+    class FailsOnLastRank(DistributedEvaluator):
+        def _prepare(self, model, optimizer):
+            optimizer = super()._prepare(model, optimizer)
+            if self._rank() == self._size() - 1:
+                model.register_forward_hook(lambda *_: (_ for _ in ()).throw(
+                    RuntimeError("simulated out of memory")))
+            return optimizer
+
+    evaluator = FailsOnLastRank(env, curator=Digits(seed=0), backend=backend, epochs=1)
+    result = evaluator.descriptor_evaluate(network() if env.is_root else None)
+    statuses = env.allgather((result.status, result.error))
+    require(all(s == statuses[0] for s in statuses), f"not consistent: {statuses}")
+    require(statuses[0][0] == "failed" and "simulated out of memory" in statuses[0][1]
+            and f"rank {env.size - 1}" in statuses[0][1], statuses[0][1])
+    env.log("rank-specific failure: consistent")
+
+
+def serve_and_release(env, backend):
+    """Only the root drives; the others serve until released."""
+    evaluator = DistributedEvaluator(env, curator=Digits(seed=0), backend=backend, epochs=1)
+    if env.is_root:
+        results = [evaluator.descriptor_evaluate(network(w)) for w in (2, 4, 6)]
+        evaluator.release()
+        require(all(r.ok for r in results), [r.error for r in results])
+        count = 3
+    else:
+        count = evaluator.serve()
+    counts = env.allgather(count)
+    require(counts == [3] * env.size, f"served counts {counts}")
+    env.log("serve/release: 3 evaluations on every rank")
+
+
+def groups_of_one(env, backend):
+    """With groups of 1, every rank evaluates its own network at the same time."""
+    with Environment(group_size=1) as grouped:
+        evaluator = DistributedEvaluator(grouped, curator=Digits(seed=0), backend=backend,
+                                         epochs=1, seed=0)
+        descriptor = network(width=2 + grouped.group.index)
+        result = evaluator.descriptor_evaluate(descriptor)
+        results = grouped.gather((grouped.group.index, descriptor.hash, result.to_dict()))
+        if grouped.is_root:
+            require(len(results) == grouped.size, results)
+            require(len({h for _, h, _ in results}) == grouped.size, "hashes not distinct")
+            local = LocalEvaluator(curator=Digits(seed=0), epochs=1, seed=0)
+            for index, digest, record in results:
+                expected = local.descriptor_evaluate(network(width=2 + index))
+                require(record["accuracy"] == expected.accuracy,
+                        f"group {index}: {record['accuracy']} != local {expected.accuracy}")
+        grouped.log(f"groups of one: {grouped.size} networks at once")
+
+
+def groups_of_two(env, backend):
+    """3 ranks in groups of 2 and 1: each group trains its own network data-parallel."""
+    with Environment(group_size=2) as grouped:
+        evaluator = DistributedEvaluator(grouped, curator=Digits(seed=0), backend=backend,
+                                         epochs=1, seed=0)
+        descriptor = network(width=3 + grouped.group.index)
+        result = evaluator.descriptor_evaluate(descriptor if grouped.group.is_root else None)
+        require(result.ok, result.error)
+        rows = grouped.gather((grouped.group.index, grouped.group.size, result.descriptor_hash))
+        if grouped.is_root:
+            by_group = {}
+            for index, size, digest in rows:
+                by_group.setdefault(index, set()).add(digest)
+                require(digest == network(width=3 + index).hash, f"group {index} trained {digest}")
+            require(len(by_group) == grouped.n_groups, by_group)
+            require(all(len(hashes) == 1 for hashes in by_group.values()), by_group)
+        grouped.log(f"groups of two: {grouped.n_groups} groups")
+
+
+CHECKS = {f.__name__: f for f in (fixed_weights, trained_identical, uneven_data, failing_network,
+                                  rank_specific_failure, serve_and_release, groups_of_one,
+                                  groups_of_two)}
+
+if __name__ == "__main__":
+    backend, *checks = sys.argv[1:]
+    torch.set_num_threads(1)
+    with Environment() as world:
+        for check in checks:
+            CHECKS[check](world, backend)
+    print(f"checks passed: {' '.join(checks)}")

@@ -1,0 +1,124 @@
+"""A tiny search space, algorithm and evaluator for the search-loop tests (no torch, no data).
+
+* ``ToySpace``: genomes ``(width, kernel)`` in ``1..6 x 1..4`` decode to ``conv2d -> relu``;
+  ``(6, 4)`` does not decode (a SearchSpaceError), so decode failures are exercised; only 23
+  architectures exist, so a search of any length meets repeats (the cache).
+* ``ToyEvaluator``: accuracy is a fixed function of the architecture; ``(1, 1)`` raises (a
+  failed result); it can sleep, and append one line per evaluation to a log file
+  (``"<world rank> <hash>"``) so tests can count what was really trained, and where.
+* ``ToyGenerational``: a seeded generational algorithm whose children come from the earlier
+  generations' results *in the order told*, so telling out of order changes the run.
+"""
+from __future__ import annotations
+
+import os
+import time
+from typing import Optional
+
+from nord.descriptors import NeuralDescriptor
+from nord.errors import SearchSpaceError
+from nord.evaluators.base import Evaluator
+from nord.evaluators.result import EvaluationResult
+from nord.search.algorithm import Candidate, SearchAlgorithm
+from nord.search.space import SearchSpace
+
+
+class ToySpace(SearchSpace):
+    lower = (1, 1)
+    upper = (6, 4)
+
+    def decode(self, genome):
+        width, kernel = genome
+        if (width, kernel) == (6, 4):
+            raise SearchSpaceError("toy rule: (6, 4) has no network")
+        descriptor = NeuralDescriptor()
+        descriptor.add_layer_sequential("conv2d", {"out_channels": width, "kernel_size": kernel})
+        descriptor.add_layer_sequential("relu")
+        return descriptor
+
+
+def toy_accuracy(width: int, kernel: int) -> float:
+    return ((width * 7 + kernel * 3) % 17) / 17.0
+
+
+def world_rank() -> int:
+    return int(os.environ.get("OMPI_COMM_WORLD_RANK", "0"))
+
+
+class ToyEvaluator(Evaluator):
+    def __init__(self, sleep: float = 0.0, log: Optional[str] = None):
+        self.sleep = sleep
+        self.log = log
+        self.calls = 0
+
+    def _evaluate(self, descriptor):
+        self.calls += 1
+        conv = next(layer for layer in descriptor.layers.values() if layer.type == "conv2d")
+        width, kernel = conv.params["out_channels"], conv.params["kernel_size"]
+        if self.log:
+            with open(self.log, "a") as log:
+                log.write(f"{world_rank()} {descriptor.hash}\n")
+        if self.sleep:
+            time.sleep(self.sleep)
+        if (width, kernel) == (1, 1):
+            raise ValueError("toy failure: (1, 1) does not train")
+        return EvaluationResult(accuracy=toy_accuracy(width, kernel), loss=1.0 / (width + kernel),
+                                n_params=width * kernel * kernel, epochs=1,
+                                reported_accuracy=toy_accuracy(width, kernel) / 2,
+                                metrics={"width": width, "kernel": kernel})
+
+
+class ToyGenerational(SearchAlgorithm):
+    """Generation 0 is random; each later child mutates a parent drawn from earlier results."""
+
+    name = "toy-generational"
+
+    def __init__(self, space, seed=None, population: int = 4):
+        super().__init__(space, seed)
+        self.population = population
+        self.history = []          # (genome, fitness) of earlier generations, in the order told
+        self.current = []          # told in the current generation
+        self.generation = 0
+        self.asked_in_generation = 0
+
+    def parameters(self):
+        return {**super().parameters(), "population": self.population}
+
+    def _ask(self):
+        if self.asked_in_generation == self.population:
+            if len(self.current) < self.population:
+                return None        # generation barrier
+            self.history.extend(self.current)
+            self.current = []
+            self.generation += 1
+            self.asked_in_generation = 0
+        self.asked_in_generation += 1
+        if self.generation == 0:
+            return Candidate(self.space.sample(self.rng), generation=0)
+        index = int(self.rng.integers(len(self.history)))
+        parent = list(self.history[index][0])
+        gene = int(self.rng.integers(2))
+        parent[gene] = int(self.rng.integers(self.space.lower[gene], self.space.upper[gene] + 1))
+        return Candidate(tuple(parent), generation=self.generation)
+
+    def _tell(self, candidate, result):
+        self.current.append((candidate.genome, result.fitness))
+
+
+TIMES = ("started", "ended", "train_time", "eval_time")
+
+
+def journal_rows(path, drop=TIMES):
+    """A journal's evaluations and candidates without the given columns, for comparisons."""
+    from nord.journal import Journal
+
+    with Journal(path) as journal:
+        evaluations = [{k: v for k, v in row.items() if k not in drop}
+                       for row in journal.evaluations()]
+        candidates = [{k: v for k, v in row.items() if k != "asked"}
+                      for row in journal.candidates()]
+    for row in evaluations:  # NaN != NaN: compare failed accuracies as None
+        for key in ("accuracy", "loss"):
+            if row[key] != row[key]:
+                row[key] = None
+    return evaluations, candidates

@@ -1,0 +1,36 @@
+"""DistributedEvaluator under real mpirun, 2 and 3 ranks, Horovod and torch.distributed backends.
+
+The checks themselves live in tests/parallel/distributed_programs.py and run on every rank.
+"""
+import pytest
+
+from tests.mpirun import requires_mpirun, run_mpi
+
+pytestmark = [requires_mpirun, pytest.mark.mpi]
+
+COMMON = ["fixed_weights", "trained_identical", "uneven_data", "failing_network",
+          "rank_specific_failure", "serve_and_release", "groups_of_one"]
+
+
+def horovod_available():
+    try:
+        import horovod.torch  # noqa: F401
+        return True
+    except ImportError:
+        return False
+
+
+BACKENDS = [pytest.param("horovod", marks=pytest.mark.skipif(
+    not horovod_available(), reason="Horovod is not built (run scripts/build_horovod.sh)")),
+    "torch"]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("ranks", [2, 3])
+def test_distributed_evaluator(backend, ranks):
+    checks = COMMON + (["groups_of_two"] if ranks == 3 else [])
+    run = run_mpi(["-m", "tests.parallel.distributed_programs", backend, *checks], np=ranks,
+                  timeout=240)
+    assert not run.timed_out, f"timed out after {run.seconds:.0f} s:\n{run.output[-4000:]}"
+    assert run.returncode == 0, run.output[-6000:]
+    assert run.output.count("checks passed") == ranks, run.output[-3000:]

@@ -1,0 +1,346 @@
+"""run_search in one process: budget, cache, failures, tell order, progress, resume, kill -9."""
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from nord.errors import ConfigurationError, JournalError
+from nord.journal import Journal
+from nord.search.algorithm import Candidate, SearchAlgorithm
+from nord.search.loop import Completion, Executor, SerialExecutor, evaluate_task, run_search
+from nord.search.random_search import RandomSearch
+from tests.parallel.programs.search_toy import (ToyEvaluator, ToyGenerational, ToySpace,
+                                                journal_rows)
+
+REPO = Path(__file__).resolve().parents[2]
+PROGRAM = REPO / "tests" / "parallel" / "programs" / "search_run.py"
+
+
+class Scripted(SearchAlgorithm):
+    """Proposes the given genomes in order, then is finished."""
+
+    name = "scripted"
+
+    def __init__(self, space, genomes):
+        super().__init__(space, seed=0)
+        self.genomes = list(genomes)
+
+    @property
+    def finished(self):
+        return self.asked >= len(self.genomes)
+
+    def _ask(self):
+        return Candidate(self.genomes[self.asked])
+
+    def _tell(self, candidate, result):
+        pass
+
+
+class Interrupting(ToyEvaluator):
+    """Raises KeyboardInterrupt (which evaluators let through) at its ``stop_at``-th call."""
+
+    def __init__(self, stop_at):
+        super().__init__()
+        self.stop_at = stop_at
+
+    def _evaluate(self, descriptor):
+        if self.calls + 1 == self.stop_at:
+            raise KeyboardInterrupt
+        return super()._evaluate(descriptor)
+
+
+class ReverseExecutor(Executor):
+    """Several workers that always finish the task submitted last first."""
+
+    def __init__(self, evaluator, workers):
+        self.evaluator = evaluator
+        self.workers = workers
+        self.tasks = []
+        self.finished_order = []
+
+    @property
+    def n_workers(self):
+        return self.workers
+
+    @property
+    def in_flight(self):
+        return len(self.tasks)
+
+    def submit(self, task):
+        self.tasks.append(task)
+
+    def wait(self) -> Completion:
+        task = self.tasks.pop()
+        self.finished_order.append(task.number)
+        return evaluate_task(self.evaluator, task.descriptor, 1 + len(self.tasks), task.number)
+
+
+def toy(seed=0, population=4):
+    return ToyGenerational(ToySpace(), seed=seed, population=population)
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_the_budget_is_the_number_of_evaluations(tmp_path, mode):
+    summary = run_search(toy(), ToyEvaluator(), budget=17, journal=tmp_path / "run.db", mode=mode)
+    with Journal(tmp_path / "run.db") as journal:
+        assert journal.count() == summary.evaluations == 17
+        assert journal.metadata()["status"] == "finished"
+
+
+def test_every_told_result_is_recorded_once_in_order(tmp_path):
+    run_search(toy(), ToyEvaluator(), budget=12, journal=tmp_path / "run.db")
+    rows, _ = journal_rows(tmp_path / "run.db")
+    assert [(r["sequence"], r["candidate"]) for r in rows] == [(i, i) for i in range(12)]
+
+
+def test_an_architecture_is_trained_once(tmp_path):
+    evaluator = ToyEvaluator()
+    summary = run_search(toy(), evaluator, budget=40, journal=tmp_path / "run.db")
+    rows, _ = journal_rows(tmp_path / "run.db")
+    trained = [r["descriptor_hash"] for r in rows if not r["cached"] and r["descriptor"]]
+    assert summary.cached > 0
+    assert evaluator.calls == len(trained) == len(set(trained)) == summary.trained
+
+
+def test_a_cached_result_repeats_the_earlier_one(tmp_path):
+    run_search(Scripted(ToySpace(), [(3, 2), (4, 4), (3, 2)]), ToyEvaluator(), budget=3,
+               journal=tmp_path / "run.db")
+    first, _, repeat = journal_rows(tmp_path / "run.db")[0]
+    assert repeat["cached"] and repeat["cached_from"] == 0 and repeat["worker_rank"] is None
+    assert (repeat["accuracy"], repeat["n_params"]) == (first["accuracy"], first["n_params"])
+
+
+def test_a_repeat_inside_a_batch_waits_for_the_first(tmp_path):
+    evaluator = ToyEvaluator()
+    run_search(Scripted(ToySpace(), [(3, 2), (3, 2)]), evaluator, budget=2, batch_size=2,
+               journal=tmp_path / "run.db")
+    rows, _ = journal_rows(tmp_path / "run.db")
+    assert evaluator.calls == 1 and [r["cached"] for r in rows] == [False, True]
+
+
+def test_a_genome_that_does_not_decode_is_a_recorded_failure(tmp_path):
+    summary = run_search(Scripted(ToySpace(), [(6, 4), (2, 2)]), ToyEvaluator(), budget=2,
+                         journal=tmp_path / "run.db")
+    failed, ok = journal_rows(tmp_path / "run.db")[0]
+    assert failed["status"] == "failed" and "toy rule" in failed["error"]
+    assert failed["descriptor"] is None and failed["worker_rank"] is None
+    assert ok["status"] == "ok" and summary.failed == 1
+
+
+def test_a_failing_evaluation_is_recorded_with_its_worker(tmp_path):
+    run_search(Scripted(ToySpace(), [(1, 1)]), ToyEvaluator(), budget=1, journal=tmp_path / "run.db")
+    row = journal_rows(tmp_path / "run.db")[0][0]
+    assert row["status"] == "failed" and "toy failure" in row["error"] and row["worker_rank"] == 0
+
+
+def test_cached_and_failed_results_count_towards_the_budget(tmp_path):
+    genomes = [(6, 4), (2, 2), (2, 2), (1, 1), (3, 3)]
+    summary = run_search(Scripted(ToySpace(), genomes), ToyEvaluator(), budget=4)
+    assert (summary.evaluations, summary.trained, summary.cached, summary.failed) == (4, 2, 1, 2)
+
+
+def test_a_finished_algorithm_ends_the_search_before_the_budget(tmp_path):
+    summary = run_search(Scripted(ToySpace(), [(2, 2), (3, 3)]), ToyEvaluator(), budget=10)
+    assert summary.evaluations == 2
+
+
+def test_sync_tells_in_candidate_order_whichever_worker_finishes_first(tmp_path):
+    run_search(toy(), ToyEvaluator(), budget=24, batch_size=3, journal=tmp_path / "serial.db")
+    executor = ReverseExecutor(ToyEvaluator(), workers=3)
+    run_search(toy(), executor=executor, budget=24, journal=tmp_path / "reversed.db")
+    assert executor.finished_order[:2] == [2, 1]  # the test is meaningful: out of order
+    drop = ("started", "ended", "train_time", "eval_time", "worker_rank")
+    assert journal_rows(tmp_path / "serial.db", drop) == journal_rows(tmp_path / "reversed.db", drop)
+
+
+def test_sync_journal_does_not_depend_on_the_number_of_workers_for_generational_algorithms(tmp_path):
+    run_search(toy(), ToyEvaluator(), budget=20, journal=tmp_path / "one.db")
+    run_search(toy(), executor=ReverseExecutor(ToyEvaluator(), 3), budget=20,
+               journal=tmp_path / "three.db")
+    drop = ("started", "ended", "train_time", "eval_time", "worker_rank")
+    assert journal_rows(tmp_path / "one.db", drop)[0] == journal_rows(tmp_path / "three.db", drop)[0]
+
+
+def test_async_keeps_every_worker_busy(tmp_path):
+    executor = ReverseExecutor(ToyEvaluator(), workers=3)
+    summary = run_search(RandomSearch(ToySpace(), seed=0), executor=executor, budget=15,
+                         mode="async", journal=tmp_path / "run.db")
+    rows, _ = journal_rows(tmp_path / "run.db")
+    assert summary.evaluations == 15
+    assert {r["worker_rank"] for r in rows if r["worker_rank"] is not None} == {1, 2, 3}
+
+
+def test_progress_is_reported_after_each_result(tmp_path):
+    seen = []
+    run_search(toy(), ToyEvaluator(), budget=9, progress=seen.append)
+    assert [p.evaluations for p in seen] == list(range(1, 10))
+    assert all(p.budget == 9 for p in seen) and seen[-1].best_accuracy > 0
+
+
+def test_summary_best_is_the_journal_best(tmp_path):
+    summary = run_search(toy(), ToyEvaluator(), budget=20, journal=tmp_path / "run.db")
+    with Journal(tmp_path / "run.db") as journal:
+        assert summary.best_result.accuracy == journal.best()["accuracy"]
+        assert summary.best.number == journal.best()["candidate"]
+
+
+def test_an_algorithm_that_waits_forever_stops_the_search(tmp_path):
+    class Stuck(Scripted):
+        def _ask(self):
+            return None
+
+    summary = run_search(Stuck(ToySpace(), [(1, 1)]), ToyEvaluator(), budget=5)
+    assert summary.evaluations == 0
+
+
+@pytest.mark.parametrize("arguments, message", [
+    ({"mode": "steady"}, "mode"), ({"budget": -1}, "budget"), ({"batch_size": 0}, "batch_size"),
+])
+def test_bad_arguments_are_configuration_errors(arguments, message):
+    with pytest.raises(ConfigurationError, match=message):
+        run_search(toy(), ToyEvaluator(), **{"budget": 5, **arguments})
+
+
+def test_an_error_marks_the_journal_crashed(tmp_path):
+    with pytest.raises(KeyboardInterrupt):
+        run_search(toy(), Interrupting(stop_at=3), budget=10, journal=tmp_path / "run.db")
+    with Journal(tmp_path / "run.db") as journal:
+        assert journal.metadata()["status"] == "crashed" and journal.count() == 2
+
+
+# --- resume ---------------------------------------------------------------------------------
+@pytest.mark.parametrize("mode", ["sync", "async"])
+@pytest.mark.parametrize("stop_at", [2, 5, 9])
+def test_resume_after_an_interruption_gives_the_uninterrupted_journal(tmp_path, mode, stop_at):
+    """batch_size 3 with generations of 4: interruptions fall inside batches and generations."""
+    settings = dict(budget=24, mode=mode, batch_size=3 if mode == "sync" else None)
+    run_search(toy(), ToyEvaluator(), journal=tmp_path / "whole.db", **settings)
+    with pytest.raises(KeyboardInterrupt):
+        run_search(toy(), Interrupting(stop_at), journal=tmp_path / "cut.db", **settings)
+    evaluator = ToyEvaluator()
+    summary = run_search(toy(), evaluator, journal=tmp_path / "cut.db", resume=True,
+                         **{**settings, "batch_size": None})
+    assert journal_rows(tmp_path / "cut.db") == journal_rows(tmp_path / "whole.db")
+    assert summary.evaluations == 24 and summary.replayed >= 1
+    assert evaluator.calls == summary.trained
+
+
+def test_resume_does_not_train_journaled_evaluations_again(tmp_path):
+    with pytest.raises(KeyboardInterrupt):
+        run_search(toy(), Interrupting(stop_at=8), budget=30, journal=tmp_path / "run.db")
+    with Journal(tmp_path / "run.db") as journal:
+        before = {r["descriptor_hash"] for r in journal.evaluations() if r["descriptor"]}
+    evaluator = ToyEvaluator(log=str(tmp_path / "trained.log"))
+    run_search(toy(), evaluator, budget=30, journal=tmp_path / "run.db", resume=True)
+    trained_again = {line.split()[1] for line in (tmp_path / "trained.log").read_text().splitlines()}
+    assert before and not (before & trained_again)
+
+
+def test_resume_with_a_larger_budget_continues_the_run(tmp_path):
+    run_search(toy(), ToyEvaluator(), budget=10, journal=tmp_path / "part.db")
+    summary = run_search(toy(), ToyEvaluator(), budget=22, journal=tmp_path / "part.db", resume=True)
+    run_search(toy(), ToyEvaluator(), budget=22, journal=tmp_path / "whole.db")
+    assert summary.replayed == 10 and summary.evaluations == 22
+    assert journal_rows(tmp_path / "part.db") == journal_rows(tmp_path / "whole.db")
+
+
+def test_resume_of_a_finished_run_trains_nothing(tmp_path):
+    run_search(toy(), ToyEvaluator(), budget=10, journal=tmp_path / "run.db")
+    evaluator = ToyEvaluator()
+    summary = run_search(toy(), evaluator, budget=10, journal=tmp_path / "run.db", resume=True)
+    assert evaluator.calls == 0 and summary.replayed == 10
+    assert summary.best_result is not None
+
+
+def test_resume_without_a_journaled_run_starts_one(tmp_path):
+    summary = run_search(toy(), ToyEvaluator(), budget=5, journal=tmp_path / "run.db", resume=True)
+    assert summary.evaluations == 5 and summary.replayed == 0
+
+
+def test_resume_with_another_seed_is_refused(tmp_path):
+    run_search(toy(seed=0), ToyEvaluator(), budget=5, journal=tmp_path / "run.db")
+    with pytest.raises(JournalError, match="field 'seed' differs"):
+        run_search(toy(seed=1), ToyEvaluator(), budget=5, journal=tmp_path / "run.db", resume=True)
+
+
+def test_a_new_run_into_a_used_journal_is_refused(tmp_path):
+    run_search(toy(), ToyEvaluator(), budget=3, journal=tmp_path / "run.db")
+    with pytest.raises(JournalError, match="resume"):
+        run_search(toy(), ToyEvaluator(), budget=3, journal=tmp_path / "run.db")
+
+
+def test_resume_detects_an_algorithm_that_proposes_other_genomes(tmp_path):
+    run_search(toy(), ToyEvaluator(), budget=8, journal=tmp_path / "run.db")
+    connection = sqlite3.connect(str(tmp_path / "run.db"))
+    with connection:
+        connection.execute("UPDATE candidates SET genome = '[9, 9]' WHERE candidate = 5")
+    connection.close()
+    with pytest.raises(JournalError, match="not deterministic"):
+        run_search(toy(), ToyEvaluator(), budget=8, journal=tmp_path / "run.db", resume=True)
+
+
+# --- kill -9 of a real process ----------------------------------------------------------------
+def _command(journal, mode, budget, log, resume, sleep=0.05):
+    command = [sys.executable, str(PROGRAM), "--serial", "--journal", str(journal), "--mode", mode,
+               "--budget", str(budget), "--sleep", str(sleep), "--log", str(log)]
+    if mode == "sync":
+        command += ["--batch-size", "3"]
+    return command + (["--resume"] if resume else [])
+
+
+def _start(*args):
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    return subprocess.Popen(_command(*args), env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, start_new_session=True)
+
+
+def _count(journal) -> int:
+    try:
+        connection = sqlite3.connect(f"file:{journal}?mode=ro", uri=True, timeout=5)
+        try:
+            return connection.execute("SELECT COUNT(*) FROM evaluations").fetchone()[0]
+        finally:
+            connection.close()
+    except sqlite3.Error:
+        return 0
+
+
+def kill_after(process, journal, evaluations, timeout=60.0):
+    """SIGKILL the process group once ``evaluations`` are journaled; return how many were."""
+    deadline = time.monotonic() + timeout
+    while _count(journal) < evaluations:
+        assert process.poll() is None, process.stdout.read().decode()
+        assert time.monotonic() < deadline, "the run did not record evaluations in time"
+        time.sleep(0.01)
+    os.killpg(process.pid, signal.SIGKILL)
+    process.wait(timeout=30)
+    return _count(journal)
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_kill_9_then_resume_gives_the_uninterrupted_journal(tmp_path, mode):
+    budget = 30
+    run_search(toy(), ToyEvaluator(), budget=budget, mode=mode, journal=tmp_path / "whole.db",
+               batch_size=3 if mode == "sync" else None)
+    journal, log = tmp_path / "killed.db", tmp_path / "trained.log"
+    for kill_at in (4, 11):  # killed twice: the second run resumes the first, and is killed too
+        process = _start(journal, mode, budget, log, kill_at != 4)
+        assert kill_after(process, journal, kill_at) < budget
+    process = subprocess.run(_command(journal, mode, budget, log, True, 0.0),
+                             env=dict(os.environ, PYTHONPATH=str(REPO)), capture_output=True,
+                             text=True, timeout=60)
+    assert process.returncode == 0, process.stdout + process.stderr
+    rows, candidates = journal_rows(journal)
+    assert (rows, candidates) == journal_rows(tmp_path / "whole.db")
+    trained = Counter(line.split()[1] for line in log.read_text().splitlines())
+    uncached = [r["descriptor_hash"] for r in rows if r["descriptor"] and not r["cached"]]
+    # at most the evaluation in flight at each kill was trained twice
+    assert sum(trained.values()) - len(uncached) <= 2
+    assert set(trained) == set(uncached)
