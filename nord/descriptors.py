@@ -30,6 +30,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+import numbers
 from collections import deque
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
@@ -294,7 +295,7 @@ class NeuralDescriptor:
 
         Equal for descriptors of the same graph whatever the layer names and the order in
         which layers and connections were added; parameters count with their defaults
-        filled in, and inferred shape parameters do not count.
+        filled in, and a shape parameter counts only when given (see ``canonical_params``).
         """
         if self._hash is None:
             self.validate()
@@ -445,11 +446,17 @@ def _normalise_params(spec: LayerSpec, params, layer_name: str) -> Dict[str, Any
 
 
 def _is_json_value(value) -> bool:
-    if isinstance(value, _JSON_SCALARS):
+    if isinstance(value, _JSON_SCALARS + (numbers.Number,)) and not isinstance(value, complex):
+        return True
+    if _is_numpy_bool(value):
         return True
     if isinstance(value, (list, tuple)):
         return all(_is_json_value(item) for item in value)
     return False
+
+
+def _is_numpy_bool(value) -> bool:
+    return type(value).__module__ == "numpy" and type(value).__name__ in ("bool", "bool_")
 
 
 def _to_json_value(value):
@@ -457,16 +464,29 @@ def _to_json_value(value):
         return {key: _to_json_value(item) for key, item in value.items()}
     if isinstance(value, (list, tuple)):
         return [_to_json_value(item) for item in value]
+    if isinstance(value, _JSON_SCALARS):
+        return value
+    # numpy scalars from search code: plain Python numbers, so JSON and hashes agree
+    if _is_numpy_bool(value):
+        return bool(value)
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    if isinstance(value, numbers.Real):
+        return float(value)
     return value
 
 
 def canonical_params(layer: Layer) -> Dict[str, Any]:
-    """Parameters with defaults filled in and the inferred shape parameter left out."""
+    """Parameters with defaults filled in.
+
+    A shape parameter counts only when it is given: a layer that states ``in_channels=3``
+    fits only 3-channel inputs, so it must not share a hash (and a cached result) with one
+    that leaves the value to inference.
+    """
     spec = layer.spec
     full = dict(spec.defaults)
     full.update(layer.params)
     full.update(dict(spec.forced))
-    full.pop(spec.shape_param, None)
     for key, value in full.items():
         if isinstance(value, list) and value and all(v == value[0] for v in value):
             full[key] = value[0]  # kernel_size [3, 3] means the same as 3

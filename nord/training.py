@@ -93,6 +93,11 @@ def train_epoch(model: nn.Module, loader: Iterable, optimizer: torch.optim.Optim
             rank's error or None. It raises on every rank when any rank failed, so no rank
             is left waiting in an all-reduce that a failed rank never joins.
 
+    A one-sample batch (a remainder) is skipped when training alone: batch normalisation
+    cannot train on a single value per channel, and a candidate must not fail for the way
+    the data happened to divide. Data-parallel training (``agree`` given) keeps every
+    batch, since all ranks must take the same steps.
+
     Raises:
         NonFiniteLossError: the loss became NaN or infinite.
     """
@@ -100,7 +105,10 @@ def train_epoch(model: nn.Module, loader: Iterable, optimizer: torch.optim.Optim
     model.train()
     total = torch.zeros((), device=device)
     steps = 0
-    for steps, (inputs, targets) in enumerate(loader, start=1):
+    for inputs, targets in loader:
+        if agree is None and len(targets) < 2:
+            continue
+        steps += 1
         error = None
         try:
             inputs = inputs.to(device, non_blocking=True)

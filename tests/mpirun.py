@@ -45,10 +45,11 @@ def mpirun_available() -> bool:
 requires_mpirun = pytest.mark.skipif(not mpirun_available(), reason="mpirun is not installed")
 
 
-def run_mpi(args, np: int = 2, timeout: float = 120.0, env: dict = None, cwd=None) -> MPIRun:
-    """Run ``mpirun -np NP python ARGS...`` and return its exit code and merged output."""
+def run_mpi(args, np: int = 2, timeout: float = 120.0, env: dict = None, cwd=None,
+            mpirun_args=()) -> MPIRun:
+    """Run ``mpirun -np NP [MPIRUN_ARGS] python ARGS...``; returns exit code and merged output."""
     command = ["mpirun", "-np", str(np), "--oversubscribe", "--bind-to", "none",
-               sys.executable, *map(str, args)]
+               *map(str, mpirun_args), sys.executable, *map(str, args)]
     full_env = dict(os.environ, **MPI_ENV, **(env or {}))
     started = time.monotonic()
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,

@@ -537,7 +537,7 @@ class _Search:
                     raise NordError(f"internal error: batch {batch} is incomplete with nothing "
                                     "in flight")
                 self.collect()
-            for number in list(self.outcomes):
+            for number in sorted(batch):
                 self.tell(number)
             batch = []
 

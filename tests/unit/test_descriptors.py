@@ -512,12 +512,33 @@ def test_hash_differs_for_a_different_output():
     assert a.hash != b.hash
 
 
-def test_hash_fills_in_defaults_and_ignores_the_shape_parameter():
+def test_hash_fills_in_defaults():
     positional = NeuralDescriptor()
     positional.add_layer(Conv2d, [3, 10, 5], "c")
     keyword = NeuralDescriptor()
-    keyword.add_layer("conv2d", {"out_channels": 10, "kernel_size": 5, "stride": 1}, "other")
+    keyword.add_layer("conv2d", {"in_channels": 3, "out_channels": 10, "kernel_size": 5,
+                                 "stride": 1}, "other")
     assert positional.hash == keyword.hash
+
+
+def test_hash_counts_a_given_shape_parameter():
+    # in_channels=1 fails on 3-channel data: it must not share a cached result with in_channels=3
+    one, three, inferred = NeuralDescriptor(), NeuralDescriptor(), NeuralDescriptor()
+    one.add_layer(Conv2d, [1, 10, 5])
+    three.add_layer(Conv2d, [3, 10, 5])
+    inferred.add_layer("conv2d", {"out_channels": 10, "kernel_size": 5})
+    assert len({one.hash, three.hash, inferred.hash}) == 3
+
+
+def test_numpy_parameters_are_stored_as_plain_numbers():
+    import numpy as np
+    d = NeuralDescriptor()
+    d.add_layer("conv2d", {"out_channels": np.int64(4), "kernel_size": np.int32(3),
+                           "bias": np.bool_(False)}, "c")
+    plain = NeuralDescriptor()
+    plain.add_layer("conv2d", {"out_channels": 4, "kernel_size": 3, "bias": False}, "c")
+    assert d.to_json() == plain.to_json() and d.hash == plain.hash
+    assert type(d.layers["c"].params["bias"]) is bool
 
 
 def test_hash_treats_square_kernel_list_as_int():

@@ -155,3 +155,15 @@ def test_result_round_trips_through_dict():
     result = EvaluationResult(accuracy=0.5, n_params=3, metrics={"a": 1}, reported_accuracy=0.9)
     assert EvaluationResult.from_dict(result.to_dict()) == result
     assert result.final_accuracy == 0.9
+
+
+def test_a_one_sample_remainder_batch_does_not_fail_batch_norm():
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(41, 4)).astype("float32")  # 33 training samples: 32 + 1
+    y = rng.integers(0, 2, 41)
+    curator = TensorCurator(x[:33], y[:33], x[33:], y[33:])
+    d = NeuralDescriptor()
+    d.add_layer_sequential("linear", {"out_features": 8})
+    d.add_layer_sequential("batch_norm1d", {})
+    result = LocalEvaluator(curator=curator, batch_size=32, epochs=1).descriptor_evaluate(d)
+    assert result.ok, result.error

@@ -109,13 +109,17 @@ TIMES = ("started", "ended", "train_time", "eval_time")
 
 
 def journal_rows(path, drop=TIMES):
-    """A journal's evaluations and candidates without the given columns, for comparisons."""
+    """A journal's evaluations and candidates without the given columns, for comparisons.
+
+    Runs with different numbers of workers propose the same candidates at different points
+    (``told_before``): drop it too when comparing them.
+    """
     from nord.journal import Journal
 
     with Journal(path) as journal:
         evaluations = [{k: v for k, v in row.items() if k not in drop}
                        for row in journal.evaluations()]
-        candidates = [{k: v for k, v in row.items() if k != "asked"}
+        candidates = [{k: v for k, v in row.items() if k != "asked" and k not in drop}
                       for row in journal.candidates()]
     for row in evaluations:  # NaN != NaN: compare failed accuracies as None
         for key in ("accuracy", "loss"):

@@ -1,0 +1,138 @@
+"""Pareto fronts and hypervolume for two objectives: fewer parameters, higher accuracy.
+
+Points are ``(n_params, accuracy)`` pairs, as a multi-objective search trades them::
+
+    from nord.report.pareto import hypervolume, pareto_front
+
+    points = [(100, 0.50), (300, 0.70), (200, 0.40), (400, 0.70)]
+    front = pareto_front(points)        # [(100, 0.5), (300, 0.7)]: nothing beats them on both
+    hypervolume(front, reference_point=(500, 0.0), normalise=False)
+    # (300 - 100) * 0.5 + (500 - 300) * 0.7 = 100 + 140 = 240.0
+    hypervolume(front, reference_point=(500, 0.0))       # 240 / (500 * 1.0) = 0.48
+
+A point *dominates* another when it has no more parameters and no less accuracy, and is
+strictly better in at least one of the two. The front is the set of points that no other
+point dominates.
+
+The hypervolume is the area that the front dominates inside the box bounded by the
+reference point: every point ``(p, a)`` of the front dominates the rectangle
+``[p, ref_params] x [ref_accuracy, a]``, and the hypervolume is the area of the union of
+those rectangles. Larger is better. It is computed exactly (a sweep over the points sorted
+by parameters). With ``normalise=True`` (the default) the area is divided by the area of the
+whole box ``[0, ref_params] x [ref_accuracy, 1]``: parameters are measured as a fraction of
+``ref_params`` and accuracy as a fraction in ``[ref_accuracy, 1]``, so the value lies in
+``[0, 1]`` and 1 would be a network with no parameters and perfect accuracy. With the usual
+``ref_accuracy = 0`` this is simply "parameters divided by the reference parameters,
+accuracy as a fraction". Compare hypervolumes only when they share a reference point.
+"""
+from __future__ import annotations
+
+import math
+from typing import Iterable, List, Sequence, Tuple
+
+from nord.errors import ConfigurationError
+
+__all__ = ["pareto_indices", "pareto_front", "hypervolume", "dominates"]
+
+Point = Tuple[float, float]
+
+
+def _as_points(points: Iterable[Sequence[float]]) -> List[Point]:
+    result = []
+    for index, point in enumerate(points):
+        try:
+            n_params, accuracy = point
+            result.append((float(n_params), float(accuracy)))
+        except (TypeError, ValueError) as error:
+            raise ConfigurationError(
+                f"a point is a pair (n_params, accuracy); point {index} is {point!r}") from error
+    return result
+
+
+def dominates(a: Sequence[float], b: Sequence[float]) -> bool:
+    """Whether point ``a`` dominates ``b``: no more parameters, no less accuracy, and
+    strictly better in at least one of them."""
+    return a[0] <= b[0] and a[1] >= b[1] and (a[0] < b[0] or a[1] > b[1])
+
+
+def pareto_indices(points: Iterable[Sequence[float]]) -> List[int]:
+    """Indices of the non-dominated points, ordered by parameters (ascending).
+
+    Points with a NaN or infinite coordinate are ignored. Of several identical
+    non-dominated points only the first is kept, so each front point appears once.
+
+    Args:
+        points: ``(n_params, accuracy)`` pairs.
+
+    Returns:
+        Indices into ``points``; along them parameters and accuracy both increase strictly.
+    """
+    values = _as_points(points)
+    order = sorted((i for i, (p, a) in enumerate(values) if math.isfinite(p) and math.isfinite(a)),
+                   key=lambda i: (values[i][0], -values[i][1], i))
+    front: List[int] = []
+    best = -math.inf
+    for index in order:
+        # Sorted by parameters, then by accuracy descending: a point is on the front exactly
+        # when it is more accurate than every point with no more parameters seen before it.
+        if values[index][1] > best:
+            front.append(index)
+            best = values[index][1]
+    return front
+
+
+def pareto_front(points: Iterable[Sequence[float]]) -> List[Point]:
+    """The non-dominated ``(n_params, accuracy)`` points, ordered by parameters.
+
+    Args:
+        points: ``(n_params, accuracy)`` pairs (tuples, lists or rows of an array).
+
+    Returns:
+        The front as a list of ``(n_params, accuracy)`` float tuples, each once.
+    """
+    values = _as_points(points)
+    return [values[index] for index in pareto_indices(values)]
+
+
+def hypervolume(front: Iterable[Sequence[float]], reference_point: Sequence[float],
+                normalise: bool = True) -> float:
+    """The area dominated by ``front`` and bounded by ``reference_point`` (2-D, exact).
+
+    Args:
+        front: ``(n_params, accuracy)`` points. Dominated points may be included (they add
+            nothing); points that are not better than the reference point in both objectives
+            (``n_params >= ref_params`` or ``accuracy <= ref_accuracy``) add nothing either.
+        reference_point: ``(ref_params, ref_accuracy)``: a point worse than the front in both
+            objectives, e.g. ``(1.1 * largest n_params, 0.0)``.
+        normalise: divide by the area of the box ``[0, ref_params] x [ref_accuracy, 1]``
+            (see the module docstring), giving a value in ``[0, 1]``. False returns the area in
+            parameter x accuracy units.
+
+    Returns:
+        The hypervolume; 0.0 for an empty front.
+
+    Raises:
+        ConfigurationError: a malformed point, a reference point with a NaN coordinate, or,
+            with ``normalise``, ``ref_params <= 0`` or ``ref_accuracy >= 1``.
+    """
+    (ref_params, ref_accuracy), = _as_points([reference_point])
+    if not (math.isfinite(ref_params) and math.isfinite(ref_accuracy)):
+        raise ConfigurationError(
+            f"the reference point must be finite (ref_params, ref_accuracy); got {reference_point!r}")
+    if normalise and (ref_params <= 0 or ref_accuracy >= 1):
+        raise ConfigurationError(
+            "a normalised hypervolume divides by the box [0, ref_params] x [ref_accuracy, 1], "
+            f"so it needs ref_params > 0 and ref_accuracy < 1; got {reference_point!r}. Pass "
+            "normalise=False for the raw area")
+    inside = sorted((p, a) for p, a in _as_points(front)
+                    if math.isfinite(p) and math.isfinite(a) and p < ref_params and a > ref_accuracy)
+    area, best = 0.0, ref_accuracy
+    for index, (p, a) in enumerate(inside):
+        best = max(best, a)
+        # Between this point's parameters and the next one's, the dominated region reaches up to
+        # the best accuracy among points with no more parameters.
+        right = inside[index + 1][0] if index + 1 < len(inside) else ref_params
+        area += (right - p) * (best - ref_accuracy)
+    if normalise:
+        area /= ref_params * (1.0 - ref_accuracy)
+    return area

@@ -1,0 +1,345 @@
+"""Runs read from their journals, with the numbers a report shows about each.
+
+Everything here comes from the journal's read API (:class:`nord.journal.Journal`):
+``metadata()``, ``summary()``, ``evaluations()``, ``generation_stats()`` and ``best(count)``::
+
+    from nord.report.runs import load_runs, run_numbers
+
+    runs = load_runs(["runs/ga.db", "runs/random.db"])   # or a folder of journals
+    for run in runs:
+        print(run.label, run_numbers(run)["best_accuracy"])
+
+Definitions used throughout the report:
+
+* **ok / failed / cached**: ``ok`` evaluations have status 'ok'; ``failed`` ones have any
+  other status (a network that did not build or train, a genome that did not decode);
+  ``cached`` ones reused the result of the same architecture evaluated earlier in the run
+  (they are also ok or failed, and are members of their generation like any other).
+* **Accuracy statistics** (box plots, means) are over the ok evaluations with a finite
+  accuracy, cached ones included: they describe the population of each generation.
+* **Total wall time**: last ``ended`` minus first ``started`` over the run's evaluations. A run
+  that was stopped and resumed includes the time it was stopped.
+* **Wall time of a generation**: last ``ended`` minus first ``started`` over that generation's
+  evaluations (``generation_stats()['wall_time']``). In a synchronous run this is the time
+  the generation took; in an asynchronous one generations overlap, so their times can add
+  up to more than the total.
+* **Evaluation time**: training plus testing seconds summed over the evaluations that were
+  really run (cached ones excluded): the compute the run spent, over all its workers.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Union
+
+from nord.errors import ConfigurationError
+from nord.journal import Journal, list_runs
+
+__all__ = ["RunData", "load_run", "load_runs", "run_numbers", "is_multi_objective",
+           "accuracies_by_generation", "journal_paths", "slug"]
+
+logger = logging.getLogger(__name__)
+
+PathLike = Union[str, os.PathLike]
+
+
+@dataclass
+class RunData:
+    """What a report needs from one journal, read once.
+
+    Attributes:
+        path: the journal file.
+        label: the run's name in plots and tables (unique within a report).
+        metadata: ``Journal.metadata()``.
+        summary: ``Journal.summary()`` (counts, best accuracy, total wall time).
+        evaluations: ``Journal.evaluations()``, in the order told.
+        generations: ``Journal.generation_stats()``, one dict per generation.
+        best: ``Journal.best(count)``: the best distinct architectures, best first (at
+            least the best one, when any evaluation succeeded).
+    """
+
+    path: Path
+    label: str
+    metadata: Dict[str, Any]
+    summary: Dict[str, Any]
+    evaluations: List[Dict[str, Any]]
+    generations: List[Dict[str, Any]]
+    best: List[Dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def slug(self) -> str:
+        """The label as a file-name fragment."""
+        return slug(self.label)
+
+    @property
+    def status(self) -> str:
+        return str(self.metadata.get("status", "unknown"))
+
+    @property
+    def ok_evaluations(self) -> List[Dict[str, Any]]:
+        """Evaluations with status 'ok' and a finite accuracy."""
+        return [row for row in self.evaluations if _is_ok(row)]
+
+
+def slug(text: str) -> str:
+    """``text`` reduced to letters, digits, '.', '_' and '-' (for file names)."""
+    cleaned = re.sub(r"[^A-Za-z0-9._-]+", "-", str(text)).strip("-.")
+    return cleaned or "run"
+
+
+def _is_ok(row: Mapping[str, Any]) -> bool:
+    accuracy = row.get("accuracy")
+    return (row.get("status") == "ok" and accuracy is not None
+            and math.isfinite(float(accuracy)))
+
+
+def journal_paths(paths: Union[PathLike, Iterable[PathLike]]) -> List[Path]:
+    """The journal files named by ``paths``: files as given, folders expanded to the
+    journals (``*.db``) they hold, oldest run first.
+
+    Raises:
+        ConfigurationError: nothing given, or a folder that holds no journal.
+    """
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    result: List[Path] = []
+    for path in paths:
+        path = Path(path)
+        if path.is_dir():
+            found = [Path(run["path"]) for run in list_runs(path)]
+            if not found:
+                raise ConfigurationError(
+                    f"'{path}' is a folder without run journals (*.db files written by a "
+                    "search); give journal files, or the folder a search wrote them to")
+            result.extend(found)
+        else:
+            result.append(path)
+    if not result:
+        raise ConfigurationError("a report needs at least one run journal; none was given")
+    return result
+
+
+def load_run(path: PathLike, label: Optional[str] = None, best_count: int = 3) -> RunData:
+    """Read one journal.
+
+    Args:
+        path: the journal file (it may belong to a run that is still going).
+        label: the run's name in the report; default the file name without extension.
+        best_count: how many of the best distinct architectures to keep (at least 1 is
+            read, for the run's numbers).
+
+    Raises:
+        JournalError: the file is missing or is not a journal.
+    """
+    path = Path(path)
+    with Journal(path) as journal:
+        metadata = journal.metadata()
+        summary = journal.summary()
+        evaluations = journal.evaluations()
+        generations = journal.generation_stats()
+        best = journal.best(count=max(1, int(best_count)))
+    return RunData(path=path, label=label or path.stem, metadata=metadata, summary=summary,
+                   evaluations=evaluations, generations=generations, best=list(best))
+
+
+def load_runs(paths: Union[PathLike, Iterable[PathLike]],
+              labels: Optional[Sequence[str]] = None, best_count: int = 3) -> List[RunData]:
+    """Read several journals (folders are expanded, see :func:`journal_paths`).
+
+    Labels default to the file names; repeated names get a suffix (``ga``, ``ga-2``), so
+    every run has its own label and file names.
+
+    Raises:
+        ConfigurationError: ``labels`` does not have one label per journal.
+        JournalError: a file is missing or is not a journal.
+    """
+    files = journal_paths(paths)
+    if labels is not None and len(labels) != len(files):
+        raise ConfigurationError(
+            f"labels must name every run: {len(files)} journals but {len(labels)} labels "
+            f"({list(labels)})")
+    runs: List[RunData] = []
+    seen: Dict[str, int] = {}
+    for index, path in enumerate(files):
+        label = str(labels[index]) if labels is not None else path.stem
+        key = slug(label)
+        if key in seen:
+            seen[key] += 1
+            label = f"{label}-{seen[key]}"
+        else:
+            seen[key] = 1
+        runs.append(load_run(path, label=label, best_count=best_count))
+    return runs
+
+
+def is_multi_objective(metadata: Mapping[str, Any]) -> bool:
+    """Whether a run searched more than one objective (accuracy and parameters).
+
+    True when ``objectives`` is 2 or more in the run's algorithm parameters, its ``extra``
+    metadata, or the metadata itself (as written by ``PygmoAlgorithm(objectives=2)``).
+    """
+    places = [metadata, metadata.get("parameters") or {}, metadata.get("extra") or {}]
+    for place in places:
+        if not isinstance(place, Mapping):
+            continue
+        value = place.get("objectives")
+        try:
+            if value is not None and int(value) >= 2:
+                return True
+        except (TypeError, ValueError):
+            continue
+    return False
+
+
+def accuracies_by_generation(evaluations: Iterable[Mapping[str, Any]]) -> Dict[int, List[float]]:
+    """Generation -> accuracies (fractions) of its ok evaluations, every generation present
+    in ``evaluations`` included (an empty list when none of its evaluations succeeded)."""
+    result: Dict[int, List[float]] = {}
+    for row in evaluations:
+        values = result.setdefault(int(row["generation"]), [])
+        if _is_ok(row):
+            values.append(float(row["accuracy"]))
+    return dict(sorted(result.items()))
+
+
+def _finite(value: Any) -> Optional[float]:
+    if value is None:
+        return None
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        return None
+    return value if math.isfinite(value) else None
+
+
+def dataset_name(metadata: Mapping[str, Any]) -> Optional[str]:
+    """The data set's name: from the run's ``dataset``, else its evaluator's or ``extra``."""
+    for place in (metadata.get("dataset"), metadata.get("evaluator"), metadata.get("extra")):
+        if isinstance(place, Mapping):
+            for key in ("name", "dataset"):
+                value = place.get(key)
+                if isinstance(value, str) and value:
+                    return value
+        elif isinstance(place, str) and place:
+            return place
+    return None
+
+
+def algorithm_name(metadata: Mapping[str, Any]) -> str:
+    """The algorithm's name, with the wrapped optimiser for adapters (``pygmo (nsga2)``)."""
+    name = str(metadata.get("algorithm", "?"))
+    parameters = metadata.get("parameters") or {}
+    inner = parameters.get("pygmo_algorithm") if isinstance(parameters, Mapping) else None
+    return f"{name} ({inner})" if inner else name
+
+
+def algorithm_parameters(metadata: Mapping[str, Any]) -> Dict[str, Any]:
+    """The algorithm's parameters without the entries shown elsewhere (name and seed)."""
+    parameters = metadata.get("parameters") or {}
+    if not isinstance(parameters, Mapping):
+        return {"parameters": parameters}
+    return {key: value for key, value in sorted(parameters.items())
+            if key not in ("algorithm", "seed")}
+
+
+def best_entry(row: Mapping[str, Any], rank: int) -> Dict[str, Any]:
+    """One of the best architectures, as stored in ``summary.json``."""
+    return {
+        "rank": rank,
+        "accuracy": _finite(row.get("accuracy")),
+        "reported_accuracy": _finite(row.get("reported_accuracy")),
+        "n_params": row.get("n_params"),
+        "generation": row.get("generation"),
+        "candidate": row.get("candidate"),
+        "sequence": row.get("sequence"),
+        "descriptor_hash": row.get("descriptor_hash"),
+        "genome": row.get("genome"),
+    }
+
+
+def run_numbers(run: RunData) -> Dict[str, Any]:
+    """The numbers a report shows about one run (also written to ``summary.json``).
+
+    Keys: ``label``, ``path``, ``algorithm`` (the journal's name), ``algorithm_label``,
+    ``parameters``, ``seed``, ``dataset``, ``ranks``, ``groups``, ``workers``, ``mode``,
+    ``batch_size``, ``budget``, ``status``, ``resumed``, ``multi_objective``,
+    ``evaluations``, ``ok``, ``failed``, ``cached``, ``generations`` (how many),
+    ``best_accuracy``, ``best_reported_accuracy``, ``best_n_params``, ``best_generation``,
+    ``best_candidate``, ``best_hash``, ``wall_time``, ``evaluation_time`` and
+    ``per_generation`` (one dict per generation: ``generation``, ``evaluations``, ``ok``,
+    ``failed``, ``cached``, ``accuracy_mean``, ``accuracy_median``, ``accuracy_min``,
+    ``accuracy_max``, ``accuracy_std``, ``best_so_far``, ``n_params_mean``, ``wall_time``).
+    Accuracies are fractions; times are seconds; a missing value is None.
+    """
+    meta, summary = run.metadata, run.summary
+    best = run.best[0] if run.best else None
+    evaluation_time = sum(
+        (_finite(row.get("train_time")) or 0.0) + (_finite(row.get("eval_time")) or 0.0)
+        for row in run.evaluations if not row.get("cached"))
+    per_generation = []
+    for stats in run.generations:
+        per_generation.append({
+            "generation": stats["generation"],
+            "evaluations": stats["evaluations"], "ok": stats["ok"], "failed": stats["failed"],
+            "cached": stats["cached"],
+            **{key: _finite(stats.get(key)) for key in (
+                "accuracy_mean", "accuracy_median", "accuracy_min", "accuracy_max",
+                "accuracy_std", "best_so_far", "n_params_mean", "wall_time")},
+        })
+    return {
+        "label": run.label,
+        "path": str(run.path),
+        "algorithm": meta.get("algorithm"),
+        "algorithm_label": algorithm_name(meta),
+        "parameters": algorithm_parameters(meta),
+        "seed": meta.get("seed"),
+        "dataset": dataset_name(meta),
+        "ranks": meta.get("ranks"),
+        "groups": meta.get("groups"),
+        "workers": meta.get("workers"),
+        "mode": meta.get("mode"),
+        "batch_size": meta.get("batch_size"),
+        "budget": meta.get("budget"),
+        "status": run.status,
+        "resumed": meta.get("resumed", 0),
+        "multi_objective": is_multi_objective(meta),
+        "evaluations": int(summary.get("evaluations") or 0),
+        "ok": int(summary.get("ok") or 0),
+        "failed": int(summary.get("failed") or 0),
+        "cached": int(summary.get("cached") or 0),
+        "generations": len(run.generations),
+        "best_accuracy": _finite(best["accuracy"]) if best else None,
+        "best_reported_accuracy": _finite(best.get("reported_accuracy")) if best else None,
+        "best_n_params": best.get("n_params") if best else None,
+        "best_generation": best.get("generation") if best else None,
+        "best_candidate": best.get("candidate") if best else None,
+        "best_hash": best.get("descriptor_hash") if best else None,
+        "wall_time": _finite(summary.get("wall_time")),
+        "evaluation_time": evaluation_time,
+        "per_generation": per_generation,
+    }
+
+
+def json_ready(value: Any) -> Any:
+    """``value`` with NaN and infinities as None and tuples as lists (strict JSON)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, Mapping):
+        return {str(key): json_ready(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_ready(item) for item in value]
+    if isinstance(value, Path):
+        return str(value)
+    if hasattr(value, "item") and not isinstance(value, (str, bytes)):
+        return json_ready(value.item())
+    return value
+
+
+def dumps(value: Any) -> str:
+    """Strict JSON text (no NaN) of ``value``, indented for people."""
+    return json.dumps(json_ready(value), indent=2, sort_keys=False, allow_nan=False, default=str)

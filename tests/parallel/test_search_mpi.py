@@ -1,0 +1,216 @@
+"""The search loop under a real mpirun: rank 0 runs the algorithm, the other ranks evaluate.
+
+Expectations come from the world size: with ``Environment(group_size=1)`` and ``-np N`` there
+are N - 1 workers, world ranks 1 .. N-1.
+"""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from nord.journal import Journal
+from nord.search.loop import run_search
+from tests.mpirun import MPI_ENV, REPO, requires_mpirun, run_mpi
+from tests.parallel.programs.search_toy import (ToyEvaluator, ToyGenerational, ToySpace,
+                                                journal_rows)
+
+PROGRAM = REPO / "tests" / "parallel" / "programs" / "search_run.py"
+BUDGET = 24
+NO_TIMES_OR_RANKS = ("started", "ended", "train_time", "eval_time", "worker_rank", "told_before")
+
+pytestmark = [requires_mpirun, pytest.mark.timeout(300)]
+
+
+def search(tmp, np, *options, budget=BUDGET, timeout=120):
+    """Run search_run.py under mpirun; return (journal path, summary dict, training log lines)."""
+    journal, summary, log = tmp / "run.db", tmp / "summary.json", tmp / "trained.log"
+    run = run_mpi([PROGRAM, "--journal", journal, "--summary", summary, "--log", log,
+                   "--budget", budget, *options], np=np, timeout=timeout)
+    assert not run.timed_out, f"mpirun -np {np} hung:\n{run.output}"
+    assert run.returncode == 0, run.output
+    lines = [line.split() for line in log.read_text().splitlines()] if log.exists() else []
+    return journal, json.loads(summary.read_text()), lines
+
+
+def serial_journal(tmp, mode="sync", budget=BUDGET, **settings):
+    path = tmp / f"serial-{mode}.db"
+    if not path.exists():
+        run_search(ToyGenerational(ToySpace(), seed=0, population=4), ToyEvaluator(),
+                   budget=budget, mode=mode, journal=path, **settings)
+    return path
+
+
+@pytest.fixture(scope="module", params=[(2, "sync"), (2, "async"), (3, "sync"), (3, "async")],
+                ids=lambda p: f"np{p[0]}-{p[1]}")
+def mpi_run(request, tmp_path_factory):
+    np, mode = request.param
+    tmp = tmp_path_factory.mktemp(f"np{np}-{mode}")
+    journal, summary, log = search(tmp, np, "--mode", mode, "--sleep", "0.02")
+    return np, mode, journal, summary, log, tmp
+
+
+def test_the_run_records_exactly_the_budget(mpi_run):
+    np, mode, journal, summary, _, _ = mpi_run
+    with Journal(journal) as j:
+        assert j.count() == summary["evaluations"] == BUDGET
+        assert j.metadata()["status"] == "finished"
+
+
+def test_workers_are_the_ranks_other_than_0(mpi_run):
+    np, _, journal, summary, _, _ = mpi_run
+    with Journal(journal) as j:
+        meta = j.metadata()
+    assert summary["workers"] == meta["workers"] == np - 1
+    assert meta["worker_ranks"] == list(range(1, np)) and meta["ranks"] == np
+
+
+def test_every_worker_evaluates_and_is_recorded(mpi_run):
+    np, _, journal, _, _, _ = mpi_run
+    rows, _ = journal_rows(journal)
+    ranks = {row["worker_rank"] for row in rows if not row["cached"] and row["descriptor"]}
+    assert ranks == set(range(1, np))
+
+
+def test_each_architecture_is_trained_once_on_the_rank_recorded(mpi_run):
+    _, _, journal, summary, log, _ = mpi_run
+    rows, _ = journal_rows(journal)
+    trained = {(row["worker_rank"], row["descriptor_hash"]) for row in rows
+               if row["descriptor"] and not row["cached"]}
+    assert Counter(hash_ for _, hash_ in log).most_common(1)[0][1] == 1
+    assert {(int(rank), hash_) for rank, hash_ in log} == trained
+    assert summary["trained"] == len(trained)
+
+
+def test_results_are_told_in_a_contiguous_order(mpi_run):
+    _, _, journal, _, _, _ = mpi_run
+    rows, candidates = journal_rows(journal)
+    assert [row["sequence"] for row in rows] == list(range(BUDGET))
+    assert sorted(row["candidate"] for row in rows) == [c["candidate"] for c in candidates]
+
+
+def test_sync_journal_equals_the_serial_journal(mpi_run):
+    _, mode, journal, _, _, tmp = mpi_run
+    if mode != "sync":
+        pytest.skip("only synchronous runs are reproducible across executors")
+    assert journal_rows(journal, NO_TIMES_OR_RANKS) == journal_rows(serial_journal(tmp),
+                                                                    NO_TIMES_OR_RANKS)
+
+
+def test_random_search_sync_journal_equals_the_serial_journal(tmp_path):
+    from nord.search.random_search import RandomSearch
+
+    journal, _, _ = search(tmp_path, 3, "--algorithm", "random", "--mode", "sync")
+    run_search(RandomSearch(ToySpace(), seed=0, generation_size=4), ToyEvaluator(),
+               budget=BUDGET, journal=tmp_path / "serial.db")
+    assert journal_rows(journal, NO_TIMES_OR_RANKS) == journal_rows(tmp_path / "serial.db",
+                                                                    NO_TIMES_OR_RANKS)
+
+
+def test_one_group_of_all_ranks_evaluates_on_rank_0_with_all_ranks(tmp_path):
+    journal, summary, log = search(tmp_path, 3, "--group-size", "all", "--mode", "async")
+    rows, _ = journal_rows(journal)
+    trained = [row["descriptor_hash"] for row in rows if row["descriptor"] and not row["cached"]]
+    assert summary["workers"] == 1
+    assert {row["worker_rank"] for row in rows if row["worker_rank"] is not None} == {0}
+    per_rank = Counter(int(rank) for rank, _ in log)
+    assert per_rank == {0: len(trained), 1: len(trained), 2: len(trained)}
+
+
+def test_a_group_of_two_ranks_is_one_worker_led_by_its_root(tmp_path):
+    journal, summary, log = search(tmp_path, 3, "--group-size", "2", "--dedicated-root")
+    rows, _ = journal_rows(journal)
+    trained = [row for row in rows if row["descriptor"] and not row["cached"]]
+    assert summary["workers"] == 1 and {row["worker_rank"] for row in trained} == {1}
+    assert Counter(int(rank) for rank, _ in log) == {1: len(trained), 2: len(trained)}
+
+
+def test_async_overlaps_slow_evaluations(tmp_path):
+    """Two workers, evaluations of 0.2 s: the busy time is close to twice the wall time."""
+    _, summary, _ = search(tmp_path, 3, "--mode", "async", "--sleep", "0.2",
+                           "--algorithm", "random", budget=8)
+    assert summary["busy_time"] / summary["wall_time"] > 1.5
+
+
+# --- kill -9 of the whole job, then --resume ----------------------------------------------------
+def session_processes(session):
+    """Pids of the processes in a session (mpirun puts each rank in its own process group)."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[3]) == session:
+                pids.append(int(entry.name))
+    return pids
+
+
+def kill_job(process):
+    """SIGKILL mpirun and every rank at once, and wait until all are gone."""
+    for pid in session_processes(process.pid):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    process.wait(timeout=30)
+    deadline = time.monotonic() + 30
+    while session_processes(process.pid):
+        assert time.monotonic() < deadline, "ranks survived SIGKILL"
+        time.sleep(0.05)
+
+
+def count(journal):
+    try:
+        with Journal(journal) as j:
+            return j.count()
+    except Exception:  # noqa: BLE001 - not created yet, or being created
+        return 0
+
+
+def start_mpi(np, *args):
+    command = ["mpirun", "-np", str(np), "--oversubscribe", "--bind-to", "none", sys.executable,
+               str(PROGRAM), *map(str, args)]
+    return subprocess.Popen(command, env=dict(os.environ, **MPI_ENV), cwd=REPO,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            start_new_session=True)
+
+
+def kill_after(np, journal, evaluations, *args):
+    process = start_mpi(np, "--journal", journal, *args)
+    deadline = time.monotonic() + 90
+    try:
+        while count(journal) < evaluations:
+            assert process.poll() is None, process.stdout.read().decode()
+            assert time.monotonic() < deadline, "no evaluations recorded in time"
+            time.sleep(0.01)
+    finally:
+        kill_job(process)
+    return count(journal)
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_kill_9_of_the_mpi_job_then_resume(tmp_path, mode):
+    journal = tmp_path / "killed.db"
+    options = ["--mode", mode, "--budget", BUDGET, "--log", tmp_path / "trained.log"]
+    killed_at = kill_after(3, journal, 5, *options, "--sleep", "0.1")
+    assert killed_at < BUDGET
+    before, _ = journal_rows(journal)
+    run = run_mpi([PROGRAM, "--journal", journal, "--resume", *options], np=3)
+    assert run.returncode == 0 and not run.timed_out, run.output
+    rows, candidates = journal_rows(journal)
+    assert rows[:len(before)] == before  # nothing journaled is lost or changed
+    assert [row["sequence"] for row in rows] == list(range(BUDGET))
+    assert sorted(row["candidate"] for row in rows) == list(range(BUDGET))
+    if mode == "sync":
+        assert (journal_rows(journal, NO_TIMES_OR_RANKS)
+                == journal_rows(serial_journal(tmp_path), NO_TIMES_OR_RANKS))
+    log = [line.split()[1] for line in (tmp_path / "trained.log").read_text().splitlines()]
+    uncached = [row["descriptor_hash"] for row in rows if row["descriptor"] and not row["cached"]]
+    assert len(log) - len(uncached) <= 2  # at most the two evaluations in flight ran twice
