@@ -26,7 +26,7 @@ A new data set is a subclass with a ``_load`` that returns numpy arrays or tenso
     class Noise(DataCurator):
         name = 'noise'
         def _load(self):
-            rng = np.random.default_rng(self.seed)
+            rng = np.random.default_rng(0)
             x = rng.normal(size=(120, 3, 8, 8)).astype('float32')
             y = rng.integers(0, 4, 120)
             return RawData(x[:100], y[:100], x[100:], y[100:], classes=None)

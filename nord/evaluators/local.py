@@ -148,7 +148,7 @@ class LocalEvaluator(Evaluator):
             optimizer = self._prepare(model, optimizer)
             loader = curator.train_loader(batch_size=self.batch_size, rank=self._rank(),
                                           size=self._size(), shuffle=True, seed=self.seed,
-                                          fraction=self.data_fraction)
+                                          fraction=self.data_fraction, device=device)
             started = time.perf_counter()
             train_loss = float("nan")
             for epoch in range(self.epochs):
@@ -164,7 +164,8 @@ class LocalEvaluator(Evaluator):
             counts, error = (0, 0, 0.0), None
             try:
                 test_loader = curator.test_loader(batch_size=self.test_batch_size,
-                                                  rank=self._rank(), size=self._size())
+                                                  rank=self._rank(), size=self._size(),
+                                                  device=device)
                 counts = test_counts(model, test_loader, device)
             except Exception as failure:  # noqa: BLE001 - every rank must learn of it
                 error = failure

@@ -23,7 +23,7 @@ import re
 from dataclasses import dataclass
 from typing import List, Optional, Sequence, Tuple, Union
 
-__all__ = ["Page", "Link", "Code", "Inline"]
+__all__ = ["Page", "Link", "Code", "Inline", "anchor"]
 
 
 @dataclass(frozen=True)
@@ -83,7 +83,7 @@ def _parts(cell: Cell) -> List[Inline]:
     return list(cell)
 
 
-def _anchor(text: str) -> str:
+def anchor(text: str) -> str:
     """The id GitHub gives a heading: lower case, spaces to '-', punctuation dropped."""
     text = re.sub(r"[^\w\- ]", "", text.lower())
     return text.replace(" ", "-")
@@ -103,7 +103,7 @@ class Page:
     def heading(self, text: str, level: int = 2) -> str:
         """Add a heading (level 2 to 4); returns its anchor, for links (``'#' + anchor``)."""
         self.blocks.append(("heading", (text, max(2, min(4, level)))))
-        return _anchor(text)
+        return anchor(text)
 
     def paragraph(self, *parts: Inline) -> None:
         """Add a paragraph made of inline parts."""
@@ -177,7 +177,7 @@ class Page:
         for kind, args in self.blocks:
             if kind == "heading":
                 text, level = args
-                body.append(f'<h{level} id="{_anchor(text)}">{html.escape(text)}</h{level}>')
+                body.append(f'<h{level} id="{anchor(text)}">{html.escape(text)}</h{level}>')
             elif kind == "paragraph":
                 body.append("<p>" + "".join(_html_inline(p) for p in args[0]) + "</p>")
             elif kind == "bullets":

@@ -130,6 +130,7 @@ class MPIExecutor(Executor):
         self.poll_interval = poll_interval
         self._started = False
         self._closed = False
+        self._requests: List[Any] = []
 
     # --- set-up --------------------------------------------------------------------------
     def start(self) -> None:
@@ -188,7 +189,7 @@ class MPIExecutor(Executor):
             return
         worker = self._idle.popleft()
         self._busy[worker] = task.number
-        self._world.send((task.number, task.descriptor_json), dest=worker, tag=TAG_TASK)
+        self._send(self._world, (task.number, task.descriptor_json), worker, TAG_TASK)
 
     def wait(self) -> Completion:
         if self._local:
@@ -214,11 +215,22 @@ class MPIExecutor(Executor):
         if self.rank == 0:
             if self._world is not None and not self._local:
                 for worker in self.worker_ranks:
-                    self._world.send(None, dest=worker, tag=TAG_STOP)
+                    self._send(self._world, None, worker, TAG_STOP)
             self._forward(TAG_STOP, None)
         self._free()
 
+    def _send(self, comm, message: Any, dest: int, tag: int) -> None:
+        """Send without blocking: Open MPI's blocking send of a medium-sized message (a few
+        hundred bytes, as a descriptor) waits, spinning, until the receiver takes it, which
+        would stall the dispatcher while a worker is busy. The request is completed later."""
+        self._requests.append(comm.isend(message, dest=dest, tag=tag))
+        if len(self._requests) > 64:
+            self._requests = [request for request in self._requests if not request.Test()]
+
     def _free(self) -> None:
+        if self._requests:
+            _mpi().Request.Waitall(self._requests)
+            self._requests = []
         for comm in (self._world, self._group_comm):
             if comm is not None:
                 comm.Free()
@@ -254,8 +266,8 @@ class MPIExecutor(Executor):
                 break
             number, descriptor_json = message
             done = self._evaluate(number, descriptor_json)
-            self._world.send((number, done.result.to_dict(), done.started, done.ended),
-                             dest=0, tag=TAG_RESULT)
+            self._send(self._world, (number, done.result.to_dict(), done.started, done.ended),
+                       0, TAG_RESULT)
             served += 1
         logger.debug("rank %d evaluated %d candidates", self.rank, served)
 
@@ -286,7 +298,7 @@ class MPIExecutor(Executor):
         if self._group_comm is None:
             return
         for member in range(1, self._group.size):
-            self._group_comm.send(message, dest=member, tag=tag)
+            self._send(self._group_comm, message, member, tag)
 
     def _poll(self, comm, source: int, tag: int, status) -> None:
         """Wait for a matching message without spinning a core (see the module docstring)."""

@@ -1,0 +1,365 @@
+"""write_report: compare search runs in a folder of PNG plots, a summary page and summary.json.
+
+    from nord.report import write_report
+
+    page = write_report(["runs/ga.db", "runs/random.db"], "report/")          # report/report.md
+    write_report("runs/", "report/", title="GA against random search", fmt="html")
+    write_report(["runs/nsga2.db"], "report/", reference_front=[(1.2e5, 0.85), (4e5, 0.9)])
+
+The folder then holds:
+
+* ``report.md`` (or ``report.html``): a table per run (algorithm and its parameters, seed,
+  data set, ranks, mode, evaluations ok / failed / cached, best accuracy and its reported
+  accuracy, its parameters, wall time), the plots, the Pareto fronts and the best
+  architectures, with the definitions of the numbers;
+* ``summary.json``: the same numbers for programs (accuracies as fractions, times in
+  seconds, missing values as null);
+* ``accuracy.png`` (accuracy per generation, box plots with the mean: the NORD paper's
+  Figure 4), ``wall_time.png`` (Figure 5), ``parameters.png`` (Figure 6);
+* ``pareto-<run>.png`` for multi-objective runs;
+* ``architectures/<run>-best<k>.png`` with ``.dot`` (Graphviz text) and ``.json`` (the
+  descriptor) beside it, for the best ``best_count`` architectures of each run.
+
+Journals may belong to runs still going (the report is a snapshot), to different
+algorithms, and to runs in which nothing succeeded (their plots say so).
+"""
+from __future__ import annotations
+
+import datetime
+import json
+import logging
+import math
+import os
+from pathlib import Path
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
+
+from nord.descriptors import NeuralDescriptor
+from nord.errors import ConfigurationError, NordError
+from nord.report.architecture import draw_descriptor
+from nord.report.page import Code, Link, Page, anchor
+from nord.report.pareto import hypervolume, pareto_indices
+from nord.report.plots import (plot_accuracy, plot_parameters, plot_pareto, plot_wall_time,
+                               run_colour)
+from nord.report.runs import (RunData, best_entry, dumps, is_multi_objective, load_runs,
+                              run_numbers)
+
+__all__ = ["write_report", "FORMATS", "format_duration", "default_reference_point"]
+
+logger = logging.getLogger(__name__)
+
+PathLike = Union[str, os.PathLike]
+FORMATS = {"markdown": "md", "md": "md", "html": "html"}
+"""Accepted values of ``fmt``, and the page's file extension for each."""
+REFERENCE_MARGIN = 1.1
+"""The default hypervolume reference point lies this factor beyond the largest network."""
+
+DEFINITIONS = [
+    "Accuracy is the search signal (the evaluator's test or validation accuracy). Box plots "
+    "and means are over each generation's ok evaluations, cached ones included; failed "
+    "evaluations are counted in the tables but left out of the boxes.",
+    "Reported accuracy: the figure an evaluator reports besides the search signal (tabular "
+    "benchmarks: the 200-epoch test accuracy), never seen by the search.",
+    "Total wall time: last end minus first start over the run's evaluations (a run stopped "
+    "and resumed includes the pause). Wall time of a generation: last end minus first start "
+    "over its evaluations; in asynchronous runs generations overlap.",
+    "Evaluation time: training plus testing seconds summed over the evaluations really run "
+    "(cached ones excluded), over all workers.",
+    "Cached: an architecture evaluated earlier in the run, whose result was reused.",
+]
+
+
+def format_duration(seconds: Optional[float]) -> str:
+    """``12.3 s``, ``4.5 min``, ``2.25 h``; ``n/a`` for None or NaN."""
+    if seconds is None or not math.isfinite(seconds):
+        return "n/a"
+    if seconds < 180:
+        return f"{seconds:.3g} s"
+    if seconds < 3 * 3600:
+        return f"{seconds / 60:.3g} min"
+    return f"{seconds / 3600:.3g} h"
+
+
+def _percent(value: Optional[float]) -> str:
+    return "n/a" if value is None or not math.isfinite(value) else f"{100 * value:.2f} %"
+
+
+def _count(value: Any) -> str:
+    return "n/a" if value is None else f"{int(value):,}"
+
+
+def _plain(value: Any) -> str:
+    if value is None:
+        return "n/a"
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, sort_keys=True)
+    return str(value)
+
+
+def default_reference_point(point_sets: Iterable[Sequence[Tuple[float, float]]]
+                            ) -> Optional[Tuple[float, float]]:
+    """``(1.1 x the most parameters among the points, 0.0 accuracy)``, or None without points."""
+    largest = [p for points in point_sets for p, a in points if math.isfinite(p) and math.isfinite(a)]
+    if not largest or max(largest) <= 0:
+        return None
+    return (REFERENCE_MARGIN * max(largest), 0.0)
+
+
+def _ok_points(run: RunData) -> List[Tuple[float, float]]:
+    return [(float(row["n_params"]), float(row["accuracy"])) for row in run.ok_evaluations]
+
+
+def _draw_best(run: RunData, out_dir: Path, count: int) -> List[Dict[str, Any]]:
+    """Draw the run's best architectures; returns their summary.json entries."""
+    entries = []
+    for rank, row in enumerate(run.best[:count], start=1):
+        entry = best_entry(row, rank)
+        stem = f"architectures/{run.slug}-best{rank}"
+        title = (f"{run.label} #{rank}: accuracy {_percent(entry['accuracy'])}, "
+                 f"{_count(entry['n_params'])} parameters")
+        try:
+            descriptor = NeuralDescriptor.from_json(row["descriptor"])
+        except (NordError, TypeError, ValueError) as error:
+            # A layer registered by the run's own code is unknown here: say so, draw nothing.
+            entry["error"] = f"the descriptor could not be rebuilt: {error}"
+            logger.warning("%s, best #%d: %s", run.label, rank, entry["error"])
+            entries.append(entry)
+            continue
+        draw_descriptor(descriptor, out_dir / f"{stem}.png", title=title)
+        (out_dir / f"{stem}.dot").write_text(descriptor.to_dot(f"{run.label} best {rank}") + "\n",
+                                             encoding="utf-8")
+        (out_dir / f"{stem}.json").write_text(descriptor.to_json(indent=2) + "\n",
+                                              encoding="utf-8")
+        entry["files"] = {"png": f"{stem}.png", "dot": f"{stem}.dot", "json": f"{stem}.json"}
+        entries.append(entry)
+    return entries
+
+
+def write_report(journal_paths: Union[PathLike, Iterable[PathLike]], out_dir: PathLike,
+                 title: Optional[str] = None, fmt: str = "markdown", *,
+                 pareto: Optional[bool] = None,
+                 reference_front: Optional[Sequence[Tuple[float, float]]] = None,
+                 reference_label: str = "exact front",
+                 reference_point: Optional[Tuple[float, float]] = None,
+                 best_count: int = 3, labels: Optional[Sequence[str]] = None) -> Path:
+    """Write a report comparing the runs in ``journal_paths`` into ``out_dir``.
+
+    Args:
+        journal_paths: run journals (SQLite files written by the search loop), or folders
+            of them, or one path.
+        out_dir: the folder to write into (created; files of an earlier report with the same
+            names are replaced).
+        title: the page's title; default "Comparison of N runs".
+        fmt: 'markdown' (or 'md'): ``report.md``; 'html': ``report.html``.
+        pareto: True draws the Pareto front of every run; False of none; None (default) of
+            the multi-objective runs (``objectives`` >= 2 in their metadata), or of every run
+            when ``reference_front`` is given.
+        reference_front: ``(n_params, accuracy)`` points of a known front (e.g. the exact
+            front of a tabular benchmark), drawn beside each run's front and given a
+            hypervolume of its own.
+        reference_label: the legend entry of ``reference_front``.
+        reference_point: ``(n_params, accuracy)`` reference point of the hypervolumes;
+            default 1.1 x the largest network in the fronts' plots, at 0 accuracy. All
+            hypervolumes of a report share it, so they compare.
+        best_count: the best distinct architectures drawn per run.
+        labels: the runs' names (default: the journals' file names).
+
+    Returns:
+        The path of the summary page.
+
+    Raises:
+        ConfigurationError: an unknown ``fmt``, no journal, or labels that do not match.
+        JournalError: a path is not a journal.
+    """
+    extension = FORMATS.get(str(fmt).lower())
+    if extension is None:
+        raise ConfigurationError(
+            f"the report format must be one of {sorted(FORMATS)}; got {fmt!r}")
+    if isinstance(best_count, bool) or not isinstance(best_count, int) or best_count < 0:
+        raise ConfigurationError(f"best_count must be an integer >= 0; got {best_count!r}")
+    runs = load_runs(journal_paths, labels=labels, best_count=best_count)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    title = title or f"Comparison of {len(runs)} run{'s' if len(runs) != 1 else ''}"
+    reference = (sorted((float(p), float(a)) for p, a in reference_front)
+                 if reference_front else None)
+
+    files = {"accuracy": plot_accuracy(runs, out / "accuracy.png").name,
+             "wall_time": plot_wall_time(runs, out / "wall_time.png").name,
+             "parameters": plot_parameters(runs, out / "parameters.png").name}
+
+    if pareto is None:
+        pareto_runs = [run for run in runs
+                       if reference is not None or is_multi_objective(run.metadata)]
+    else:
+        pareto_runs = list(runs) if pareto else []
+    numbers = [run_numbers(run) for run in runs]
+    pareto_info: Dict[str, Any] = {}
+    if pareto_runs:
+        point = reference_point or default_reference_point(
+            [_ok_points(run) for run in pareto_runs] + ([reference] if reference else []))
+        pareto_info = {"reference_point": list(point) if point else None, "normalised": True,
+                       "reference_label": reference_label if reference else None,
+                       "reference_front": [list(p) for p in reference] if reference else None,
+                       "reference_hypervolume": (hypervolume(reference, point)
+                                                 if reference and point else None)}
+        files["pareto"] = {}
+        chosen = {id(run) for run in pareto_runs}
+        for index, run in enumerate(runs):
+            if id(run) not in chosen:
+                continue
+            name = f"pareto-{run.slug}.png"
+            plot_pareto(run, out / name, colour=run_colour(index), reference_front=reference,
+                        reference_label=reference_label, reference_point=point)
+            files["pareto"][run.label] = name
+            points = _ok_points(run)
+            front = [points[i] for i in pareto_indices(points)]
+            numbers[index]["pareto"] = {
+                "front": [list(p) for p in front], "file": name,
+                "hypervolume": hypervolume(front, point) if point and front else None}
+
+    for run, entry in zip(runs, numbers):
+        entry["best"] = _draw_best(run, out, best_count)
+
+    page_path = out / f"report.{extension}"
+    summary = {"title": title, "generated": datetime.datetime.now().isoformat(timespec="seconds"),
+               "nord_version": _nord_version(), "page": page_path.name, "files": files,
+               "pareto": pareto_info or None, "definitions": DEFINITIONS, "runs": numbers}
+    (out / "summary.json").write_text(dumps(summary) + "\n", encoding="utf-8")
+    page = _page(title, runs, numbers, files, pareto_info)
+    page_path.write_text(page.to_html() if extension == "html" else page.to_markdown(),
+                         encoding="utf-8")
+    logger.info("report on %d runs written to %s", len(runs), page_path)
+    return page_path
+
+
+def _nord_version() -> Optional[str]:
+    import nord
+
+    return getattr(nord, "__version__", None)
+
+
+def _page(title: str, runs: List[RunData], numbers: List[Dict[str, Any]],
+          files: Dict[str, Any], pareto_info: Dict[str, Any]) -> Page:
+    page = Page(title)
+    generated = datetime.datetime.now().strftime("%Y-%m-%d %H:%M")
+    page.paragraph(f"{len(runs)} run{'s' if len(runs) != 1 else ''} compared, generated "
+                   f"{generated} by nord {_nord_version() or ''}. The same numbers are in ",
+                   Link("summary.json", "summary.json"), ".")
+    running = [n["label"] for n in numbers if n["status"] == "running"]
+    if running:
+        page.paragraph("Still running (or stopped without finishing): "
+                       f"{', '.join(running)}; their figures are a snapshot.")
+
+    page.heading("Runs")
+    header = ["run", "algorithm", "seed", "data set", "ranks", "mode", "evaluations", "ok",
+              "failed", "cached", "best accuracy", "reported accuracy", "parameters of best",
+              "wall time", "status"]
+    rows = []
+    for n in numbers:
+        rows.append([Link(n["label"], f"#{anchor(n['label'])}"), n["algorithm_label"],
+                     _plain(n["seed"]), _plain(n["dataset"]), _plain(n["ranks"]),
+                     _plain(n["mode"]), _count(n["evaluations"]), _count(n["ok"]),
+                     _count(n["failed"]), _count(n["cached"]), _percent(n["best_accuracy"]),
+                     _percent(n["best_reported_accuracy"]), _count(n["best_n_params"]),
+                     format_duration(n["wall_time"]), n["status"]])
+    page.table(header, rows, align=["left"] * 6 + ["right"] * 8 + ["left"])
+
+    for run, n in zip(runs, numbers):
+        page.heading(run.label, level=3)
+        fields = [
+            ("journal", Code(n["path"])),
+            ("algorithm", n["algorithm_label"]),
+            ("parameters", Code(json.dumps(n["parameters"], sort_keys=True, default=str))),
+            ("seed", _plain(n["seed"])),
+            ("data set", _plain(n["dataset"])),
+            ("search space", Code(json.dumps(run.metadata.get("space"), sort_keys=True,
+                                             default=str))),
+            ("ranks / groups / workers",
+             f"{_plain(n['ranks'])} / {_plain(n['groups'])} / {_plain(n['workers'])}"),
+            ("mode", _plain(n["mode"])),
+            ("batch size / budget", f"{_plain(n['batch_size'])} / {_plain(n['budget'])}"),
+            ("status", n["status"] + (f" (resumed {n['resumed']} times)" if n["resumed"] else "")),
+            ("evaluations (ok / failed / cached)",
+             f"{_count(n['evaluations'])} ({_count(n['ok'])} / {_count(n['failed'])} / "
+             f"{_count(n['cached'])})"),
+            ("generations", _count(n["generations"])),
+            ("best accuracy", _percent(n["best_accuracy"])),
+            ("its reported accuracy", _percent(n["best_reported_accuracy"])),
+            ("its trainable parameters", _count(n["best_n_params"])),
+            ("found in generation / candidate",
+             f"{_plain(n['best_generation'])} / {_plain(n['best_candidate'])}"),
+            ("total wall time", format_duration(n["wall_time"])),
+            ("evaluation time (all workers)", format_duration(n["evaluation_time"])),
+        ]
+        if "pareto" in n:
+            hv = n["pareto"]["hypervolume"]
+            fields.append(("Pareto front / hypervolume",
+                           f"{len(n['pareto']['front'])} points / "
+                           f"{'n/a' if hv is None else f'{hv:.4f}'}"))
+        if not n["ok"]:
+            fields.append(("note", "no evaluation succeeded: the plots show an empty panel"))
+        page.table(["", "value"], [[name, value] for name, value in fields])
+
+    page.heading("Accuracy per generation")
+    page.image(files["accuracy"], "accuracy per generation, box plots with the mean", 1200)
+    page.paragraph("Boxes: accuracies of each generation's ok evaluations (median, quartiles, "
+                   "whiskers at 1.5 times the interquartile range). Line: the generation's mean; "
+                   "dashed: the best accuracy found so far.")
+    page.heading("Wall time")
+    page.image(files["wall_time"], "total and per-generation wall time", 1200)
+    page.heading("Trainable parameters")
+    page.image(files["parameters"], "mean trainable parameters per generation", 900)
+
+    if pareto_info:
+        page.heading("Pareto fronts")
+        point = pareto_info["reference_point"]
+        if point:
+            page.paragraph(
+                "A point is on a run's front when no other ok evaluation of the run has no more "
+                "parameters and no less accuracy (and is better in one). Hypervolume: the area "
+                "the front dominates up to the reference point "
+                f"({point[0]:,.0f} parameters, {100 * point[1]:.3g} % accuracy), with parameters "
+                "divided by the reference's and accuracy as a fraction; 1 would be a network "
+                "without parameters and perfect accuracy. Larger is better.")
+        rows = []
+        for n in numbers:
+            if "pareto" in n:
+                hv = n["pareto"]["hypervolume"]
+                rows.append([n["label"], _count(len(n["pareto"]["front"])),
+                             "n/a" if hv is None else f"{hv:.4f}"])
+        if pareto_info.get("reference_front"):
+            hv = pareto_info["reference_hypervolume"]
+            rows.append([pareto_info["reference_label"],
+                         _count(len(pareto_info["reference_front"])),
+                         "n/a" if hv is None else f"{hv:.4f}"])
+        page.table(["front", "points", "hypervolume"], rows, align=["left", "right", "right"])
+        for label, name in files.get("pareto", {}).items():
+            page.image(name, f"Pareto front of {label}", 900)
+
+    page.heading("Best architectures")
+    for run, n in zip(runs, numbers):
+        page.heading(f"Best of {run.label}", level=3)
+        if not n["best"]:
+            page.paragraph("No evaluation succeeded, so there is no best architecture.")
+            continue
+        rows = []
+        for entry in n["best"]:
+            links: List[Any] = []
+            for kind in ("png", "dot", "json"):
+                if "files" in entry:
+                    links += [Link(kind.upper(), entry["files"][kind]), " "]
+            rows.append([str(entry["rank"]), _percent(entry["accuracy"]),
+                         _percent(entry["reported_accuracy"]), _count(entry["n_params"]),
+                         _plain(entry["generation"]), _plain(entry["candidate"]),
+                         Code((entry["descriptor_hash"] or "")[:12]),
+                         links or entry.get("error", "")])
+        page.table(["#", "accuracy", "reported accuracy", "parameters", "generation",
+                    "candidate", "hash", "files"], rows,
+                   align=["right"] * 6 + ["left", "left"])
+        for entry in n["best"]:
+            if "files" in entry:
+                page.image(entry["files"]["png"], f"{run.label} best {entry['rank']}", 700)
+
+    page.heading("Definitions")
+    page.bullets(DEFINITIONS)
+    return page
