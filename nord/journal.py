@@ -373,56 +373,50 @@ class Journal:
         self._read().execute(f"UPDATE run SET {assignments}, updated = ? WHERE id = 1",
                              [*params, time.time()])
 
-    def record_candidates(self, candidates: Iterable[Mapping[str, Any]]) -> None:
-        """Record proposed candidates (``candidate``, ``generation``, ``genome``,
-        ``told_before``) in one commit."""
-        now = time.time()
-        rows = [(c["candidate"], c["generation"], _dumps(list(c["genome"])), c["told_before"], now)
-                for c in candidates]
-        if not rows:
-            return
-        connection = self._read()
-        with _transaction(connection):
-            connection.executemany(
-                "INSERT INTO candidates (candidate, generation, genome, told_before, asked)"
-                " VALUES (?, ?, ?, ?, ?)", rows)
+    def record(self, candidates: Iterable[Mapping[str, Any]] = (),
+               evaluations: Iterable[Mapping[str, Any]] = ()) -> None:
+        """Record proposed candidates, then told results, in one commit.
 
-    def record_evaluation(self, evaluation: Mapping[str, Any]) -> None:
-        """Record one told result, in its own commit.
+        One transaction keeps the file a consistent prefix of the run whenever the process
+        dies: a result is never on disk without the proposals made before it.
 
         Args:
-            evaluation: ``sequence``, ``candidate``, ``generation``, ``genome``,
+            candidates: dicts with ``candidate``, ``generation``, ``genome``, ``told_before``.
+            evaluations: dicts with ``sequence``, ``candidate``, ``generation``, ``genome``,
                 ``descriptor`` (JSON text or None), ``worker_rank``, ``result`` (an
                 EvaluationResult), ``cached``, ``cached_from``, ``started``, ``ended``.
+
+        Raises:
+            JournalError: a candidate or sequence number that is already recorded (nothing of
+                this call is then written).
         """
-        result = evaluation["result"]
-        row = {
-            "sequence": evaluation["sequence"],
-            "candidate": evaluation["candidate"],
-            "generation": evaluation.get("generation", 0),
-            "genome": _dumps(list(evaluation["genome"])),
-            "descriptor": evaluation.get("descriptor"),
-            "descriptor_hash": result.descriptor_hash or "",
-            "worker_rank": evaluation.get("worker_rank"),
-            "accuracy": result.accuracy, "loss": result.loss,
-            "train_time": result.train_time, "eval_time": result.eval_time,
-            "n_params": int(result.n_params), "epochs": int(result.epochs),
-            "status": result.status, "error": result.error or "",
-            "reported_accuracy": result.reported_accuracy,
-            "metrics": _dumps(result.metrics or {}),
-            "cached": int(bool(evaluation.get("cached", False))),
-            "cached_from": evaluation.get("cached_from"),
-            "started": evaluation.get("started"), "ended": evaluation.get("ended"),
-        }
+        now = time.time()
+        candidate_rows = [(c["candidate"], c["generation"], _dumps(list(c["genome"])),
+                           c["told_before"], now) for c in candidates]
+        evaluation_rows = [_evaluation_row(evaluation) for evaluation in evaluations]
+        if not candidate_rows and not evaluation_rows:
+            return
+        connection = self._read()
         try:
-            self._read().execute(
-                f"INSERT INTO evaluations ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})",
-                list(row.values()))
+            with _transaction(connection):
+                connection.executemany(
+                    "INSERT INTO candidates (candidate, generation, genome, told_before, asked)"
+                    " VALUES (?, ?, ?, ?, ?)", candidate_rows)
+                connection.executemany(
+                    f"INSERT INTO evaluations ({', '.join(_EVALUATION_COLUMNS)}) VALUES "
+                    f"({', '.join('?' * len(_EVALUATION_COLUMNS))})", evaluation_rows)
         except sqlite3.IntegrityError as error:
             raise JournalError(
-                f"'{self.path}' already has an evaluation with sequence {row['sequence']} or "
-                f"candidate {row['candidate']} ({error}); a journal is written by one process") \
-                from error
+                f"'{self.path}' already has one of these candidates or evaluations ({error}); "
+                "a journal is written by one process, once per candidate") from error
+
+    def record_candidates(self, candidates: Iterable[Mapping[str, Any]]) -> None:
+        """Record proposed candidates in one commit (see :meth:`record`)."""
+        self.record(candidates=candidates)
+
+    def record_evaluation(self, evaluation: Mapping[str, Any]) -> None:
+        """Record one told result in its own commit (see :meth:`record`)."""
+        self.record(evaluations=[evaluation])
 
     # --- reading ------------------------------------------------------------------------
     def metadata(self) -> Dict[str, Any]:
@@ -564,6 +558,29 @@ class _transaction:
     def __exit__(self, exc_type, exc, tb):
         self.connection.execute("ROLLBACK" if exc_type else "COMMIT")
         return False
+
+
+def _evaluation_row(evaluation: Mapping[str, Any]) -> List[Any]:
+    result = evaluation["result"]
+    row = {
+        "sequence": evaluation["sequence"],
+        "candidate": evaluation["candidate"],
+        "generation": evaluation.get("generation", 0),
+        "genome": _dumps(list(evaluation["genome"])),
+        "descriptor": evaluation.get("descriptor"),
+        "descriptor_hash": result.descriptor_hash or "",
+        "worker_rank": evaluation.get("worker_rank"),
+        "accuracy": result.accuracy, "loss": result.loss,
+        "train_time": result.train_time, "eval_time": result.eval_time,
+        "n_params": int(result.n_params), "epochs": int(result.epochs),
+        "status": result.status, "error": result.error or "",
+        "reported_accuracy": result.reported_accuracy,
+        "metrics": _dumps(result.metrics or {}),
+        "cached": int(bool(evaluation.get("cached", False))),
+        "cached_from": evaluation.get("cached_from"),
+        "started": evaluation.get("started"), "ended": evaluation.get("ended"),
+    }
+    return [row[column] for column in _EVALUATION_COLUMNS]
 
 
 def _evaluation_dict(row: sqlite3.Row) -> Dict[str, Any]:

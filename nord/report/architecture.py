@@ -28,7 +28,7 @@ from __future__ import annotations
 import logging
 import os
 import textwrap
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple, Union
 

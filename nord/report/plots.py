@@ -20,14 +20,14 @@ from __future__ import annotations
 import math
 import os
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple, Union
+from typing import List, Optional, Sequence, Tuple, Union
 
 from nord.errors import MissingDependencyError
 from nord.report.pareto import hypervolume, pareto_indices
 from nord.report.runs import RunData, accuracies_by_generation, algorithm_name
 
 __all__ = ["plot_accuracy", "plot_wall_time", "plot_parameters", "plot_pareto", "run_colour",
-           "time_unit"]
+           "time_unit", "compact_count"]
 
 PathLike = Union[str, os.PathLike]
 DPI = 110
@@ -49,6 +49,14 @@ def time_unit(seconds: Sequence[float]) -> Tuple[str, float]:
     if largest >= 3 * 60:
         return "min", 60.0
     return "s", 1.0
+
+
+def compact_count(value: float) -> str:
+    """``1.45M``, ``830k``, ``512``: a parameter count in three significant digits."""
+    for factor, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(value) >= factor:
+            return f"{value / factor:.3g}{suffix}"
+    return f"{value:.3g}"
 
 
 def _new_figure(width: float, height: float):
@@ -80,17 +88,49 @@ def _finite(value) -> bool:
 
 
 def _integer_ticks(axes, generations: Sequence[int]) -> None:
+    """Generation numbers on the x axis: every one when few, else a readable subset."""
     from matplotlib.ticker import MaxNLocator
 
-    axes.xaxis.set_major_locator(MaxNLocator(integer=True, nbins=12))
-    if generations:
-        low, high = min(generations), max(generations)
-        axes.set_xlim(low - 0.6, high + 0.6)
+    if not generations:
+        axes.set_xticks([])
+        return
+    low, high = min(generations), max(generations)
+    if high - low < 15:
+        axes.set_xticks(range(low, high + 1))
+    else:
+        axes.xaxis.set_major_locator(MaxNLocator(integer=True, nbins=12))
+    axes.set_xlim(low - 0.6, high + 0.6)
 
 
 def _grid(count: int) -> Tuple[int, int]:
     columns = 1 if count == 1 else 2
     return math.ceil(count / columns), columns
+
+
+def _box(axes, position: float, values: Sequence[float], colour: str, width: float = 0.6) -> None:
+    """One box of a box plot (median, quartiles, whiskers at 1.5 IQR, outliers as dots).
+
+    Drawn from primitives rather than with ``Axes.boxplot``, which reads every rcParam and
+    so makes matplotlib pick a GUI backend through ``pyplot`` as a side effect.
+    """
+    from matplotlib import cbook
+    from matplotlib.patches import Rectangle
+
+    stats = cbook.boxplot_stats(list(values), whis=1.5)[0]
+    left, right = position - width / 2, position + width / 2
+    axes.add_patch(Rectangle((left, stats["q1"]), width, stats["q3"] - stats["q1"],
+                             facecolor=colour, alpha=0.35, edgecolor="none", zorder=2))
+    axes.add_patch(Rectangle((left, stats["q1"]), width, stats["q3"] - stats["q1"],
+                             facecolor="none", edgecolor=colour, linewidth=1, zorder=2))
+    axes.plot([position, position], [stats["whislo"], stats["q1"]], color=colour, linewidth=1)
+    axes.plot([position, position], [stats["q3"], stats["whishi"]], color=colour, linewidth=1)
+    for end in (stats["whislo"], stats["whishi"]):
+        axes.plot([position - width / 4, position + width / 4], [end, end], color=colour,
+                  linewidth=1)
+    axes.plot([left, right], [stats["med"], stats["med"]], color="black", linewidth=1.2, zorder=3)
+    if len(stats["fliers"]):
+        axes.plot([position] * len(stats["fliers"]), stats["fliers"], "o", color=colour,
+                  markersize=3, linestyle="none")
 
 
 def plot_accuracy(runs: Sequence[RunData], path: PathLike) -> Path:
@@ -99,7 +139,8 @@ def plot_accuracy(runs: Sequence[RunData], path: PathLike) -> Path:
     Each generation's box shows the accuracies of its ok evaluations (median, quartiles,
     whiskers at 1.5 IQR, outliers as dots); the line joins the generation means, and a
     dashed line shows the best accuracy found so far. Failed evaluations are left out of
-    the boxes; the panel's title says how many there were.
+    the boxes; the count of each generation's is written under its box, and the total in
+    the panel's title.
     """
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
@@ -122,19 +163,14 @@ def plot_accuracy(runs: Sequence[RunData], path: PathLike) -> Path:
         axes.set_xlabel("generation")
         axes.grid(axis="y", alpha=0.3)
         filled = [g for g in generations if by_generation[g]]
+        failed_in = {s["generation"]: s["failed"] for s in run.generations if s["failed"]}
+        for generation, count in failed_in.items():
+            # Failures have no accuracy to draw: say how many there were, under the box.
+            axes.text(generation, 0.015, f"{count} failed", transform=axes.get_xaxis_transform(),
+                      ha="center", va="bottom", fontsize=7, color="#b03030")
         if filled:
-            boxes = axes.boxplot([[100 * a for a in by_generation[g]] for g in filled],
-                                 positions=filled, widths=0.6, patch_artist=True,
-                                 manage_ticks=False, flierprops={"markersize": 3,
-                                                                 "markerfacecolor": colour,
-                                                                 "markeredgecolor": colour})
-            for box in boxes["boxes"]:
-                box.set(facecolor=colour, alpha=0.35, edgecolor=colour)
-            for key in ("whiskers", "caps"):
-                for line in boxes[key]:
-                    line.set(color=colour)
-            for line in boxes["medians"]:
-                line.set(color="black", linewidth=1.2)
+            for generation in filled:
+                _box(axes, generation, [100 * a for a in by_generation[generation]], colour)
             stats = {s["generation"]: s for s in run.generations}
             means = [(g, 100 * stats[g]["accuracy_mean"]) for g in generations
                      if g in stats and _finite(stats[g]["accuracy_mean"])]
@@ -150,11 +186,11 @@ def plot_accuracy(runs: Sequence[RunData], path: PathLike) -> Path:
                                         label="mean"),
                                  Line2D([], [], color="#444444", linestyle="--",
                                         label="best so far")],
-                        fontsize=8, loc="lower right")
+                        fontsize=8, loc="best", framealpha=0.85)
         else:
             _note(axes, "no successful evaluation yet" if not run.evaluations else
                   f"no successful evaluation ({failed} failed)")
-        _integer_ticks(axes, generations or [0])
+        _integer_ticks(axes, generations)
         if index % columns == 0:
             axes.set_ylabel("accuracy (%)")
     for axes in axes_list[len(runs):]:
@@ -212,7 +248,7 @@ def plot_wall_time(runs: Sequence[RunData], path: PathLike) -> Path:
         generation_axes.set_ylim(bottom=0)
     else:
         _note(generation_axes, "no timed evaluation yet")
-    _integer_ticks(generation_axes, generations_seen or [0])
+    _integer_ticks(generation_axes, sorted(set(generations_seen)))
     generation_axes.set_xlabel("generation")
     generation_axes.set_ylabel(f"wall time ({unit})")
     generation_axes.set_title("Wall time per generation (first start to last end)", fontsize=10)
@@ -246,12 +282,12 @@ def plot_parameters(runs: Sequence[RunData], path: PathLike) -> Path:
             axes.plot([g for g, _ in points], [v for _, v in points], "-o",
                       color=run_colour(index), markersize=4, label=run.label)
         else:
-            axes.plot([], [], "-o", color=run_colour(index),
+            axes.plot([], [], "-o", color=run_colour(index), markersize=4,
                       label=f"{run.label} (no successful evaluation)")
     if not values:
         _note(axes, "no successful evaluation yet")
     _parameter_axis(axes, values)
-    _integer_ticks(axes, generations_seen or [0])
+    _integer_ticks(axes, sorted(set(generations_seen)))
     axes.set_xlabel("generation")
     axes.set_ylabel("mean trainable parameters")
     axes.set_title("Mean trainable parameters per generation (ok evaluations)", fontsize=11)
@@ -299,15 +335,21 @@ def plot_pareto(run: RunData, path: PathLike, colour: Optional[str] = None,
         axes.plot([p for p, _ in reference], [100 * a for _, a in reference], "x",
                   color="black", markersize=5, label=f"{reference_label} ({len(reference)})")
     if not points:
-        _note(axes, "no successful evaluation yet")
-    _parameter_axis(axes, xs, axis="x")
+        failed = len(run.evaluations) - len(ok)
+        _note(axes, "no successful evaluation" + (f" ({failed} failed)" if failed else " yet"))
+    if xs:
+        _parameter_axis(axes, xs, axis="x")
+    else:
+        axes.set_xticks([])
+        axes.set_yticks([])
     axes.set_xlabel("trainable parameters")
     axes.set_ylabel("accuracy (%)")
     title = f"{run.label}: {algorithm_name(run.metadata)}, accuracy against size"
     if reference_point is not None and front:
         value = hypervolume(front, reference_point)
-        title += f"\nhypervolume {value:.4f} (reference point: {reference_point[0]:.4g} " \
-                 f"parameters, {100 * reference_point[1]:.3g} % accuracy)"
+        title += (f"\nhypervolume {value:.4f} (reference point: "
+                  f"{compact_count(reference_point[0])} parameters, "
+                  f"{100 * reference_point[1]:.3g} % accuracy)")
     axes.set_title(title, fontsize=10)
     axes.grid(alpha=0.3, which="both")
     if points or reference_front:

@@ -46,6 +46,7 @@ __all__ = ["RunData", "load_run", "load_runs", "run_numbers", "is_multi_objectiv
 logger = logging.getLogger(__name__)
 
 PathLike = Union[str, os.PathLike]
+_READ_ATTEMPTS = 5
 
 
 @dataclass
@@ -138,11 +139,19 @@ def load_run(path: PathLike, label: Optional[str] = None, best_count: int = 3) -
     """
     path = Path(path)
     with Journal(path) as journal:
-        metadata = journal.metadata()
-        summary = journal.summary()
-        evaluations = journal.evaluations()
-        generations = journal.generation_stats()
-        best = journal.best(count=max(1, int(best_count)))
+        # A run that is still going may add evaluations between these reads; read again
+        # until they agree, so the tables and the plots show the same evaluations.
+        for attempt in range(_READ_ATTEMPTS):
+            metadata = journal.metadata()
+            summary = journal.summary()
+            evaluations = journal.evaluations()
+            generations = journal.generation_stats()
+            best = journal.best(count=max(1, int(best_count)))
+            counts = {len(evaluations), int(summary.get("evaluations") or 0),
+                      sum(g["evaluations"] for g in generations), journal.count()}
+            if len(counts) == 1:
+                break
+            logger.debug("%s changed while it was read (attempt %d)", path, attempt + 1)
     return RunData(path=path, label=label or path.stem, metadata=metadata, summary=summary,
                    evaluations=evaluations, generations=generations, best=list(best))
 
@@ -151,8 +160,9 @@ def load_runs(paths: Union[PathLike, Iterable[PathLike]],
               labels: Optional[Sequence[str]] = None, best_count: int = 3) -> List[RunData]:
     """Read several journals (folders are expanded, see :func:`journal_paths`).
 
-    Labels default to the file names; repeated names get a suffix (``ga``, ``ga-2``), so
-    every run has its own label and file names.
+    Labels default to the file names; a label already taken (also one that differs only
+    in characters that file names drop) gets a suffix (``ga``, ``ga-2``), so every run has
+    its own label and its own files.
 
     Raises:
         ConfigurationError: ``labels`` does not have one label per journal.
@@ -164,15 +174,14 @@ def load_runs(paths: Union[PathLike, Iterable[PathLike]],
             f"labels must name every run: {len(files)} journals but {len(labels)} labels "
             f"({list(labels)})")
     runs: List[RunData] = []
-    seen: Dict[str, int] = {}
+    taken: set = set()   # file-name forms of the labels, which must differ too
     for index, path in enumerate(files):
-        label = str(labels[index]) if labels is not None else path.stem
-        key = slug(label)
-        if key in seen:
-            seen[key] += 1
-            label = f"{label}-{seen[key]}"
-        else:
-            seen[key] = 1
+        base = str(labels[index]) if labels is not None else path.stem
+        label, number = base, 1
+        while slug(label) in taken:
+            number += 1
+            label = f"{base}-{number}"
+        taken.add(slug(label))
         runs.append(load_run(path, label=label, best_count=best_count))
     return runs
 

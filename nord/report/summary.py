@@ -153,9 +153,10 @@ def write_report(journal_paths: Union[PathLike, Iterable[PathLike]], out_dir: Pa
         pareto: True draws the Pareto front of every run; False of none; None (default) of
             the multi-objective runs (``objectives`` >= 2 in their metadata), or of every run
             when ``reference_front`` is given.
-        reference_front: ``(n_params, accuracy)`` points of a known front (e.g. the exact
-            front of a tabular benchmark), drawn beside each run's front and given a
-            hypervolume of its own.
+        reference_front: ``(n_params, accuracy)`` points of a known front, accuracy as a
+            fraction like the journal's (e.g. the exact front of a tabular benchmark:
+            ``pareto_front(zip(arrays.n_params, arrays.accuracy))``), drawn beside each run's
+            front and given a hypervolume of its own.
         reference_label: the legend entry of ``reference_front``.
         reference_point: ``(n_params, accuracy)`` reference point of the hypervolumes;
             default 1.1 x the largest network in the fronts' plots, at 0 accuracy. All
@@ -347,13 +348,13 @@ def _page(title: str, runs: List[RunData], numbers: List[Dict[str, Any]],
             links: List[Any] = []
             for kind in ("png", "dot", "json"):
                 if "files" in entry:
-                    links += [Link(kind.upper(), entry["files"][kind]), " "]
+                    links += ([", "] if links else []) + [Link(kind.upper(), entry["files"][kind])]
             rows.append([str(entry["rank"]), _percent(entry["accuracy"]),
                          _percent(entry["reported_accuracy"]), _count(entry["n_params"]),
                          _plain(entry["generation"]), _plain(entry["candidate"]),
                          Code((entry["descriptor_hash"] or "")[:12]),
                          links or entry.get("error", "")])
-        page.table(["#", "accuracy", "reported accuracy", "parameters", "generation",
+        page.table(["rank", "accuracy", "reported accuracy", "parameters", "generation",
                     "candidate", "hash", "files"], rows,
                    align=["right"] * 6 + ["left", "left"])
         for entry in n["best"]:

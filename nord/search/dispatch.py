@@ -39,7 +39,7 @@ Waiting without burning a core: Open MPI's blocking receive spins on the CPU, wh
 machine with more ranks than cores slows the ranks that train. Waiting ranks therefore poll
 with ``Iprobe``: without pause for the first 0.2 ms (a worker waiting for its next task gets it
 at once), then sleeping between polls, from 50 microseconds doubling up to ``poll_interval``
-(1 ms by default), which bounds the latency added to a long wait by 1 ms.
+(0.5 ms by default), which bounds the latency added to a long wait by 0.5 ms.
 ``poll_interval=0`` uses a blocking ``Probe`` instead (lowest latency, one busy core per
 waiting rank).
 """
@@ -62,9 +62,11 @@ logger = logging.getLogger(__name__)
 TAG_TASK = 71
 TAG_RESULT = 72
 TAG_STOP = 73
-_SPIN = 2e-4
-"""Seconds a waiting rank polls without sleeping: a quick answer (the next task for a worker)
-is taken at once, and a long wait costs at most this much CPU."""
+DISPATCHER_SPIN = 2e-4
+"""Seconds rank 0 polls without sleeping when it starts waiting for results."""
+WORKER_SPIN = 2e-3
+"""Seconds a worker polls without sleeping after it sent a result: its next task usually comes
+within a millisecond, and an evaluation lasts far longer than this."""
 _FIRST_SLEEP = 5e-5
 
 
@@ -122,20 +124,23 @@ class MPIExecutor(Executor):
     collectively) sets up the communicators.
     """
 
-    def __init__(self, evaluator, env=None, poll_interval: float = 0.001):
+    def __init__(self, evaluator, env=None, poll_interval: float = 0.0005):
         if poll_interval < 0:
             raise ConfigurationError(f"poll_interval must be >= 0 seconds; got {poll_interval!r}")
         self.evaluator = evaluator
         self.env = env
         self.poll_interval = poll_interval
-        self._started = False
-        self._closed = False
+        self._active = False
         self._requests: List[Any] = []
 
     # --- set-up --------------------------------------------------------------------------
     def start(self) -> None:
-        """Work out this rank's role and duplicate the communicators (collective)."""
-        if self._started:
+        """Work out this rank's role and duplicate the communicators (collective).
+
+        ``run_search`` calls it on every rank; after the search (``close`` on rank 0, the end of
+        ``serve`` elsewhere) the executor can start again for another search in the same job.
+        """
+        if self._active:
             return
         view = self.env if self.env is not None else _WorldView()
         comm = view.comm
@@ -167,7 +172,7 @@ class MPIExecutor(Executor):
             self._idle: Deque[int] = deque(self.worker_ranks)
             self._busy: Dict[int, int] = {}        # worker rank -> candidate number
             self._local_tasks: Deque[Task] = deque()
-        self._started = True
+        self._active = True
         logger.debug("rank %d of %d: %s", self.rank, self.size, self.role)
 
     @property
@@ -198,7 +203,7 @@ class MPIExecutor(Executor):
             return evaluate_task(self.evaluator, task.descriptor, 0, task.number)
         MPI = _mpi()
         status = MPI.Status()
-        self._poll(self._world, MPI.ANY_SOURCE, TAG_RESULT, status)
+        self._poll(self._world, MPI.ANY_SOURCE, TAG_RESULT, status, DISPATCHER_SPIN)
         worker = status.Get_source()
         number, result, started, ended = self._world.recv(source=worker, tag=TAG_RESULT)
         expected = self._busy.pop(worker)
@@ -209,9 +214,8 @@ class MPIExecutor(Executor):
 
     def close(self) -> None:
         """Stop every worker and follower (rank 0); free the duplicated communicators."""
-        if not self._started or self._closed:
+        if not self._active:
             return
-        self._closed = True
         if self.rank == 0:
             if self._world is not None and not self._local:
                 for worker in self.worker_ranks:
@@ -235,6 +239,7 @@ class MPIExecutor(Executor):
             if comm is not None:
                 comm.Free()
         self._world = self._group_comm = None
+        self._active = False
 
     def describe(self) -> Dict[str, Any]:
         group = self._group
@@ -250,7 +255,6 @@ class MPIExecutor(Executor):
             self._serve_worker()
         else:
             self._serve_member()
-        self._closed = True
         self._free()
 
     def _serve_worker(self) -> None:
@@ -258,7 +262,7 @@ class MPIExecutor(Executor):
         status = MPI.Status()
         served = 0
         while True:
-            self._poll(self._world, 0, MPI.ANY_TAG, status)
+            self._poll(self._world, 0, MPI.ANY_TAG, status, WORKER_SPIN)
             message = self._world.recv(source=0, tag=status.Get_tag())
             tag = status.Get_tag()
             self._forward(tag, message)
@@ -277,7 +281,7 @@ class MPIExecutor(Executor):
         MPI = _mpi()
         status = MPI.Status()
         while True:
-            self._poll(self._group_comm, 0, MPI.ANY_TAG, status)
+            self._poll(self._group_comm, 0, MPI.ANY_TAG, status, WORKER_SPIN)
             message = self._group_comm.recv(source=0, tag=status.Get_tag())
             if status.Get_tag() == TAG_STOP:
                 break
@@ -300,13 +304,13 @@ class MPIExecutor(Executor):
         for member in range(1, self._group.size):
             self._send(self._group_comm, message, member, tag)
 
-    def _poll(self, comm, source: int, tag: int, status) -> None:
+    def _poll(self, comm, source: int, tag: int, status, spin: float) -> None:
         """Wait for a matching message without spinning a core (see the module docstring)."""
         if self.poll_interval <= 0:
             comm.Probe(source=source, tag=tag, status=status)
             return
         sleep = _FIRST_SLEEP
-        spin_until = time.perf_counter() + _SPIN
+        spin_until = time.perf_counter() + spin
         while not comm.Iprobe(source=source, tag=tag, status=status):
             if time.perf_counter() < spin_until:
                 continue

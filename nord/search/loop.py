@@ -268,7 +268,6 @@ class _Outcome:
     cached_from: Optional[int] = None
     started: Optional[float] = None
     ended: Optional[float] = None
-    journaled: bool = False
 
 
 @dataclass
@@ -303,6 +302,8 @@ class _Search:
         self.evaluating: Dict[str, int] = {}           # hash -> candidate being evaluated
         self.waiting: Dict[str, List[_Waiting]] = {}   # hash -> candidates waiting for it
         self.tasks: Dict[int, Task] = {}
+        self.unwritten_candidates: List[Dict[str, Any]] = []   # journal rows not yet committed
+        self.unwritten_evaluations: List[Dict[str, Any]] = []
         self.trained = self.cached = self.failed = self.replayed = 0
         self.busy_time = 0.0
         self.started = time.monotonic()
@@ -336,7 +337,6 @@ class _Search:
                 self.cache[row["descriptor_hash"]] = self._outcome_from_row(row)
             if number in self.pending:  # journaled but not told: a synchronous batch in progress
                 outcome = self._outcome_from_row(row)
-                outcome.journaled = True
                 self.outcomes[number] = outcome
                 self.sequence[number] = row["sequence"]
                 self._count(row, replayed=True)
@@ -398,9 +398,21 @@ class _Search:
 
     def record_asks(self, candidates: Sequence[Candidate]) -> None:
         if self.journal is not None:
-            self.journal.record_candidates(
+            self.unwritten_candidates.extend(
                 {"candidate": c.number, "generation": c.generation, "genome": c.genome,
                  "told_before": self.told} for c in candidates)
+
+    def flush(self) -> None:
+        """Commit the journal rows of everything since the last flush, in one transaction.
+
+        Called once tasks are handed out, so that workers do not wait for the disk. The rows
+        keep their order, so the file is always a consistent prefix of the run: after a crash,
+        only what happened since the last flush is lost, and it was in flight.
+        """
+        if self.journal is not None and (self.unwritten_candidates or self.unwritten_evaluations):
+            candidates, evaluations = self.unwritten_candidates, self.unwritten_evaluations
+            self.unwritten_candidates, self.unwritten_evaluations = [], []
+            self.journal.record(candidates, evaluations)
 
     def prepare(self, candidate: Candidate) -> None:
         """Decode; then a ready outcome (decode failure, cached), a wait, or a queued task."""
@@ -433,6 +445,7 @@ class _Search:
 
     # --- evaluating ----------------------------------------------------------------------
     def dispatch(self) -> None:
+        """Hand queued tasks to idle workers."""
         while self.queue and self.executor.idle_workers > 0:
             self.executor.submit(self.queue.popleft())
 
@@ -471,14 +484,13 @@ class _Search:
         if self.journal is None:
             return
         candidate = outcome.candidate
-        self.journal.record_evaluation({
+        self.unwritten_evaluations.append({
             "sequence": self.sequence[candidate.number], "candidate": candidate.number,
             "generation": candidate.generation, "genome": candidate.genome,
             "descriptor": outcome.descriptor_json, "worker_rank": outcome.worker_rank,
             "result": outcome.result, "cached": outcome.cached_from is not None,
             "cached_from": outcome.cached_from, "started": outcome.started,
             "ended": outcome.ended})
-        outcome.journaled = True
 
     def tell(self, number: int) -> None:
         outcome = self.outcomes.pop(number)
@@ -523,6 +535,7 @@ class _Search:
                         break
                     asked.append(candidate)
                 if not asked:
+                    self.flush()
                     self._stopped_early()
                     return
                 self.record_asks(asked)
@@ -533,10 +546,12 @@ class _Search:
                     self.prepare(candidate)
             while any(number not in self.outcomes for number in batch):
                 self.dispatch()
+                self.flush()  # after the hand-out, so that workers do not wait for the disk
                 if self.executor.in_flight == 0:
                     raise NordError(f"internal error: batch {batch} is incomplete with nothing "
                                     "in flight")
                 self.collect()
+            self.flush()
             for number in sorted(batch):
                 self.tell(number)
             batch = []
@@ -556,6 +571,7 @@ class _Search:
                 self.record_asks([candidate])
                 self.prepare(candidate)
                 self.dispatch()
+            self.flush()  # after the hand-out, so that workers do not wait for the disk
             if self.executor.in_flight == 0:
                 if self.queue:
                     continue
@@ -712,6 +728,8 @@ def run_search(algorithm: SearchAlgorithm, evaluator=None, budget: int = 100,
     except BaseException:
         if journal is not None and journal._connection is not None:
             try:
+                if search is not None:
+                    search.flush()  # what is known is a consistent prefix: keep it
                 journal.set_status("crashed")
             except Exception:  # noqa: BLE001 - the original error matters more
                 logger.debug("could not mark the journal crashed", exc_info=True)

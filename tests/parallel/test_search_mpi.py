@@ -94,10 +94,10 @@ def test_results_are_told_in_a_contiguous_order(mpi_run):
     assert sorted(row["candidate"] for row in rows) == [c["candidate"] for c in candidates]
 
 
+@pytest.mark.parametrize("mpi_run", [(2, "sync"), (3, "sync")], indirect=True,
+                         ids=["np2-sync", "np3-sync"])
 def test_sync_journal_equals_the_serial_journal(mpi_run):
-    _, mode, journal, _, _, tmp = mpi_run
-    if mode != "sync":
-        pytest.skip("only synchronous runs are reproducible across executors")
+    _, _, journal, _, _, tmp = mpi_run
     assert journal_rows(journal, NO_TIMES_OR_RANKS) == journal_rows(serial_journal(tmp),
                                                                     NO_TIMES_OR_RANKS)
 
@@ -214,3 +214,11 @@ def test_kill_9_of_the_mpi_job_then_resume(tmp_path, mode):
     log = [line.split()[1] for line in (tmp_path / "trained.log").read_text().splitlines()]
     uncached = [row["descriptor_hash"] for row in rows if row["descriptor"] and not row["cached"]]
     assert len(log) - len(uncached) <= 2  # at most the two evaluations in flight ran twice
+
+
+def test_a_refused_resume_ends_the_job_without_a_hang(tmp_path):
+    search(tmp_path, 2, "--seed", "0", budget=4)
+    run = run_mpi([PROGRAM, "--journal", tmp_path / "run.db", "--resume", "--seed", "1",
+                   "--budget", 4], np=3, timeout=60)
+    assert not run.timed_out and run.returncode != 0
+    assert "field 'seed' differs" in run.output

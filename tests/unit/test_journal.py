@@ -79,8 +79,16 @@ def test_evaluations_are_ordered_by_sequence(journal):
 
 def test_a_sequence_cannot_be_recorded_twice(journal):
     journal.record_evaluation(evaluation(0))
-    with pytest.raises(JournalError, match="already has an evaluation"):
+    with pytest.raises(JournalError, match="already has"):
         journal.record_evaluation(evaluation(0))
+
+
+def test_record_writes_candidates_and_evaluations_all_or_nothing(journal):
+    journal.record_evaluation(evaluation(0))
+    candidate = {"candidate": 1, "generation": 0, "genome": (1, 2), "told_before": 1}
+    with pytest.raises(JournalError):
+        journal.record([candidate], [evaluation(1), evaluation(0)])
+    assert journal.count() == 1 and journal.candidates() == []
 
 
 def test_candidates_round_trip(journal):

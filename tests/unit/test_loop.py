@@ -344,3 +344,25 @@ def test_kill_9_then_resume_gives_the_uninterrupted_journal(tmp_path, mode):
     # at most the evaluation in flight at each kill was trained twice
     assert sum(trained.values()) - len(uncached) <= 2
     assert set(trained) == set(uncached)
+
+
+# --- the MPI executor in a single process ---------------------------------------------------------
+def test_mpi_executor_without_mpirun_evaluates_in_this_process(tmp_path):
+    from nord.search.dispatch import MPIExecutor
+
+    run_search(toy(), ToyEvaluator(), budget=12, journal=tmp_path / "serial.db")
+    summary = run_search(toy(), executor=MPIExecutor(ToyEvaluator()), budget=12,
+                         journal=tmp_path / "mpi.db")
+    assert summary.workers == 1
+    assert journal_rows(tmp_path / "mpi.db") == journal_rows(tmp_path / "serial.db")
+
+
+def test_mpi_executor_runs_a_second_search_in_the_same_environment(tmp_path):
+    from nord.environments import Environment
+    from nord.search.dispatch import MPIExecutor
+
+    with Environment() as env:
+        executor = MPIExecutor(ToyEvaluator(), env)
+        first = run_search(toy(), executor=executor, budget=5, mode="async")
+        second = run_search(toy(seed=1), executor=executor, budget=6, mode="async")
+    assert (first.evaluations, second.evaluations) == (5, 6)
