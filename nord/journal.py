@@ -52,11 +52,12 @@ import sys
 import time
 from importlib import metadata as importlib_metadata
 from pathlib import Path
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Union
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Union
 
 from nord.errors import JournalError
 
-__all__ = ["Journal", "list_runs", "SCHEMA_VERSION", "RESUME_FIELDS", "package_versions"]
+__all__ = ["Journal", "list_runs", "evaluation_result", "package_versions", "SCHEMA_VERSION",
+           "RESUME_FIELDS"]
 
 logger = logging.getLogger(__name__)
 
@@ -280,8 +281,7 @@ class Journal:
         connection.execute("COMMIT")
 
     def _read(self) -> sqlite3.Connection:
-        connection = self._open(create=False)
-        return connection
+        return self._open(create=False)
 
     # --- writing (rank 0 of the run) -----------------------------------------------------
     def start(self, run: Mapping[str, Any], resume: bool = False) -> bool:
@@ -349,12 +349,6 @@ class Journal:
                     f"cannot resume '{self.path}': field '{field}' differs: the journal has "
                     f"{_dumps(old)}, this run has {_dumps(new)}. Resume with the settings the "
                     "run was started with, or give a new journal path")
-        old_batch, new_batch = recorded.get("batch_size"), values.get("batch_size")
-        if old_batch is not None and new_batch is not None and old_batch != new_batch:
-            raise JournalError(
-                f"cannot resume '{self.path}': field 'batch_size' differs: the journal has "
-                f"{old_batch}, this run has {new_batch}. Leave batch_size unset to take the "
-                "journal's, or give a new journal path")
 
     def set_status(self, status: str) -> None:
         """Mark the run ``running``, ``finished`` or ``crashed``."""

@@ -37,9 +37,12 @@ job (the Environment calls ``MPI_Abort``).
 
 Waiting without burning a core: Open MPI's blocking receive spins on the CPU, which on a
 machine with more ranks than cores slows the ranks that train. Waiting ranks therefore poll
-with ``Iprobe``: without pause for the first 0.2 ms (a worker waiting for its next task gets it
-at once), then sleeping between polls, from 50 microseconds doubling up to ``poll_interval``
-(0.5 ms by default), which bounds the latency added to a long wait by 0.5 ms.
+with ``Iprobe`` and sleep between polls, from 50 microseconds doubling up to ``poll_interval``
+(0.5 ms by default): a quick answer is seen within about 0.1 ms, and a long wait adds at most
+``poll_interval`` (plus the timer's slack) and costs about one poll per interval. Sends are
+non-blocking (``isend``), so rank 0 never waits for a busy worker to take its message.
+(Spinning first, even with ``sched_yield``, measured worse on an oversubscribed machine: the
+spinning rank delays the very rank it waits for.)
 ``poll_interval=0`` uses a blocking ``Probe`` instead (lowest latency, one busy core per
 waiting rank).
 """
@@ -48,7 +51,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import deque
-from typing import Any, Deque, Dict, List, Optional, Tuple
+from typing import Any, Deque, Dict, List
 
 from nord.descriptors import NeuralDescriptor
 from nord.errors import ConfigurationError, MissingDependencyError
@@ -62,11 +65,6 @@ logger = logging.getLogger(__name__)
 TAG_TASK = 71
 TAG_RESULT = 72
 TAG_STOP = 73
-DISPATCHER_SPIN = 2e-4
-"""Seconds rank 0 polls without sleeping when it starts waiting for results."""
-WORKER_SPIN = 2e-3
-"""Seconds a worker polls without sleeping after it sent a result: its next task usually comes
-within a millisecond, and an evaluation lasts far longer than this."""
 _FIRST_SLEEP = 5e-5
 
 
@@ -203,7 +201,7 @@ class MPIExecutor(Executor):
             return evaluate_task(self.evaluator, task.descriptor, 0, task.number)
         MPI = _mpi()
         status = MPI.Status()
-        self._poll(self._world, MPI.ANY_SOURCE, TAG_RESULT, status, DISPATCHER_SPIN)
+        self._poll(self._world, MPI.ANY_SOURCE, TAG_RESULT, status)
         worker = status.Get_source()
         number, result, started, ended = self._world.recv(source=worker, tag=TAG_RESULT)
         expected = self._busy.pop(worker)
@@ -262,7 +260,7 @@ class MPIExecutor(Executor):
         status = MPI.Status()
         served = 0
         while True:
-            self._poll(self._world, 0, MPI.ANY_TAG, status, WORKER_SPIN)
+            self._poll(self._world, 0, MPI.ANY_TAG, status)
             message = self._world.recv(source=0, tag=status.Get_tag())
             tag = status.Get_tag()
             self._forward(tag, message)
@@ -281,7 +279,7 @@ class MPIExecutor(Executor):
         MPI = _mpi()
         status = MPI.Status()
         while True:
-            self._poll(self._group_comm, 0, MPI.ANY_TAG, status, WORKER_SPIN)
+            self._poll(self._group_comm, 0, MPI.ANY_TAG, status)
             message = self._group_comm.recv(source=0, tag=status.Get_tag())
             if status.Get_tag() == TAG_STOP:
                 break
@@ -304,15 +302,12 @@ class MPIExecutor(Executor):
         for member in range(1, self._group.size):
             self._send(self._group_comm, message, member, tag)
 
-    def _poll(self, comm, source: int, tag: int, status, spin: float) -> None:
+    def _poll(self, comm, source: int, tag: int, status) -> None:
         """Wait for a matching message without spinning a core (see the module docstring)."""
         if self.poll_interval <= 0:
             comm.Probe(source=source, tag=tag, status=status)
             return
         sleep = _FIRST_SLEEP
-        spin_until = time.perf_counter() + spin
         while not comm.Iprobe(source=source, tag=tag, status=status):
-            if time.perf_counter() < spin_until:
-                continue
             time.sleep(sleep)
             sleep = min(sleep * 2, self.poll_interval)

@@ -60,13 +60,14 @@ The algorithm must be deterministic given its seed and must not change state whe
 """
 from __future__ import annotations
 
+import json
 import logging
 import math
 import os
 import time
 import traceback
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Deque, Dict, List, Optional, Sequence, Union
 
 from nord.descriptors import NeuralDescriptor
@@ -601,8 +602,6 @@ class _Search:
 
 
 def _json_equal(a: Any, b: Any) -> bool:
-    import json
-
     return json.dumps(a, sort_keys=True, default=str) == json.dumps(b, sort_keys=True, default=str)
 
 
@@ -694,6 +693,7 @@ def run_search(algorithm: SearchAlgorithm, evaluator=None, budget: int = 100,
     try:
         described = executor.describe()
         resumed = False
+        effective_batch = (batch_size or executor.n_workers) if mode == "sync" else None
         if journal is not None:
             params = algorithm.parameters()
             run = {
@@ -701,16 +701,18 @@ def run_search(algorithm: SearchAlgorithm, evaluator=None, budget: int = 100,
                 "parameters": params, "seed": algorithm.seed, "space": algorithm.space.describe(),
                 "evaluator": _describe(evaluator) if evaluator is not None else {},
                 "dataset": _dataset(evaluator), "mode": mode, "budget": budget,
-                "batch_size": batch_size if mode == "sync" else None,
-                "extra": metadata or {}, **described,
+                "batch_size": effective_batch, "extra": metadata or {}, **described,
             }
             resumed = journal.start(run, resume=resume)
-            if resumed and mode == "sync" and batch_size is None:
-                batch_size = journal.metadata()["batch_size"]
-        if batch_size is None:
-            batch_size = executor.n_workers
-        if journal is not None and mode == "sync" and not resumed:
-            journal.update_run(batch_size=batch_size)
+            recorded = journal.metadata()["batch_size"] if resumed else None
+            if recorded is not None and mode == "sync":
+                if batch_size is not None and batch_size != recorded:
+                    raise JournalError(
+                        f"cannot resume '{journal.path}': field 'batch_size' differs: the journal "
+                        f"has {recorded}, this run has {batch_size}. Leave batch_size unset to "
+                        "take the journal's, or give a new journal path")
+                effective_batch = recorded
+        batch_size = effective_batch or 1
         search = _Search(algorithm, executor, journal, budget, mode, batch_size, progress)
         if resumed:
             search.replay()

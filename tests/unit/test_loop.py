@@ -13,7 +13,7 @@ import pytest
 from nord.errors import ConfigurationError, JournalError
 from nord.journal import Journal
 from nord.search.algorithm import Candidate, SearchAlgorithm
-from nord.search.loop import Completion, Executor, SerialExecutor, evaluate_task, run_search
+from nord.search.loop import Completion, Executor, evaluate_task, run_search
 from nord.search.random_search import RandomSearch
 from tests.parallel.programs.search_toy import (ToyEvaluator, ToyGenerational, ToySpace,
                                                 journal_rows)
@@ -267,6 +267,15 @@ def test_resume_with_another_seed_is_refused(tmp_path):
     run_search(toy(seed=0), ToyEvaluator(), budget=5, journal=tmp_path / "run.db")
     with pytest.raises(JournalError, match="field 'seed' differs"):
         run_search(toy(seed=1), ToyEvaluator(), budget=5, journal=tmp_path / "run.db", resume=True)
+
+
+def test_resume_takes_the_journal_batch_size_and_refuses_another(tmp_path):
+    run_search(toy(), ToyEvaluator(), budget=6, batch_size=3, journal=tmp_path / "run.db")
+    summary = run_search(toy(), ToyEvaluator(), budget=9, journal=tmp_path / "run.db", resume=True)
+    assert summary.evaluations == 9
+    with pytest.raises(JournalError, match="field 'batch_size' differs"):
+        run_search(toy(), ToyEvaluator(), budget=12, batch_size=2, journal=tmp_path / "run.db",
+                   resume=True)
 
 
 def test_a_new_run_into_a_used_journal_is_refused(tmp_path):

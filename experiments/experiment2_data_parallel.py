@@ -1,0 +1,26 @@
+"""Experiment 2 of the NORD paper: pygmo's genetic algorithm, every network data-parallel on all ranks.
+
+    mpirun -np 2 python experiments/experiment2_data_parallel.py [--backend horovod] [--smoke]
+
+Rank 0 runs pygmo's ``sga`` (crossover 0.9, mutation 0.2, population 10, 10 generations);
+each candidate is trained by every rank together: Horovod's DistributedOptimizer (or
+torch.distributed with ``--backend torch``), each rank on its shard of the data.
+"""
+import sys
+
+from common import config_from, parser
+
+from nord.runner import run
+
+
+def main(args) -> int:
+    config = config_from(args, "experiment2", evaluation="data-parallel", algorithm="pygmo",
+                         backend=args.backend)
+    run(config, resume=args.resume)
+    return 0
+
+
+if __name__ == "__main__":
+    p = parser(__doc__.splitlines()[0])
+    p.add_argument("--backend", default="auto", choices=["auto", "horovod", "torch"])
+    sys.exit(main(p.parse_args()))

@@ -1,0 +1,75 @@
+"""The `nord` command: run, resume, list, report, layers, and clear errors (exit code 2)."""
+import json
+
+import pytest
+
+from nord.cli import main
+from nord.journal import Journal
+from nord.runner import RunConfig
+from nord.errors import ConfigurationError
+
+
+def test_run_on_the_benchmark_then_resume_and_list(tmp_path, capsys):
+    journal = tmp_path / "rea.db"
+    assert main(["run", "--space", "nasbench201", "--algorithm", "regularized_evolution",
+                 "--budget", "25", "--seed", "3", "--journal", str(journal)]) == 0
+    out = capsys.readouterr().out
+    assert "25/25 evaluations" in out and "done: 25 evaluations" in out
+    with Journal(journal) as record:
+        rows = record.evaluations()
+        assert len(rows) == 25 and record.metadata()["extra"]["config"]["seed"] == 3
+    assert main(["resume", str(journal)]) == 0
+    assert "(0 trained" in capsys.readouterr().out  # every result came from the journal
+    with Journal(journal) as record:
+        assert [r["genome"] for r in record.evaluations()] == [r["genome"] for r in rows]
+    assert main(["list", str(tmp_path)]) == 0
+    listing = capsys.readouterr().out
+    assert "rea.db" in listing and "regularized_evolution" in listing and "25/25" in listing
+
+
+def test_report_writes_a_page(tmp_path, capsys):
+    journal = tmp_path / "random.db"
+    assert main(["run", "--space", "nasbench201", "--algorithm", "random", "--budget", "12",
+                 "--journal", str(journal)]) == 0
+    assert main(["report", str(journal), "--out", str(tmp_path / "report"), "--format",
+                 "html"]) == 0
+    assert (tmp_path / "report" / "report.html").is_file()
+    summary = json.loads((tmp_path / "report" / "summary.json").read_text())
+    assert summary
+
+
+def test_resume_of_a_missing_journal_is_a_clear_error(tmp_path, capsys):
+    assert main(["resume", str(tmp_path / "missing.db")]) == 2
+    assert "no journal" in capsys.readouterr().err
+    assert not (tmp_path / "missing.db").exists()
+
+
+def test_run_into_an_existing_journal_without_resume_is_refused(tmp_path, capsys):
+    journal = tmp_path / "r.db"
+    args = ["run", "--space", "nasbench201", "--algorithm", "random", "--budget", "5",
+            "--journal", str(journal)]
+    assert main(args) == 0
+    assert main(args) == 2
+    assert "resume" in capsys.readouterr().err
+
+
+def test_unknown_algorithm_lists_the_valid_names(capsys):
+    assert main(["run", "--space", "nasbench201", "--algorithm", "annealing", "--budget", "5"]) == 2
+    err = capsys.readouterr().err
+    assert "regularized_evolution" in err and "random" in err
+
+
+def test_layers_lists_the_registry(capsys):
+    assert main(["layers"]) == 0
+    out = capsys.readouterr().out
+    assert "conv2d" in out and "torch.nn.Conv2d" in out
+
+
+def test_config_rejects_a_benchmark_space_with_training():
+    with pytest.raises(ConfigurationError, match="nasbench201"):
+        RunConfig(space="nasbench201", evaluation="local")
+
+
+def test_config_round_trips_through_a_dict():
+    config = RunConfig(algorithm="random", budget=7, seed=4, space_params={"layers": 3})
+    assert RunConfig.from_dict(config.to_dict()) == config
