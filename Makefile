@@ -2,7 +2,6 @@
 # Both set up a fresh machine first (Open MPI, .venv, torch, nord, Horovod); set-up is
 # idempotent and skips what is already there.
 PYTHON ?= .venv/bin/python
-NP ?= 3
 
 .PHONY: setup demo test test-unit test-parallel bench clean
 
@@ -10,7 +9,7 @@ setup:
 	bash scripts/setup.sh
 
 demo: setup
-	$(PYTHON) experiments/paper_examples.py
+	bash scripts/demo.sh
 
 test: setup
 	$(PYTHON) -m pytest tests
@@ -23,6 +22,8 @@ test-parallel: setup
 
 bench: setup
 	$(PYTHON) bench/local_evaluator.py
+	$(PYTHON) bench/distributed.py
+	$(PYTHON) bench/nasbench201_lookup.py
 
 clean:
 	rm -rf runs .pytest_cache

@@ -41,10 +41,11 @@ def config_from(args, name: str, evaluation: str, algorithm: str, **overrides) -
         space_params.update(channels=(1, 8), kernel_size=(1, 8))
     if algorithm == "pygmo":
         params.update(generations=generations, cr=0.9, m=0.2)
-        budget = population * (generations + 1)
     else:
         params.update(crossover_probability=0.9, mutation_probability=0.2)
-        budget = population * generations
+    # the initial population and the offspring of every generation, as pygmo's sga evaluates,
+    # so the experiments compare at one budget
+    budget = population * (generations + 1)
     values = dict(algorithm=algorithm, algorithm_params=params, space="conv",
                   space_params=space_params, evaluation=evaluation, dataset=args.dataset,
                   data_root=args.data_root, epochs=args.epochs, batch_size=args.batch_size,

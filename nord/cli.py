@@ -61,12 +61,13 @@ def _list(args) -> int:
     if not runs:
         print(f"no run journals in {args.directory}")
         return 0
-    print(f"{'journal':32s} {'algorithm':22s} {'status':9s} {'evals':>9s} {'failed':>6s} "
+    width = max(len("journal"), *(len(str(run["path"])) for run in runs))
+    print(f"{'journal':{width}s} {'algorithm':22s} {'status':9s} {'evals':>9s} {'failed':>6s} "
           f"{'best':>7s}  created")
     for run in runs:
         created = datetime.datetime.fromtimestamp(run["created"]).strftime("%Y-%m-%d %H:%M")
         best = run["best_accuracy"]
-        print(f"{str(run['path']):32s} {run['algorithm']:22s} {run['status']:9s} "
+        print(f"{str(run['path']):{width}s} {run['algorithm']:22s} {run['status']:9s} "
               f"{run['evaluations']:>4d}/{run['budget'] or '?':<4} {run['failed']:>6d} "
               f"{'-' if best is None else format(best, '.4f'):>7s}  {created}")
     return 0

@@ -1,8 +1,9 @@
 """Journal: the record of one search run, an SQLite file written by rank 0 only.
 
-Every evaluation is committed as soon as it is known, so a run killed at any point (even
-``kill -9``) loses at most the evaluations in flight, and ``run_search(..., resume=True)``
-continues from the file. Reports read the same file::
+The search loop commits every result as soon as it is known (with the proposals made before
+it, in one transaction), so a run killed at any point (even ``kill -9``) loses at most the
+evaluations in flight, and ``run_search(..., resume=True)`` continues from the file. Reports
+read the same file::
 
     from nord.journal import Journal, list_runs
 

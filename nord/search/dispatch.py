@@ -38,13 +38,18 @@ job (the Environment calls ``MPI_Abort``).
 Waiting without burning a core: Open MPI's blocking receive spins on the CPU, which on a
 machine with more ranks than cores slows the ranks that train. Waiting ranks therefore poll
 with ``Iprobe`` and sleep between polls, from 50 microseconds doubling up to ``poll_interval``
-(0.5 ms by default): a quick answer is seen within about 0.1 ms, and a long wait adds at most
+(0.25 ms by default): a quick answer is seen within about 0.1 ms, and a long wait adds at most
 ``poll_interval`` (plus the timer's slack) and costs about one poll per interval. Sends are
 non-blocking (``isend``), so rank 0 never waits for a busy worker to take its message.
 (Spinning first, even with ``sched_yield``, measured worse on an oversubscribed machine: the
-spinning rank delays the very rank it waits for.)
-``poll_interval=0`` uses a blocking ``Probe`` instead (lowest latency, one busy core per
-waiting rank).
+spinning rank delays the very rank it waits for.) ``poll_interval=0`` uses a blocking
+``Probe`` instead (lowest latency, one busy core per waiting rank).
+
+Dispatch overhead. Between two evaluations a worker waits for its result to reach rank 0,
+for rank 0 to tell it, ask, decode, hash and journal the next candidate, and for the task to
+reach it: about a millisecond or two, which matters only for evaluations that take
+milliseconds. ``prefetch=1`` keeps the next task waiting at each worker, so the worker goes
+on at once and the round trip overlaps its work.
 """
 from __future__ import annotations
 
@@ -115,19 +120,29 @@ class MPIExecutor(Executor):
             ``rank``, ``size``, ``group``, ``n_groups`` and ``group_roots``). None uses
             ``COMM_WORLD`` with one group per rank (rank 0 dispatches, ranks 1.. evaluate), or
             a single process when not launched by an MPI launcher.
-        poll_interval: the longest sleep, in seconds, between polls of a waiting rank; 0 blocks
-            in ``MPI_Probe`` instead (see the module docstring).
+        poll_interval: the longest sleep, in seconds, between polls of a waiting rank. The
+            default, 0.25 ms, adds at most that to a message's latency, and a waiting rank costs
+            about 4% of a core. 0 blocks in ``MPI_Probe`` instead: lowest latency, but a waiting
+            rank keeps a core busy (for machines with a core per rank; see the module docstring).
+        prefetch: tasks each worker holds in reserve. 0 (default): a worker is sent its next
+            task when it returns a result, so the algorithm proposes it knowing that result.
+            1: the next task is already waiting when a worker finishes, which takes the
+            dispatch round trip off the workers' time, at the price of proposals made one
+            result earlier (in async mode; a sync batch is dealt out the same way).
 
     The constructor stores its arguments; ``start`` (called by ``run_search`` on every rank,
     collectively) sets up the communicators.
     """
 
-    def __init__(self, evaluator, env=None, poll_interval: float = 0.0005):
+    def __init__(self, evaluator, env=None, poll_interval: float = 0.00025, prefetch: int = 0):
         if poll_interval < 0:
             raise ConfigurationError(f"poll_interval must be >= 0 seconds; got {poll_interval!r}")
+        if isinstance(prefetch, bool) or not isinstance(prefetch, int) or prefetch < 0:
+            raise ConfigurationError(f"prefetch must be an integer >= 0; got {prefetch!r}")
         self.evaluator = evaluator
         self.env = env
         self.poll_interval = poll_interval
+        self.prefetch = prefetch
         self._active = False
         self._requests: List[Any] = []
 
@@ -167,8 +182,8 @@ class MPIExecutor(Executor):
                         "ranks %s share rank 0's group but rank 0 only dispatches when there are "
                         "several groups, so they stay idle; use Environment(dedicated_root=True) "
                         "or group_size=1", list(getattr(group, "members", ()))[1:])
-            self._idle: Deque[int] = deque(self.worker_ranks)
-            self._busy: Dict[int, int] = {}        # worker rank -> candidate number
+            # worker rank -> candidate numbers sent to it, in order
+            self._outstanding: Dict[int, Deque[int]] = {rank: deque() for rank in self.worker_ranks}
             self._local_tasks: Deque[Task] = deque()
         self._active = True
         logger.debug("rank %d of %d: %s", self.rank, self.size, self.role)
@@ -183,15 +198,22 @@ class MPIExecutor(Executor):
         return len(self.worker_ranks)
 
     @property
+    def capacity(self) -> int:
+        return 1 if self._local else self.n_workers * (1 + self.prefetch)
+
+    @property
     def in_flight(self) -> int:
-        return len(self._local_tasks) if self._local else len(self._busy)
+        if self._local:
+            return len(self._local_tasks)
+        return sum(len(numbers) for numbers in self._outstanding.values())
 
     def submit(self, task: Task) -> None:
         if self._local:
             self._local_tasks.append(task)
             return
-        worker = self._idle.popleft()
-        self._busy[worker] = task.number
+        # the least loaded worker: without prefetch, an idle one (the one that just finished)
+        worker = min(self.worker_ranks, key=lambda rank: len(self._outstanding[rank]))
+        self._outstanding[worker].append(task.number)
         self._send(self._world, (task.number, task.descriptor_json), worker, TAG_TASK)
 
     def wait(self) -> Completion:
@@ -204,10 +226,9 @@ class MPIExecutor(Executor):
         self._poll(self._world, MPI.ANY_SOURCE, TAG_RESULT, status)
         worker = status.Get_source()
         number, result, started, ended = self._world.recv(source=worker, tag=TAG_RESULT)
-        expected = self._busy.pop(worker)
+        expected = self._outstanding[worker].popleft()
         if number != expected:  # a protocol bug, never a user error
             raise RuntimeError(f"rank {worker} returned candidate {number}, expected {expected}")
-        self._idle.append(worker)
         return Completion(number, EvaluationResult.from_dict(result), worker, started, ended)
 
     def close(self) -> None:
@@ -244,7 +265,7 @@ class MPIExecutor(Executor):
         return {"ranks": self.size, "groups": self.n_groups, "workers": self.n_workers,
                 "worker_ranks": list(self.worker_ranks),
                 "group_size": None if group is None else group.size,
-                "dispatcher_evaluates": self._local}
+                "dispatcher_evaluates": self._local, "prefetch": self.prefetch}
 
     # --- the workers' side ------------------------------------------------------------
     def serve(self) -> None:

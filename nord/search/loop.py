@@ -35,9 +35,14 @@ ends with exactly ``budget`` evaluations unless the algorithm finishes first.
   worker ranks aside) for any number of workers, as long as ``batch_size`` is the same, or
   the algorithm's proposals within a generation do not depend on results told within it
   (true of generational algorithms and random search).
-* ``'async'`` (steady state): a worker that finishes is told its result and gets the next
-  candidate at once; there is no barrier, so no worker waits for the slowest network. The
-  order of results depends on timing.
+* ``'async'`` (steady state): the algorithm is told a result as soon as it comes, and the
+  worker that finished gets the next candidate at once (with
+  ``MPIExecutor(prefetch=1)`` it already holds it); there is no barrier, so no worker waits
+  for the slowest network. The order of results depends on timing.
+
+**Journal.** Proposals and results are committed together, once per result, right after the
+next tasks are handed out (so workers never wait for the disk); the file is therefore always
+a consistent prefix of the run, and a crash loses only what was in flight.
 
 **Resume.** ``resume=True`` with a journal that holds a run re-creates the run's state: the
 algorithm (built again with the same seed) is asked for its candidates at exactly the points
@@ -112,9 +117,11 @@ class Completion:
 
 
 class Executor:
-    """Where evaluations run. The loop submits tasks to idle workers and waits for completions.
+    """Where evaluations run. The loop submits tasks while there are free slots and waits for
+    completions.
 
-    Subclasses implement ``n_workers``, ``submit``, ``wait`` and ``in_flight``; ``start`` and
+    Subclasses implement ``n_workers``, ``submit``, ``wait`` and ``in_flight``, and may hold
+    more tasks than workers (``capacity``, e.g. one in reserve per worker); ``start`` and
     ``close`` bracket a search (``close`` must release every worker, also after an error).
     """
 
@@ -130,14 +137,19 @@ class Executor:
         raise NotImplementedError
 
     @property
-    def idle_workers(self) -> int:
-        return self.n_workers - self.in_flight
+    def capacity(self) -> int:
+        """How many tasks it takes at once (default: one per worker)."""
+        return self.n_workers
+
+    @property
+    def free_slots(self) -> int:
+        return self.capacity - self.in_flight
 
     def start(self) -> None:
         """Prepare for a search (MPI: set up communicators). Called once by ``run_search``."""
 
     def submit(self, task: Task) -> None:
-        """Start evaluating ``task`` on an idle worker (only called when ``idle_workers > 0``)."""
+        """Start evaluating ``task`` (only called when ``free_slots > 0``)."""
         raise NotImplementedError
 
     def wait(self) -> Completion:
@@ -447,7 +459,7 @@ class _Search:
     # --- evaluating ----------------------------------------------------------------------
     def dispatch(self) -> None:
         """Hand queued tasks to idle workers."""
-        while self.queue and self.executor.idle_workers > 0:
+        while self.queue and self.executor.free_slots > 0:
             self.executor.submit(self.queue.popleft())
 
     def collect(self) -> None:
@@ -565,7 +577,7 @@ class _Search:
             self.prepare(self.pending[number])
         while True:
             self.dispatch()
-            while not self.queue and self.executor.idle_workers > 0 and self.asked < self.budget:
+            while not self.queue and self.executor.free_slots > 0 and self.asked < self.budget:
                 candidate = self.ask()
                 if candidate is None:
                     break
@@ -623,10 +635,12 @@ def _describe(obj: Any) -> Dict[str, Any]:
     return described
 
 
-def _dataset(evaluator: Any) -> Optional[Dict[str, Any]]:
+def _dataset(evaluator: Any, described_evaluator: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+    """The evaluator's data set: its curator's ``describe()``, else the name it reports."""
     curator = getattr(evaluator, "curator", None)
     if curator is None:
-        return None
+        name = described_evaluator.get("dataset")
+        return None if name is None else {"name": name}
     described = _describe(curator)
     described.setdefault("name", getattr(curator, "name", type(curator).__name__))
     return described
@@ -696,11 +710,12 @@ def run_search(algorithm: SearchAlgorithm, evaluator=None, budget: int = 100,
         effective_batch = (batch_size or executor.n_workers) if mode == "sync" else None
         if journal is not None:
             params = algorithm.parameters()
+            described_evaluator = _describe(evaluator) if evaluator is not None else {}
             run = {
                 "algorithm": params.get("algorithm", getattr(algorithm, "name", type(algorithm).__name__)),
                 "parameters": params, "seed": algorithm.seed, "space": algorithm.space.describe(),
-                "evaluator": _describe(evaluator) if evaluator is not None else {},
-                "dataset": _dataset(evaluator), "mode": mode, "budget": budget,
+                "evaluator": described_evaluator,
+                "dataset": _dataset(evaluator, described_evaluator), "mode": mode, "budget": budget,
                 "batch_size": effective_batch, "extra": metadata or {}, **described,
             }
             resumed = journal.start(run, resume=resume)

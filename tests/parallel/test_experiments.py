@@ -62,7 +62,7 @@ def test_experiment3_distributed_ga_smoke(tmp_path, mode):
     run = run_mpi([EXPERIMENTS / "experiment3_distributed_ga.py", "--smoke", "--mode", mode,
                    "--journal", journal], np=3, timeout=300)
     assert run.returncode == 0 and not run.timed_out, run.output[-4000:]
-    summary = finished_run(journal, evaluations=4 * 2)
+    summary = finished_run(journal, evaluations=4 * (2 + 1))
     assert summary["ranks"] == 3 and summary["workers"] == 2
     with Journal(journal) as record:
         trained_by = {row["worker_rank"] for row in record.evaluations() if not row["cached"]}

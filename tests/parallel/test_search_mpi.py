@@ -137,6 +137,15 @@ def test_async_overlaps_slow_evaluations(tmp_path):
     assert summary["busy_time"] / summary["wall_time"] > 1.5
 
 
+def test_prefetch_keeps_every_worker_fed_and_trains_each_architecture_once(tmp_path):
+    journal, summary, log = search(tmp_path, 3, "--mode", "async", "--prefetch", "1",
+                                   "--sleep", "0.02")
+    rows, _ = journal_rows(journal)
+    trained = [row for row in rows if row["descriptor"] and not row["cached"]]
+    assert len(rows) == BUDGET and {row["worker_rank"] for row in trained} == {1, 2}
+    assert len(log) == len(trained) == summary["trained"]
+
+
 # --- kill -9 of the whole job, then --resume ----------------------------------------------------
 def session_processes(session):
     """Pids of the processes in a session (mpirun puts each rank in its own process group)."""

@@ -43,7 +43,8 @@ def parse(argv=None):
     parser.add_argument("--serial", action="store_true", help="SerialExecutor, no MPI at all")
     parser.add_argument("--group-size", default="1", help="ranks per group, or 'all'")
     parser.add_argument("--dedicated-root", action="store_true")
-    parser.add_argument("--poll-interval", type=float, default=0.001)
+    parser.add_argument("--poll-interval", type=float, default=None)
+    parser.add_argument("--prefetch", type=int, default=0)
     return parser.parse_args(argv)
 
 
@@ -74,7 +75,8 @@ def main(args):
 
     group_size = None if args.group_size == "all" else int(args.group_size)
     with Environment(group_size=group_size, dedicated_root=args.dedicated_root) as env:
-        executor = MPIExecutor(evaluator, env, poll_interval=args.poll_interval)
+        options = {} if args.poll_interval is None else {"poll_interval": args.poll_interval}
+        executor = MPIExecutor(evaluator, env, prefetch=args.prefetch, **options)
         summary = run_search(algorithm, executor=executor, **common)
         if env.is_root:
             write_summary(args.summary, summary)
