@@ -308,10 +308,9 @@ class Journal:
         existing = connection.execute("SELECT COUNT(*) FROM run").fetchone()[0]
         values = {column: run.get(column) for column in _RUN_COLUMNS}
         values["versions"] = package_versions()
-        for column in ("evaluator", "dataset", "worker_ranks", "extra"):
+        for column, default in (("evaluator", {}), ("extra", {}), ("worker_ranks", [])):
             if values[column] is None:
-                values[column] = {} if column in ("evaluator", "extra") else (
-                    [] if column == "worker_ranks" else None)
+                values[column] = default
         if existing and not resume:
             raise JournalError(
                 f"'{self.path}' already holds a run ({self.metadata()['algorithm']}, "

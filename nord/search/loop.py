@@ -656,6 +656,7 @@ def run_search(algorithm: SearchAlgorithm, evaluator=None, budget: int = 100,
 
     Args:
         algorithm: a :class:`SearchAlgorithm`; it is told every result, in the order recorded.
+            Ranks that do not run the loop (MPI workers) never touch it: None will do there.
         evaluator: evaluates descriptors in this process (a :class:`SerialExecutor` is made
             for it). Leave it None when ``executor`` is given.
         budget: number of results to tell the algorithm, cached and failed ones included

@@ -75,6 +75,8 @@ def main(args):
 
     group_size = None if args.group_size == "all" else int(args.group_size)
     with Environment(group_size=group_size, dedicated_root=args.dedicated_root) as env:
+        if not env.is_root:
+            algorithm = None  # only rank 0 needs one
         options = {} if args.poll_interval is None else {"poll_interval": args.poll_interval}
         executor = MPIExecutor(evaluator, env, prefetch=args.prefetch, **options)
         summary = run_search(algorithm, executor=executor, **common)
