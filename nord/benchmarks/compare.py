@@ -412,7 +412,7 @@ class ComparisonResult:
                  "returned architecture = best 12-epoch validation accuracy among those "
                  "evaluated; mean ± std over seeds"]
         header = ("algorithm", "seeds", "test acc. 200 ep (%)", "search signal (%)",
-                  "evals", "distinct", "time (s)")
+                  "evals", "distinct", "compute (s)")
         rows = []
         for name, numbers in self.summary().items():
             rows.append((name, str(numbers["seeds"]),

@@ -57,6 +57,9 @@ def trained_identical(env, backend):
     results = env.allgather(result.to_dict())
     require(all(r == results[0] for r in results), f"results differ between ranks: {results}")
     require(result.accuracy > 0.3, f"training did not learn: {result.accuracy}")
+    scaled = DistributedEvaluator(env, curator=curator, backend=backend, lr=0.01, scale_lr=True)
+    require(abs(scaled._learning_rate() - 0.01 * env.size) < 1e-12, "lr not scaled by the ranks")
+    require(evaluator._learning_rate() == evaluator.lr, "lr scaled without scale_lr")
     env.log(f"identical after training on {env.size} ranks: accuracy {result.accuracy}")
 
 

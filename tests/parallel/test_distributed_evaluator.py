@@ -25,12 +25,21 @@ BACKENDS = [pytest.param("horovod", marks=pytest.mark.skipif(
     "torch"]
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
-@pytest.mark.parametrize("ranks", [2, 3])
-def test_distributed_evaluator(backend, ranks):
-    checks = COMMON + (["groups_of_two"] if ranks == 3 else [])
+def run_checks(backend, ranks, checks):
     run = run_mpi(["-m", "tests.parallel.distributed_programs", backend, *checks], np=ranks,
                   timeout=240)
     assert not run.timed_out, f"timed out after {run.seconds:.0f} s:\n{run.output[-4000:]}"
     assert run.returncode == 0, run.output[-6000:]
     assert run.output.count("checks passed") == ranks, run.output[-3000:]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("ranks", [2, 3])
+def test_distributed_evaluator(backend, ranks):
+    run_checks(backend, ranks, COMMON)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_groups_of_two_train_their_own_networks(backend):
+    # a fresh job: Horovod starts once per process, with one group's communicator
+    run_checks(backend, 3, ["groups_of_two"])

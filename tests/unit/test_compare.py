@@ -1,0 +1,246 @@
+"""The NAS-Bench-201 comparison runner: protocol, budget, determinism, published numbers.
+
+The statistical tests use fixed seeds, so they are deterministic; their bands are derived
+from the reference numbers and the standard error at the seed count used, so a correct
+implementation passes them with any seeds (a 3-standard-error band fails about 3 times in
+1000), and a wrong protocol (search signal, returned architecture, REA settings, budget)
+moves the mean by more than the band.
+"""
+import json
+import math
+
+import numpy as np
+import pytest
+
+from nord.benchmarks import BenchmarkEvaluator, NASBench201Space, load_table
+from nord.benchmarks.compare import (COMPARE_ALGORITHMS, REFERENCE_RESULTS, ComparisonResult,
+                                     SeedRun, drive, get_compare_algorithm,
+                                     list_compare_algorithms, load_json,
+                                     register_compare_algorithm, run_comparison, run_seed)
+from nord.errors import ConfigurationError, NordError
+from nord.journal import Journal
+from nord.report import write_report
+from nord.search.algorithm import Candidate, SearchAlgorithm
+from nord.search.evolution import RegularizedEvolution
+from nord.search.loop import run_search
+from nord.search.random_search import RandomSearch
+
+SPACE = NASBench201Space()
+
+
+@pytest.fixture(scope="module")
+def arrays():
+    return load_table().arrays("cifar10")
+
+
+# --- the algorithms --------------------------------------------------------------------------
+def test_the_short_names_of_the_issue_are_offered():
+    assert {"random", "rea", "ga", "pygmo-sga"} <= set(list_compare_algorithms())
+
+
+def test_every_algorithm_has_a_description():
+    assert all(spec.description for spec in COMPARE_ALGORITHMS.values())
+
+
+def test_an_unknown_name_lists_the_valid_ones():
+    with pytest.raises(ConfigurationError) as error:
+        get_compare_algorithm("evolution")
+    assert all(name in str(error.value) for name in ("random", "rea", "ga"))
+
+
+def test_rea_is_the_benchmark_papers_setting():
+    algorithm = get_compare_algorithm("rea").make(SPACE, 0, 100)
+    assert isinstance(algorithm, RegularizedEvolution)
+    assert (algorithm.population_size, algorithm.sample_size) == (10, 3)
+
+
+def test_pygmo_algorithms_get_enough_generations_for_the_budget():
+    pytest.importorskip("pygmo")
+    algorithm = get_compare_algorithm("pygmo-sga").make(SPACE, 0, 95)
+    try:
+        assert algorithm.evaluations >= 95
+    finally:
+        algorithm.close()
+
+
+# --- the lean driver and one run --------------------------------------------------------------
+def test_drive_evaluates_exactly_the_budget_including_repeats():
+    indices = drive(get_compare_algorithm("rea").make(SPACE, 1, 500), BenchmarkEvaluator(), 500)
+    assert len(indices) == 500
+    assert len(set(indices)) < 500      # REA revisits cells; each visit costs one evaluation
+
+
+def test_returned_architecture_is_the_best_search_signal_evaluated(arrays):
+    indices = drive(RandomSearch(SPACE, seed=3), BenchmarkEvaluator(), 200)
+    run = SeedRun.from_indices(3, indices, "cifar10")
+    best = max(indices, key=lambda i: arrays.accuracy[i])
+    assert run.index == best
+    assert run.accuracy == arrays.accuracy[best]
+    assert run.reported_accuracy == arrays.reported_accuracy[best]
+    assert indices[run.found_at - 1] == best
+
+
+def test_ties_in_the_search_signal_go_to_the_first_evaluated(arrays):
+    values, counts = np.unique(arrays.accuracy, return_counts=True)
+    tied = values[counts >= 2].max()            # the best signal shared by two cells
+    a, b = (int(i) for i in np.flatnonzero(arrays.accuracy == tied)[:2])
+    worse = int(np.argmin(arrays.accuracy))
+    assert SeedRun.from_indices(0, [worse, b, a, worse], "cifar10").index == b
+    assert SeedRun.from_indices(0, [worse, a, b, worse], "cifar10").index == a
+
+
+def test_the_search_signal_is_the_12_epoch_validation_accuracy(arrays):
+    table = load_table()
+    run = run_seed("random", "cifar10", 50, seed=0)
+    assert run.accuracy == pytest.approx(table.column("cifar10_valid_12ep")[run.index] / 100)
+    assert run.reported_accuracy == pytest.approx(
+        table.column("cifar10_test_200ep")[run.index] / 100)
+
+
+class Stuck(SearchAlgorithm):
+    """Proposes one genome, then returns None although nothing is outstanding."""
+
+    def _ask(self):
+        return Candidate((0, 1, 2, 3, 4, 0)) if self.asked == 0 else None
+
+    def _tell(self, candidate, result):
+        pass
+
+
+class Finishing(Stuck):
+    """Proposes three genomes, then is finished (and its ask returns None)."""
+
+    @property
+    def finished(self):
+        return self.asked >= 3
+
+    def _ask(self):
+        return None if self.finished else Candidate((self.asked, 1, 2, 3, 4, 0))
+
+
+def test_drive_refuses_an_algorithm_that_waits_for_nothing():
+    with pytest.raises(NordError, match="proposed nothing"):
+        drive(Stuck(SPACE, seed=0), BenchmarkEvaluator(), 10)
+
+
+def test_drive_stops_when_the_algorithm_finishes():
+    assert len(drive(Finishing(SPACE, seed=0), BenchmarkEvaluator(), 10)) == 3
+
+
+def test_the_lean_driver_proposes_what_run_search_proposes(tmp_path):
+    """Same algorithm, same seed: the journaled run and the lean driver see the same cells."""
+    budget = 60
+    lean = drive(RegularizedEvolution(SPACE, seed=5), BenchmarkEvaluator(), budget)
+    run_search(RegularizedEvolution(SPACE, seed=5), BenchmarkEvaluator(), budget=budget,
+               journal=tmp_path / "rea.db")
+    with Journal(tmp_path / "rea.db") as journal:
+        journaled = [row["metrics"]["index"] for row in journal.evaluations()]
+    assert journaled == lean
+
+
+# --- run_search and reports on the benchmark --------------------------------------------------
+def test_run_search_with_the_benchmark_journals_and_reports(tmp_path):
+    summary = run_search(RegularizedEvolution(SPACE, seed=0), BenchmarkEvaluator("cifar10"),
+                         budget=40, journal=tmp_path / "rea.db")
+    assert summary.evaluations == 40
+    with Journal(tmp_path / "rea.db") as journal:
+        best = journal.best()
+    assert best["reported_accuracy"] == summary.best_result.reported_accuracy
+    page = write_report([tmp_path / "rea.db"], tmp_path / "report", best_count=1)
+    text = page.read_text()
+    assert f"{100 * summary.best_result.reported_accuracy:.2f} %" in text
+    assert (tmp_path / "report" / "accuracy.png").stat().st_size > 0
+
+
+# --- the comparison ---------------------------------------------------------------------------
+def test_seeds_give_the_same_results_whatever_the_number_of_processes():
+    one = run_comparison("cifar10", ("random", "rea"), budget=30, seeds=6, processes=1)
+    two = run_comparison("cifar10", ("random", "rea"), budget=30, seeds=6, processes=2)
+    assert one.runs == two.runs
+
+
+def test_runs_are_ordered_by_seed_from_base_seed():
+    result = run_comparison("cifar100", "random,rea", budget=20, seeds=3, base_seed=7)
+    assert [run.seed for run in result.runs["rea"]] == [7, 8, 9]
+    assert result.runs["rea"][1] == run_seed("rea", "cifar100", 20, seed=8)
+
+
+def test_progress_reaches_every_seed_of_every_algorithm():
+    calls = []
+    run_comparison("cifar10", ("random", "rea"), budget=10, seeds=4,
+                   progress=lambda name, done, total: calls.append((name, done, total)))
+    assert {call for call in calls if call[1] == call[2]} == {("random", 4, 4), ("rea", 4, 4)}
+
+
+def test_table_shows_mean_and_std_in_percent():
+    result = run_comparison("cifar10", ("random",), budget=20, seeds=5)
+    values = 100 * result.values("random")
+    assert f"{values.mean():.2f} ± {values.std():.2f}" in result.table()
+
+
+def test_json_round_trip(tmp_path):
+    result = run_comparison("imagenet16", ("random", "rea"), budget=20, seeds=3)
+    path = result.save_json(tmp_path / "out" / "compare.json")
+    loaded = load_json(path)
+    assert loaded.runs == result.runs
+    assert json.loads(path.read_text())["algorithms"]["rea"]["summary"]["seeds"] == 3
+    assert loaded.table() == result.table()
+
+
+def test_from_dict_rejects_other_json():
+    with pytest.raises(ConfigurationError):
+        ComparisonResult.from_dict({"dataset": "cifar10"})
+
+
+@pytest.mark.parametrize("kwargs", [{"budget": 0}, {"seeds": 0}, {"base_seed": -1},
+                                    {"processes": 0}, {"algorithms": ()},
+                                    {"algorithms": ("rea", "rea")}, {"algorithms": ("nope",)},
+                                    {"budget": 1.5}])
+def test_invalid_settings_are_refused(kwargs):
+    with pytest.raises(ConfigurationError):
+        run_comparison(**{"budget": 10, "seeds": 2, **kwargs})
+
+
+def test_a_registered_algorithm_can_be_compared():
+    register_compare_algorithm(
+        "test-random-20", lambda space, seed, budget: RandomSearch(space, seed=seed + 20),
+        "random search, seeds shifted by 20", overwrite=True)
+    try:
+        result = run_comparison("cifar10", ("test-random-20",), budget=15, seeds=2, base_seed=0)
+        shifted = run_comparison("cifar10", ("random",), budget=15, seeds=2, base_seed=20)
+        assert result.values("test-random-20", "index").tolist() == \
+            shifted.values("random", "index").tolist()
+    finally:
+        COMPARE_ALGORITHMS.pop("test-random-20", None)
+
+
+def test_a_taken_name_is_refused():
+    with pytest.raises(ConfigurationError, match="registered already"):
+        register_compare_algorithm("rea", lambda space, seed, budget: None)
+
+
+# --- against the published numbers -------------------------------------------------------------
+def _within_reference(result, algorithm, budget, standard_errors=3.0):
+    mean, std = REFERENCE_RESULTS[("cifar10", algorithm, budget)]
+    values = 100 * result.values(algorithm)
+    # the reference mean itself comes from 500 seeds
+    band = standard_errors * std * math.sqrt(1 / values.size + 1 / 500)
+    return abs(values.mean() - mean), band
+
+
+@pytest.mark.parametrize("algorithm", ["random", "rea"])
+def test_budget_100_matches_the_reference_within_3_standard_errors(algorithm):
+    result = run_comparison("cifar10", (algorithm,), budget=100, seeds=100, base_seed=1000)
+    distance, band = _within_reference(result, algorithm, 100)
+    assert distance <= band, f"{algorithm}: {distance:.3f} points from the reference, band {band:.3f}"
+
+
+def test_rea_beats_random_search_at_budget_500():
+    result = run_comparison("cifar10", ("random", "rea"), budget=500, seeds=50, base_seed=2000)
+    random_mean = result.values("random").mean()
+    rea_mean = result.values("rea").mean()
+    # expected difference 0.31 points (fractions: 0.0031); its standard error at 50 seeds is
+    # about 0.04 points, so 0.15 points is 4 standard errors below the expectation
+    assert rea_mean - random_mean > 0.0015
+    distance, band = _within_reference(result, "rea", 500)
+    assert distance <= band
