@@ -18,7 +18,7 @@ import json
 import sys
 from typing import List, Optional
 
-from nord.errors import NordError
+from nord.errors import ConfigurationError, NordError
 
 
 def _run(args) -> int:
@@ -70,6 +70,38 @@ def _list(args) -> int:
         print(f"{str(run['path']):{width}s} {run['algorithm']:22s} {run['status']:9s} "
               f"{run['evaluations']:>4d}/{run['budget'] or '?':<4} {run['failed']:>6d} "
               f"{'-' if best is None else format(best, '.4f'):>7s}  {created}")
+    return 0
+
+
+def _compare(args) -> int:
+    if args.benchmark != "nasbench201":
+        raise ConfigurationError(f"unknown benchmark {args.benchmark!r}; nord ships 'nasbench201'")
+    processes = args.processes or None
+    if args.multi_objective:
+        from nord.benchmarks.multiobjective import run_nsga2, write_nsga2_report
+        result = run_nsga2(dataset=args.dataset, budget=args.budget, seeds=args.seeds,
+                           base_seed=args.base_seed, population_size=args.population or 20,
+                           processes=processes)
+        print(result.table())
+        if args.json:
+            print(f"saved: {result.save_json(args.json)}")
+        if args.report:
+            written = write_nsga2_report(args.report, dataset=args.dataset, budget=args.budget,
+                                         seed=args.base_seed, population_size=args.population or 20)
+            print(f"report written: {written.page} (front next to the exact one: {written.figure})")
+        return 0
+    from nord.benchmarks.compare import run_comparison
+
+    def progress(name, done, total):
+        if done == total or done % max(1, total // 10) == 0:
+            print(f"  {name}: {done}/{total} seeds", file=sys.stderr, flush=True)
+
+    result = run_comparison(dataset=args.dataset, algorithms=args.algorithms, budget=args.budget,
+                            seeds=args.seeds, base_seed=args.base_seed, processes=processes,
+                            progress=progress)
+    print(result.table())
+    if args.json:
+        print(f"saved: {result.save_json(args.json)}")
     return 0
 
 
@@ -134,6 +166,29 @@ def build_parser() -> argparse.ArgumentParser:
     listing = commands.add_parser("list", help="the runs journaled in a folder")
     listing.add_argument("directory", nargs="?", default="runs")
     listing.set_defaults(handler=_list)
+
+    from nord.benchmarks.compare import COMPARE_ALGORITHMS
+    names = "; ".join(f"{name}: {entry.description}" for name, entry in COMPARE_ALGORITHMS.items())
+    compare = commands.add_parser(
+        "compare", help="compare search algorithms over many seeds on a tabular benchmark",
+        description="Each algorithm runs --seeds times with --budget evaluations; the table "
+                    "gives the mean and standard deviation of the 200-epoch test accuracy of "
+                    "the architecture it returns (the one with the best 12-epoch validation "
+                    "accuracy, the only signal it sees).")
+    compare.add_argument("--benchmark", default="nasbench201", choices=["nasbench201"])
+    compare.add_argument("--dataset", default="cifar10", choices=["cifar10", "cifar100", "imagenet16"])
+    compare.add_argument("--algorithms", default="random,rea", help=f"comma-separated: {names}")
+    compare.add_argument("--budget", type=int, default=100, help="evaluations per run")
+    compare.add_argument("--seeds", type=int, default=100, help="runs per algorithm")
+    compare.add_argument("--base-seed", type=int, default=0)
+    compare.add_argument("--processes", type=int, default=1, help="worker processes (0: one per CPU)")
+    compare.add_argument("--json", default=None, help="save the table and every run's values")
+    compare.add_argument("--multi-objective", action="store_true",
+                         help="pygmo's nsga2 on accuracy against parameters: hypervolume per seed")
+    compare.add_argument("--population", type=int, default=None, help="(nsga2) population size")
+    compare.add_argument("--report", default=None,
+                         help="(nsga2) folder for a report of one run's front next to the exact one")
+    compare.set_defaults(handler=_compare)
 
     layers = commands.add_parser("layers", help="the layer types descriptors may use")
     layers.set_defaults(handler=_layers)

@@ -73,3 +73,29 @@ def test_config_rejects_a_benchmark_space_with_training():
 def test_config_round_trips_through_a_dict():
     config = RunConfig(algorithm="random", budget=7, seed=4, space_params={"layers": 3})
     assert RunConfig.from_dict(config.to_dict()) == config
+
+
+def test_compare_prints_the_table_and_saves_json(tmp_path, capsys):
+    out = tmp_path / "compare.json"
+    assert main(["compare", "--benchmark", "nasbench201", "--dataset", "cifar10",
+                 "--algorithms", "random,rea", "--budget", "20", "--seeds", "6",
+                 "--json", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "random" in printed and "rea" in printed and "±" in printed
+    saved = json.loads(out.read_text())
+    from nord.benchmarks.compare import load_json
+    result = load_json(out)
+    assert len(result.values("rea", "reported_accuracy")) == 6 and saved
+
+
+def test_compare_multi_objective_reports_hypervolumes(tmp_path, capsys):
+    assert main(["compare", "--multi-objective", "--budget", "40", "--seeds", "2",
+                 "--population", "8", "--report", str(tmp_path / "front")]) == 0
+    printed = capsys.readouterr().out
+    assert "hypervolume" in printed and "exact front" in printed
+    assert (tmp_path / "front" / "front_vs_exact.png").is_file()
+
+
+def test_compare_rejects_an_unknown_algorithm(capsys):
+    assert main(["compare", "--algorithms", "random,annealing", "--seeds", "2"]) == 2
+    assert "rea" in capsys.readouterr().err
