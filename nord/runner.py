@@ -149,7 +149,9 @@ def run(config: RunConfig, resume: bool = False, progress: bool = True, stream=N
         curator = build_curator(config) if config.evaluation != "benchmark" else None
         space = build_space(config, curator)
         evaluator = build_evaluator(config, env, curator)
-        executor = MPIExecutor(evaluator, env)
+        # asynchronous runs keep one candidate in reserve at each worker, so that no worker
+        # waits for rank 0 between two evaluations (bench/async_dispatch.py measures it)
+        executor = MPIExecutor(evaluator, env, prefetch=1 if config.mode == "async" else 0)
         algorithm = None
         if env.is_root:
             algorithm = make_algorithm(config.algorithm, space, seed=config.seed,
