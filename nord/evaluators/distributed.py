@@ -45,6 +45,7 @@ from nord.descriptors import NeuralDescriptor
 from nord.errors import ConfigurationError, DistributedError, MissingDependencyError
 from nord.evaluators.local import LocalEvaluator
 from nord.evaluators.result import EvaluationResult
+from nord.training import resolve_device
 
 logger = logging.getLogger(__name__)
 
@@ -192,6 +193,10 @@ class DistributedEvaluator(LocalEvaluator):
     def _start(self) -> None:
         if self._started:
             return
+        device = resolve_device(self.device, self._local_rank())
+        if device.type == "cuda":
+            # NCCL (Horovod's and torch's) works on the current device: make it this rank's
+            torch.cuda.set_device(device)
         if self.backend == "horovod":
             _start_horovod(self.comm)
         elif self.backend == "torch":
@@ -213,8 +218,8 @@ class DistributedEvaluator(LocalEvaluator):
                 probe.bind(("", 0))
                 address = (host, probe.getsockname()[1])
         host, port = self.comm.bcast(address, root=0)
-        device_is_gpu = torch.cuda.is_available() and str(self.device) != "cpu"
-        dist.init_process_group("nccl" if device_is_gpu else "gloo",
+        device = resolve_device(self.device, self._local_rank())
+        dist.init_process_group("nccl" if device.type == "cuda" else "gloo",
                                 init_method=f"tcp://{host}:{port}", rank=self._rank(),
                                 world_size=self._size(), timeout=timedelta(seconds=self.timeout))
 

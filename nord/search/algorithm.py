@@ -17,7 +17,7 @@ who evaluates or where (that is the search loop's and the evaluator's business):
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, Optional
 
 import numpy as np
 

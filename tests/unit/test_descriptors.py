@@ -605,7 +605,7 @@ def test_hash_cache_is_invalidated_by_set_output():
     d = fork()
     d.add_layer("sigmoid", None, "side")
     d.connect_layers("b", "side")
-    before = d.hash
+    d.hash  # computed and cached while valid
     d.set_output("m")
     with pytest.raises(UnreachableLayerError):
         d.hash

@@ -167,3 +167,11 @@ def test_a_one_sample_remainder_batch_does_not_fail_batch_norm():
     d.add_layer_sequential("batch_norm1d", {})
     result = LocalEvaluator(curator=curator, batch_size=32, epochs=1).descriptor_evaluate(d)
     assert result.ok, result.error
+
+
+def test_progress_bar_is_shown_when_asked(digits, capsys):
+    LocalEvaluator(curator=digits, epochs=2, progress=True).descriptor_evaluate(small_net())
+    err = capsys.readouterr().err
+    assert "epoch 1/2" in err and "epoch 2/2" in err and "loss" in err
+    LocalEvaluator(curator=digits, epochs=1).descriptor_evaluate(small_net())
+    assert capsys.readouterr().err == ""
