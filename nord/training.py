@@ -89,10 +89,11 @@ def train_epoch(model: nn.Module, loader: Iterable, optimizer: torch.optim.Optim
     Args:
         check_every: test the loss for NaN/inf every this many steps (a check syncs a GPU).
         progress: called as ``progress(step, loss)`` after each step.
-        agree: for data-parallel training: called at every step, after the forward pass and
-            before the backward pass (which starts the gradient all-reduce), with this
-            rank's error or None. It raises on every rank when any rank failed, so no rank
-            is left waiting in an all-reduce that a failed rank never joins.
+        agree: for data-parallel training: called at every step, after the backward pass and
+            before the optimizer step, with this rank's error or None; it raises on every
+            rank when any rank failed. A rank that failed first completes the all-reduce
+            its peers may have started during the backward pass (Horovod starts it there),
+            so no rank is left waiting in a collective.
 
     A one-sample batch (a remainder) is skipped when training alone: batch normalisation
     cannot train on a single value per channel, and a candidate must not fail for the way
@@ -129,15 +130,18 @@ def train_epoch(model: nn.Module, loader: Iterable, optimizer: torch.optim.Optim
                 error = NonFiniteLossError(
                     f"the training loss became {float(loss.detach())} at step {steps}; the "
                     "network diverged (try a smaller learning rate)")
+            else:
+                loss.backward()
         except Exception as failure:  # noqa: BLE001 - handed to the other ranks first
             if agree is None:
                 raise
             error = failure
         if agree is not None:
+            if error is not None:
+                _finish_collectives(optimizer)
             agree(error)
         elif error is not None:
             raise error
-        loss.backward()
         optimizer.step()
         total += value if read_every_step else loss.detach()
         if progress is not None:
@@ -148,6 +152,19 @@ def train_epoch(model: nn.Module, loader: Iterable, optimizer: torch.optim.Optim
             f"the training loss became {total} during the epoch; the network diverged "
             "(try a smaller learning rate)")
     return total / steps if steps else float("nan")
+
+
+def _finish_collectives(optimizer) -> None:
+    """Complete this step's gradient all-reduce on a rank that failed during it.
+
+    Horovod's optimizer starts all-reducing each gradient during the backward pass; its
+    ``synchronize`` submits the rest (zeros where this rank has no gradient), so the other
+    ranks' all-reduce can finish before the ranks agree to fail. Optimizers that
+    all-reduce in ``step`` (the torch backend's) have nothing to complete.
+    """
+    finish = getattr(optimizer, "synchronize", None)
+    if finish is not None:
+        finish()
 
 
 @torch.no_grad()

@@ -22,9 +22,11 @@ broadcast from the root) and ``'torch'`` (``torch.distributed``: gloo on the CPU
 GPUs, for stacks where Horovod cannot be built); ``'auto'`` takes Horovod when installed.
 
 Sound failure handling: at agreement points (after building the network, at every
-training step before the gradient all-reduce starts, and with the test counts) the
-ranks exchange their errors, so a network that fails on any rank is 'failed' on all
-ranks of the group, with the reason, and no rank is left waiting in a collective.
+training step between the backward pass and the optimizer step, and with the test
+counts) the ranks exchange their errors. A rank that failed first completes the gradient
+all-reduce its peers started (Horovod starts it during the backward pass), so a network
+that fails on any rank is 'failed' on all ranks of the group, with the reason, and no
+rank is left waiting in a collective.
 
 Test accuracy is exact: correct predictions and sample counts are summed over the
 ranks before dividing. ``batch_size`` is per rank, so the global batch is

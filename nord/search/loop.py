@@ -469,7 +469,11 @@ class _Search:
         candidate = self.pending[done.number]
         self.trained += 1
         self.busy_time += max(0.0, done.ended - done.started)
-        descriptor_hash = done.result.descriptor_hash
+        # the loop's own hash: an evaluator (or a worker that could not decode) may leave the
+        # result's empty, and the bookkeeping of cache and waiters is keyed by this one
+        descriptor_hash = task.descriptor.hash
+        if done.result.descriptor_hash != descriptor_hash:
+            done.result.descriptor_hash = descriptor_hash
         outcome = _Outcome(candidate, done.result, task.descriptor_json, done.worker_rank, None,
                            done.started, done.ended)
         self.evaluating.pop(descriptor_hash, None)
@@ -588,7 +592,10 @@ class _Search:
             if self.executor.in_flight == 0:
                 if self.queue:
                     continue
-                if self.told < self.budget and not self.pending:
+                if self.pending:
+                    raise NordError(f"internal error: candidates {sorted(self.pending)} are "
+                                    "pending with nothing in flight")
+                if self.told < self.budget:
                     self._stopped_early()
                 return
             self.collect()

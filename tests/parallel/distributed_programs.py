@@ -118,6 +118,46 @@ def rank_specific_failure(env, backend):
     env.log("rank-specific failure: consistent")
 
 
+class _FailsBackwardOnLastRank(torch.autograd.Function):
+    """Identity forward; the backward pass raises on the last rank only (an OOM there)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return x.clone()
+
+    @staticmethod
+    def backward(ctx, grad):
+        from mpi4py import MPI
+        if MPI.COMM_WORLD.Get_rank() == MPI.COMM_WORLD.Get_size() - 1:
+            raise RuntimeError("simulated out of memory in the backward pass")
+        return grad
+
+
+class FailsBackward(torch.nn.Module):
+    def forward(self, x):
+        return _FailsBackwardOnLastRank.apply(x)
+
+
+def backward_failure(env, backend):
+    """A failure in the backward pass of one rank fails the network everywhere, no hang,
+    and the next network trains (the collectives are left in a usable state)."""
+    from nord.layers import register_layer
+    register_layer("fails_backward", FailsBackward, overwrite=True)
+    d = NeuralDescriptor()
+    d.add_layer_sequential("conv2d", {"out_channels": 4, "kernel_size": 3})
+    d.add_layer_sequential("fails_backward")
+    evaluator = DistributedEvaluator(env, curator=Digits(seed=0), backend=backend, epochs=1,
+                                     timeout=60)
+    result = evaluator.descriptor_evaluate(d if env.is_root else None)
+    statuses = env.allgather((result.status, result.error))
+    require(all(s == statuses[0] for s in statuses), f"not consistent: {statuses}")
+    require(statuses[0][0] == "failed" and "backward pass" in statuses[0][1]
+            and f"rank {env.size - 1}" in statuses[0][1], statuses[0][1])
+    after = evaluator.descriptor_evaluate(network() if env.is_root else None)
+    require(after.ok, f"the evaluator did not recover: {after.error}")
+    env.log("backward failure on one rank: consistent, next network ok")
+
+
 def serve_and_release(env, backend):
     """Only the root drives; the others serve until released."""
     evaluator = DistributedEvaluator(env, curator=Digits(seed=0), backend=backend, epochs=1)
@@ -172,7 +212,7 @@ def groups_of_two(env, backend):
 
 
 CHECKS = {f.__name__: f for f in (fixed_weights, trained_identical, uneven_data, failing_network,
-                                  rank_specific_failure, serve_and_release, groups_of_one,
+                                  rank_specific_failure, backward_failure, serve_and_release, groups_of_one,
                                   groups_of_two)}
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@ from tests.mpirun import requires_mpirun, run_mpi
 pytestmark = [requires_mpirun, pytest.mark.mpi]
 
 COMMON = ["fixed_weights", "trained_identical", "uneven_data", "failing_network",
-          "rank_specific_failure", "serve_and_release", "groups_of_one"]
+          "rank_specific_failure", "backward_failure", "serve_and_release", "groups_of_one"]
 
 
 def horovod_available():

@@ -124,6 +124,31 @@ def test_a_repeat_inside_a_batch_waits_for_the_first(tmp_path):
     assert evaluator.calls == 1 and [r["cached"] for r in rows] == [False, True]
 
 
+class HashlessEvaluator:
+    """Duck-typed: returns results without the descriptor's hash."""
+
+    def __init__(self):
+        self.calls = 0
+
+    def descriptor_evaluate(self, descriptor):
+        from nord.evaluators.result import EvaluationResult
+        self.calls += 1
+        return EvaluationResult(accuracy=0.5)
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_the_loop_keys_its_cache_by_its_own_hash(tmp_path, mode):
+    # repeats of one architecture, in one batch and later: none may wait forever
+    evaluator = HashlessEvaluator()
+    summary = run_search(Scripted(ToySpace(), [(3, 2), (3, 2), (4, 4), (3, 2), (4, 4), (3, 2)]),
+                         evaluator, budget=6, batch_size=3, mode=mode,
+                         journal=tmp_path / "run.db")
+    rows, _ = journal_rows(tmp_path / "run.db")
+    assert summary.evaluations == len(rows) == 6
+    assert evaluator.calls == 2 and summary.cached == 4
+    assert all(row["descriptor_hash"] for row in rows)
+
+
 def test_a_genome_that_does_not_decode_is_a_recorded_failure(tmp_path):
     summary = run_search(Scripted(ToySpace(), [(6, 4), (2, 2)]), ToyEvaluator(), budget=2,
                          journal=tmp_path / "run.db")
