@@ -21,9 +21,22 @@ from typing import List, Optional
 from nord.errors import ConfigurationError, NordError
 
 
+def _json_dict(text: Optional[str], flag: str) -> dict:
+    if not text:
+        return {}
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise ConfigurationError(f"{flag} must be a JSON object such as '{{\"layers\": 3}}'; "
+                                 f"{text!r} does not parse: {error}") from error
+    if not isinstance(value, dict):
+        raise ConfigurationError(f"{flag} must be a JSON object (keyword arguments); got {text!r}")
+    return value
+
+
 def _run(args) -> int:
     from nord.runner import RunConfig, run
-    params = json.loads(args.params) if args.params else {}
+    params = _json_dict(args.params, "--params")
     if args.population is not None:
         params["population_size"] = args.population
     if args.generations is not None:
@@ -31,7 +44,7 @@ def _run(args) -> int:
     benchmark = args.space == "nasbench201"
     config = RunConfig(
         algorithm=args.algorithm, algorithm_params=params, space=args.space,
-        space_params=json.loads(args.space_params) if args.space_params else {},
+        space_params=_json_dict(args.space_params, "--space-params"),
         evaluation="benchmark" if benchmark else args.evaluation,
         dataset=args.dataset or ("cifar10" if benchmark else "digits"), data_root=args.data_root,
         epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, budget=args.budget,
@@ -67,6 +80,7 @@ def _list(args) -> int:
     for run in runs:
         created = datetime.datetime.fromtimestamp(run["created"]).strftime("%Y-%m-%d %H:%M")
         best = run["best_accuracy"]
+        best = None if best is None or best != best else best  # no successful evaluation yet
         print(f"{str(run['path']):{width}s} {run['algorithm']:22s} {run['status']:9s} "
               f"{run['evaluations']:>4d}/{run['budget'] or '?':<4} {run['failed']:>6d} "
               f"{'-' if best is None else format(best, '.4f'):>7s}  {created}")
@@ -204,6 +218,10 @@ def main(argv: Optional[List[str]] = None) -> int:
         return args.handler(args)
     except NordError as error:
         print(f"nord {args.command}: {error}", file=sys.stderr)
+        return 2
+    except OSError as error:  # a journal or report path that cannot be written
+        print(f"nord {args.command}: {error.strerror or error}: {error.filename or ''}; "
+              "choose a path in a folder you can write", file=sys.stderr)
         return 2
 
 

@@ -27,11 +27,14 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Dict, Optional
 
 from nord.errors import ConfigurationError, JournalError
+from nord.evaluators.local import LocalEvaluator
 
 logger = logging.getLogger(__name__)
 
 EVALUATIONS = ("local", "data-parallel", "distributed", "benchmark")
 SPACES = ("conv", "nasbench201")
+EXECUTION_FIELDS = ("budget", "journal", "threads", "device", "backend")
+"""Settings a resumed run may change: how long it runs and where, not what it measures."""
 
 
 @dataclass
@@ -90,6 +93,16 @@ class RunConfig:
                 f"holds only its cells; got space={self.space!r}, evaluation={self.evaluation!r}")
         if self.budget is not None and self.budget < 1:
             raise ConfigurationError(f"budget must be at least 1; got {self.budget}")
+        if self.group_size is not None and self.group_size < 1:
+            raise ConfigurationError(f"group_size must be at least 1; got {self.group_size}")
+        for name in ("algorithm_params", "space_params"):
+            if not isinstance(getattr(self, name), dict):
+                raise ConfigurationError(
+                    f"{name} must be a dict of keyword arguments; got {getattr(self, name)!r}")
+        if "seed" in self.algorithm_params:
+            raise ConfigurationError(
+                "give the seed as RunConfig(seed=...) (nord run --seed), not among the "
+                "algorithm's parameters: it seeds the algorithm and the training alike")
 
     def to_dict(self) -> Dict[str, Any]:
         return asdict(self)
@@ -113,11 +126,16 @@ def build_space(config: RunConfig, curator=None):
         from nord.benchmarks import NASBench201Space
         return NASBench201Space(**config.space_params)
     from nord.search.spaces import ConvSpace
-    return ConvSpace(input_shape=tuple(curator.input_shape), **config.space_params)
+    try:
+        return ConvSpace(input_shape=tuple(curator.input_shape), **config.space_params)
+    except TypeError as error:
+        raise ConfigurationError(
+            f"space 'conv' does not take {config.space_params}: {error}; its parameters are "
+            "layers, channels, kernel_size, activation and repair") from error
 
 
 def build_evaluator(config: RunConfig, env, curator=None):
-    """The evaluator of this rank (None on a dedicated root that evaluates nothing)."""
+    """The evaluator of this rank; on a dedicated root, the description of the groups' one."""
     if config.evaluation == "benchmark":
         from nord.benchmarks import BenchmarkEvaluator
         return BenchmarkEvaluator(dataset=config.dataset)
@@ -127,8 +145,28 @@ def build_evaluator(config: RunConfig, env, curator=None):
     if env.group is not None and env.group.size > 1:
         from nord.evaluators.distributed import DistributedEvaluator
         return DistributedEvaluator(env, backend=config.backend, **training)
-    from nord.evaluators.local import LocalEvaluator
+    if env.group is None:
+        # a dedicated rank 0 trains nothing: it describes, for the journal, what the groups run
+        largest = max(len(members) for members in env.group_layout)
+        return GroupsEvaluatorDescription(largest, config.backend, **training)
     return LocalEvaluator(**training)
+
+
+class GroupsEvaluatorDescription(LocalEvaluator):
+    """Held by a dedicated rank 0, which never evaluates: describes the groups' evaluator
+    in the journal (the evaluator, its ranks and backend), so the record says how networks
+    were trained."""
+
+    def __init__(self, ranks: int, backend: str, **training):
+        super().__init__(**training)
+        self.ranks, self.backend = ranks, backend
+
+    def describe(self) -> Dict[str, Any]:
+        described = super().describe()
+        described.update(ranks=self.ranks)
+        if self.ranks > 1:
+            described.update(evaluator="DistributedEvaluator", backend=self.backend)
+        return described
 
 
 def group_size(config: RunConfig) -> Optional[int]:
@@ -138,6 +176,14 @@ def group_size(config: RunConfig) -> Optional[int]:
     return config.group_size or 1
 
 
+def dedicated_root(config: RunConfig) -> bool:
+    """Rank 0 only dispatches when groups of several ranks train networks: otherwise the
+    other ranks of rank 0's group would have nobody to train with."""
+    from nord.environments import launcher_world_size
+    return ((launcher_world_size() or 1) > 1 and config.evaluation == "distributed"
+            and group_size(config) > 1)
+
+
 def run(config: RunConfig, resume: bool = False, progress: bool = True, stream=None):
     """Run (or resume) a search on every rank; returns the summary on rank 0, else None."""
     from nord.environments import Environment
@@ -145,7 +191,7 @@ def run(config: RunConfig, resume: bool = False, progress: bool = True, stream=N
     from nord.search.loop import run_search
     from nord.search.registry import make_algorithm
 
-    with Environment(group_size=group_size(config)) as env:
+    with Environment(group_size=group_size(config), dedicated_root=dedicated_root(config)) as env:
         curator = build_curator(config) if config.evaluation != "benchmark" else None
         space = build_space(config, curator)
         evaluator = build_evaluator(config, env, curator)
@@ -158,6 +204,8 @@ def run(config: RunConfig, resume: bool = False, progress: bool = True, stream=N
                                        **config.algorithm_params)
         budget = config.budget or getattr(algorithm, "evaluations", None) or 100
         budget = env.bcast(budget)
+        if resume and env.is_root:
+            _check_resumable(config, budget)
         report = _progress_printer(stream or sys.stdout) if (progress and env.is_root) else None
         try:
             summary = run_search(algorithm, budget=budget, journal=config.journal,
@@ -177,7 +225,20 @@ def run(config: RunConfig, resume: bool = False, progress: bool = True, stream=N
 
 
 def resume(journal: str, progress: bool = True, stream=None):
-    """Continue the run recorded in ``journal`` with the configuration stored there."""
+    """Continue the run recorded in ``journal`` with the configuration stored there.
+
+    Rank 0 reads the journal (the other nodes of a cluster may not see its file) and sends
+    the configuration to every rank.
+    """
+    from nord.environments import Environment
+    with Environment() as env:
+        config = env.bcast(stored_config(journal) if env.is_root else None)
+    config.journal = str(journal)
+    return run(config, resume=True, progress=progress, stream=stream)
+
+
+def stored_config(journal: str) -> RunConfig:
+    """The RunConfig a journal's run was started with."""
     import os
     from nord.journal import Journal
     if not os.path.isfile(journal):
@@ -191,9 +252,36 @@ def resume(journal: str, progress: bool = True, stream=None):
             f"{journal} was not written by nord.runner (no stored configuration), so it cannot "
             "be resumed from the command line; call run_search(..., resume=True) with the same "
             "algorithm, seed and space instead")
-    config = RunConfig.from_dict(extra["config"])
-    config.journal = str(journal)
-    return run(config, resume=True, progress=progress, stream=stream)
+    return RunConfig.from_dict(extra["config"])
+
+
+def _check_resumable(config: RunConfig, budget: int) -> None:
+    """Rank 0, on resume: the journal's run must be this one; a new budget is recorded.
+
+    Everything that decides what is measured must be equal (otherwise the journal would
+    mix, say, 1-epoch and 3-epoch results and reuse them from its cache); the budget and
+    where the run executes (``EXECUTION_FIELDS``) may change.
+    """
+    import os
+    from nord.journal import Journal
+    if config.journal is None or not os.path.isfile(config.journal):
+        return
+    with Journal(config.journal) as record:
+        if not record.exists():
+            return
+        extra = record.metadata().get("extra") or {}
+        stored = extra.get("config")
+        if stored is None:
+            return  # not written by the runner: run_search checks what it can
+        given = config.to_dict()
+        for name, value in given.items():
+            if name not in EXECUTION_FIELDS and stored.get(name) != value:
+                raise ConfigurationError(
+                    f"cannot resume {config.journal}: its run has {name}={stored.get(name)!r}, "
+                    f"this one {name}={value!r}. Resume with the run's own settings ('nord "
+                    f"resume {config.journal}' uses them; only {', '.join(EXECUTION_FIELDS)} "
+                    "may change), or start a new journal")
+        record.update_run(budget=budget, extra={**extra, "config": given})
 
 
 def _progress_printer(stream):

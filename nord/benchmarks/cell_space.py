@@ -393,6 +393,9 @@ class NASBench201Space(SearchSpace):
     integer = True
 
     def __init__(self, channels: int = DEFAULT_CHANNELS):
+        if isinstance(channels, bool) or not isinstance(channels, int) or channels < 1:
+            raise ConfigurationError(
+                f"channels (the cell's width) must be a positive integer; got {channels!r}")
         self.channels = channels
 
     def decode(self, genome: Sequence[Any]) -> NeuralDescriptor:

@@ -25,7 +25,8 @@ from nord.errors import ConfigurationError
 from nord.evaluators.base import Evaluator
 from nord.evaluators.result import EvaluationResult
 from nord.networks import NeuralNet
-from nord.training import ProgressBar, make_optimizer, resolve_device, test_counts, train_epoch
+from nord.training import (OPTIMIZERS, ProgressBar, make_optimizer, resolve_device, test_counts,
+                           train_epoch)
 
 logger = logging.getLogger(__name__)
 
@@ -66,6 +67,14 @@ class LocalEvaluator(Evaluator):
             raise ConfigurationError(f"data_fraction must be in (0, 1]; got {data_fraction}")
         if threads is not None and threads < 1:
             raise ConfigurationError(f"threads must be at least 1; got {threads}")
+        # settings that would fail every candidate are refused now, not spent as failures
+        if lr <= 0:
+            raise ConfigurationError(f"the learning rate must be positive; got {lr}")
+        if isinstance(optimizer, str) and optimizer.lower() not in OPTIMIZERS:
+            raise ConfigurationError(
+                f"unknown optimizer {optimizer!r}; use one of {sorted(OPTIMIZERS)} or a "
+                "torch.optim.Optimizer class")
+        resolve_device(device)
         self.curator = curator
         self.epochs = int(epochs)
         self.batch_size = int(batch_size)

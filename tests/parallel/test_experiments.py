@@ -90,3 +90,18 @@ def test_experiment_refuses_to_overwrite_a_journal_without_resume(tmp_path):
     again = run_python([EXPERIMENTS / "experiment1_local.py", "--smoke", "--journal", journal])
     assert again.returncode != 0
     assert "resume" in again.stdout
+
+
+@requires_mpirun
+@pytest.mark.mpi
+def test_experiment3_groups_of_two_train_each_network_on_two_ranks(tmp_path):
+    journal = tmp_path / "e3-groups.db"
+    run = run_mpi([EXPERIMENTS / "experiment3_distributed_ga.py", "--smoke", "--group-size", "2",
+                   "--journal", journal], np=3, timeout=300)
+    assert run.returncode == 0 and not run.timed_out, run.output[-4000:]
+    assert "stay idle" not in run.output
+    summary = finished_run(journal, evaluations=4 * (2 + 1))
+    assert summary["workers"] == 1 and summary["worker_ranks"] == [1]  # rank 0 only dispatches
+    with Journal(journal) as record:
+        evaluator = record.metadata()["evaluator"]
+    assert evaluator["evaluator"] == "DistributedEvaluator" and evaluator["ranks"] == 2

@@ -99,3 +99,47 @@ def test_compare_multi_objective_reports_hypervolumes(tmp_path, capsys):
 def test_compare_rejects_an_unknown_algorithm(capsys):
     assert main(["compare", "--algorithms", "random,annealing", "--seeds", "2"]) == 2
     assert "rea" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--params", "{bad"], "does not parse"),
+    (["--params", "[1]"], "JSON object"),
+    (["--space-params", '{"foo": 1}'], "layers, channels"),
+    (["--params", '{"seed": 3}'], "--seed"),
+    (["--group-size", "0"], "group_size"),
+    (["--lr", "-1"], "learning rate"),
+    (["--optimizer-is-not-a-flag"], None),
+])
+def test_bad_run_arguments_are_clear_errors(args, words, capsys):
+    if words is None:  # argparse's own error: exit status 2 as well
+        with pytest.raises(SystemExit) as stop:
+            main(["run", *args])
+        assert stop.value.code == 2
+        return
+    assert main(["run", "--budget", "2", *args]) == 2
+    assert words in capsys.readouterr().err
+
+
+def test_an_unwritable_journal_is_a_clear_error(capsys):
+    assert main(["run", "--space", "nasbench201", "--budget", "2",
+                 "--journal", "/proc/no-such-folder/run.db"]) == 2
+    assert "choose a path" in capsys.readouterr().err
+
+
+def test_resume_refuses_changed_training_settings(tmp_path, capsys):
+    journal = str(tmp_path / "r.db")
+    base = ["run", "--space", "nasbench201", "--algorithm", "random", "--journal", journal]
+    assert main([*base, "--budget", "4"]) == 0
+    assert main([*base, "--budget", "4", "--dataset", "cifar100", "--resume"]) == 2
+    assert "dataset='cifar10'" in capsys.readouterr().err
+
+
+def test_resume_with_a_larger_budget_is_remembered(tmp_path, capsys):
+    journal = str(tmp_path / "r.db")
+    base = ["run", "--space", "nasbench201", "--algorithm", "random", "--journal", journal]
+    assert main([*base, "--budget", "4"]) == 0
+    assert main([*base, "--budget", "9", "--resume"]) == 0
+    assert main(["resume", journal]) == 0  # a later resume keeps the extended budget
+    with Journal(journal) as record:
+        assert record.count() == 9 and record.metadata()["budget"] == 9
+        assert record.metadata()["extra"]["config"]["budget"] == 9

@@ -133,22 +133,24 @@ def test_paper_name_is_an_alias():
     ({"data_fraction": 0}, "data_fraction"),
     ({"data_fraction": 1.5}, "data_fraction"),
     ({"threads": 0}, "threads"),
+    ({"lr": -1.0}, "learning rate"),
+    ({"device": "tpu"}, "device"),
 ])
 def test_bad_arguments_are_rejected(kwargs, words):
     with pytest.raises(ConfigurationError, match=words):
         LocalEvaluator(**kwargs)
 
 
-def test_unknown_optimizer_is_a_failed_result_naming_the_valid_ones(digits):
-    result = LocalEvaluator(curator=digits, optimizer="adagrad-ish").descriptor_evaluate(small_net())
-    assert result.status == "failed" and "sgd" in result.error
+def test_unknown_optimizer_is_refused_naming_the_valid_ones():
+    with pytest.raises(ConfigurationError, match="sgd"):
+        LocalEvaluator(optimizer="adagrad-ish")
 
 
-def test_cuda_request_without_gpu_fails_clearly(digits):
+def test_cuda_request_without_gpu_is_refused_clearly():
     if torch.cuda.is_available():
         pytest.skip("a GPU is present")
-    result = LocalEvaluator(curator=digits, device="cuda").descriptor_evaluate(small_net())
-    assert result.status == "failed" and "CUDA is not available" in result.error
+    with pytest.raises(ConfigurationError, match="CUDA is not available"):
+        LocalEvaluator(device="cuda")
 
 
 def test_result_round_trips_through_dict():
