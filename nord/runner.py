@@ -21,6 +21,7 @@ The configuration is stored in the run's journal, so ``resume(journal)`` needs n
 """
 from __future__ import annotations
 
+import json
 import logging
 import sys
 from dataclasses import asdict, dataclass, field, fields
@@ -273,7 +274,7 @@ def _check_resumable(config: RunConfig, budget: int) -> None:
         stored = extra.get("config")
         if stored is None:
             return  # not written by the runner: run_search checks what it can
-        given = config.to_dict()
+        given = json.loads(json.dumps(config.to_dict()))  # as stored: tuples become lists
         for name, value in given.items():
             if name not in EXECUTION_FIELDS and stored.get(name) != value:
                 raise ConfigurationError(
