@@ -343,8 +343,22 @@ def _stats(values: np.ndarray) -> Dict[str, float]:
             "min": float(values.min()), "max": float(values.max())}
 
 
+class JSONRecord:
+    """``to_json`` and ``save_json`` for result records that define ``to_dict``."""
+
+    def to_json(self, indent: Optional[int] = 2) -> str:
+        return json.dumps(_json_ready(self.to_dict()), indent=indent)
+
+    def save_json(self, path: Union[str, os.PathLike]) -> Path:
+        """Write ``to_json()`` to ``path`` (folders created); returns the path."""
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(self.to_json() + "\n", encoding="utf-8")
+        return path
+
+
 @dataclass
-class ComparisonResult:
+class ComparisonResult(JSONRecord):
     """The outcome of ``run_comparison``: per algorithm, one :class:`SeedRun` per seed.
 
     Attributes:
@@ -447,16 +461,6 @@ class ComparisonResult:
                        "runs": [asdict(run) for run in runs]}
                 for name, runs in self.runs.items()},
         }
-
-    def to_json(self, indent: Optional[int] = 2) -> str:
-        return json.dumps(_json_ready(self.to_dict()), indent=indent)
-
-    def save_json(self, path: Union[str, os.PathLike]) -> Path:
-        """Write ``to_json()`` to ``path`` (folders created); returns the path."""
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(self.to_json() + "\n", encoding="utf-8")
-        return path
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "ComparisonResult":

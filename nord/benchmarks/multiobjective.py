@@ -36,7 +36,6 @@ that figure exactly; the nearest is this one.
 """
 from __future__ import annotations
 
-import json
 import math
 import os
 import time
@@ -47,7 +46,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from nord.benchmarks.cell_space import NASBench201Space
-from nord.benchmarks.compare import _evaluator, _json_ready, _pool_context, drive
+from nord.benchmarks.compare import JSONRecord, _evaluator, _pool_context, drive
 from nord.benchmarks.nasbench201 import BenchmarkEvaluator, get_dataset, load_table
 from nord.errors import ConfigurationError
 from nord.report.pareto import hypervolume, pareto_indices
@@ -211,7 +210,7 @@ def _nsga2_task(task) -> List[FrontRun]:
 
 
 @dataclass
-class MultiObjectiveResult:
+class MultiObjectiveResult(JSONRecord):
     """nsga2 over several seeds: each run's front and hypervolume, and the exact front.
 
     Attributes:
@@ -275,15 +274,6 @@ class MultiObjectiveResult:
                 "reference_point": list(self.reference_point), "wall_time": self.wall_time,
                 "hypervolume": {"mean": self.mean, "std": self.std},
                 "exact": asdict(self.exact), "runs": [asdict(run) for run in self.runs]}
-
-    def to_json(self, indent: Optional[int] = 2) -> str:
-        return json.dumps(_json_ready(self.to_dict()), indent=indent)
-
-    def save_json(self, path: Union[str, os.PathLike]) -> Path:
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(self.to_json() + "\n", encoding="utf-8")
-        return path
 
 
 def run_nsga2(dataset: str = "cifar10", budget: int = 500, seeds: int = 10, base_seed: int = 0,
