@@ -108,7 +108,8 @@ def launch(ranks, threads, backend, samples, epochs, kind):
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
                OMP_NUM_THREADS=str(threads), PYTHONPATH=str(REPO))
     command = ["mpirun", "-np", str(ranks), "--oversubscribe", "--bind-to", "none",
-               "-x", "OMP_NUM_THREADS", *[arg for name in PASS_THROUGH if name in os.environ for arg in ("-x", name)],
+               "-x", "OMP_NUM_THREADS",
+               *[arg for name in PASS_THROUGH if name in os.environ for arg in ("-x", name)],
                sys.executable, __file__, "--worker", "--backend", backend,
                "--samples", str(samples), "--epochs", str(epochs), "--out", str(out), "--network", kind]
     subprocess.run(command, env=env, check=True, timeout=900, stdout=subprocess.DEVNULL)

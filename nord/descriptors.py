@@ -500,17 +500,19 @@ def _canonical_hash(descriptor: NeuralDescriptor) -> str:
     every node's label reflects its whole reachable neighbourhood.
     """
     outputs = set(descriptor.output_layers)
+    sources = descriptor._inputs  # read only; copies per round would dominate the cost
+    targets = descriptor._outputs
     labels = {}
-    for name, layer in descriptor.layers.items():
+    for name, layer in descriptor._layers.items():
         role = ("in" if name == descriptor.input_layer else "") + ("out" if name in outputs else "")
-        merge = layer.merge if len(descriptor.inputs_of(name)) > 1 else ""
+        merge = layer.merge if len(sources[name]) > 1 else ""
         labels[name] = _md5(json.dumps([layer.type, canonical_params(layer), merge, role],
                                        sort_keys=True))
     for _ in range(len(labels)):
         labels = {
             name: _md5("|".join([labels[name],
-                                 ",".join(sorted(labels[s] for s in descriptor.inputs_of(name))),
-                                 ",".join(sorted(labels[t] for t in descriptor.outputs_of(name)))]))
+                                 ",".join(sorted(labels[s] for s in sources[name])),
+                                 ",".join(sorted(labels[t] for t in targets[name]))]))
             for name in labels
         }
     return _md5(",".join(sorted(labels.values())))

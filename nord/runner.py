@@ -125,14 +125,17 @@ def build_curator(config: RunConfig):
 def build_space(config: RunConfig, curator=None):
     if config.space == "nasbench201":
         from nord.benchmarks import NASBench201Space
-        return NASBench201Space(**config.space_params)
-    from nord.search.spaces import ConvSpace
+        make, shape, accepted = NASBench201Space, {}, "channels"
+    else:
+        from nord.search.spaces import ConvSpace
+        make, shape = ConvSpace, {"input_shape": tuple(curator.input_shape)}
+        accepted = "layers, channels, kernel_size, activation and repair"
     try:
-        return ConvSpace(input_shape=tuple(curator.input_shape), **config.space_params)
+        return make(**shape, **config.space_params)
     except TypeError as error:
         raise ConfigurationError(
-            f"space 'conv' does not take {config.space_params}: {error}; its parameters are "
-            "layers, channels, kernel_size, activation and repair") from error
+            f"space {config.space!r} does not take {config.space_params}: {error}; its "
+            f"parameters are {accepted}") from error
 
 
 def build_evaluator(config: RunConfig, env, curator=None):

@@ -62,9 +62,12 @@ def resolve_device(device: Union[str, torch.device, None] = "auto",
         f"unknown device {device!r}; use 'auto', 'cpu', 'cuda' or 'cuda:N'")
 
 
-def make_optimizer(name: Union[str, type], parameters: Iterable, lr: float,
-                   **kwargs) -> torch.optim.Optimizer:
-    """An optimizer by name ('sgd', 'adam', 'adamw', 'rmsprop') or by torch.optim class."""
+def optimizer_class(name: Union[str, type], lr: float) -> type:
+    """The torch.optim class for a name ('sgd', 'adam', 'adamw', 'rmsprop') or a class.
+
+    Raises:
+        ConfigurationError: an unknown name, not an optimizer, or a learning rate <= 0.
+    """
     if isinstance(name, str):
         cls = OPTIMIZERS.get(name.lower())
         if cls is None:
@@ -75,9 +78,15 @@ def make_optimizer(name: Union[str, type], parameters: Iterable, lr: float,
         cls = name
     else:
         raise ConfigurationError(f"optimizer must be a name or a torch.optim class; got {name!r}")
-    if lr <= 0:
+    if not lr > 0:
         raise ConfigurationError(f"the learning rate must be positive; got {lr}")
-    return cls(parameters, lr=lr, **kwargs)
+    return cls
+
+
+def make_optimizer(name: Union[str, type], parameters: Iterable, lr: float,
+                   **kwargs) -> torch.optim.Optimizer:
+    """An optimizer by name ('sgd', 'adam', 'adamw', 'rmsprop') or by torch.optim class."""
+    return optimizer_class(name, lr)(parameters, lr=lr, **kwargs)
 
 
 def train_epoch(model: nn.Module, loader: Iterable, optimizer: torch.optim.Optimizer,

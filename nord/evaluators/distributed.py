@@ -87,6 +87,7 @@ class DistributedEvaluator(LocalEvaluator):
                     f"rank {environment.rank} is the dedicated root and belongs to no group, so "
                     "it cannot evaluate; create the evaluator on the group ranks only")
             comm = environment.group.comm
+        self._environment_local_rank = environment.local_rank if environment is not None else None
         self.comm = comm if comm is not None else _world_comm()
         self.backend = _choose_backend(backend) if self.comm is not None else "local"
         self.scale_lr = bool(scale_lr)
@@ -101,6 +102,9 @@ class DistributedEvaluator(LocalEvaluator):
         return self.comm.Get_size() if self.comm is not None else 1
 
     def _local_rank(self) -> int:
+        """The rank on this host (which GPU to take): the environment's, else the launcher's."""
+        if self._environment_local_rank is not None:
+            return self._environment_local_rank
         from nord.environments import launcher_local_rank
         return launcher_local_rank() or 0
 

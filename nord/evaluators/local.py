@@ -25,8 +25,8 @@ from nord.errors import ConfigurationError
 from nord.evaluators.base import Evaluator
 from nord.evaluators.result import EvaluationResult
 from nord.networks import NeuralNet
-from nord.training import (OPTIMIZERS, ProgressBar, make_optimizer, resolve_device, test_counts,
-                           train_epoch)
+from nord.training import (ProgressBar, make_optimizer, optimizer_class, resolve_device,
+                           test_counts, train_epoch)
 
 logger = logging.getLogger(__name__)
 
@@ -68,12 +68,7 @@ class LocalEvaluator(Evaluator):
         if threads is not None and threads < 1:
             raise ConfigurationError(f"threads must be at least 1; got {threads}")
         # settings that would fail every candidate are refused now, not spent as failures
-        if lr <= 0:
-            raise ConfigurationError(f"the learning rate must be positive; got {lr}")
-        if isinstance(optimizer, str) and optimizer.lower() not in OPTIMIZERS:
-            raise ConfigurationError(
-                f"unknown optimizer {optimizer!r}; use one of {sorted(OPTIMIZERS)} or a "
-                "torch.optim.Optimizer class")
+        optimizer_class(optimizer, lr)
         resolve_device(device)
         self.curator = curator
         self.epochs = int(epochs)

@@ -105,6 +105,7 @@ def test_compare_rejects_an_unknown_algorithm(capsys):
     (["--params", "{bad"], "does not parse"),
     (["--params", "[1]"], "JSON object"),
     (["--space-params", '{"foo": 1}'], "layers, channels"),
+    (["--space", "nasbench201", "--space-params", '{"foo": 1}'], "parameters are channels"),
     (["--params", '{"seed": 3}'], "--seed"),
     (["--group-size", "0"], "group_size"),
     (["--lr", "-1"], "learning rate"),
