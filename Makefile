@@ -24,6 +24,14 @@ bench: setup
 	$(PYTHON) bench/local_evaluator.py
 	$(PYTHON) bench/distributed.py
 	$(PYTHON) bench/nasbench201_lookup.py
+	$(PYTHON) bench/compare_speed.py --processes 1
+	$(PYTHON) bench/compare_speed.py --simulated
+	$(PYTHON) bench/async_dispatch.py
+	$(PYTHON) bench/descriptor_identity.py
+	$(PYTHON) bench/report_speed.py
+	$(PYTHON) bench/local_search.py
+	$(PYTHON) bench/paper_question.py
+	$(PYTHON) bench/asha.py
 
 clean:
 	rm -rf runs .pytest_cache

@@ -8,17 +8,17 @@ setup(
     long_description=open("README.md", encoding="utf-8").read(),
     long_description_content_type="text/markdown",
     license="MIT",
-    python_requires=">=3.9",
+    python_requires=">=3.10",
     packages=find_packages(include=["nord", "nord.*"]),
-    package_data={"nord": ["benchmarks/data/*.csv.gz", "benchmarks/data/*.md"]},
+    package_data={"nord": ["benchmarks/nasbench201/data/*.csv.gz", "benchmarks/nasbench201/data/*.md"]},
     # torch is installed first and pinned by scripts/setup.sh (an unpinned torch pulls
     # the CUDA build); the range here then installs nothing more.
-    install_requires=["numpy>=1.21", "torch>=2.1", "scikit-learn>=1.0", "matplotlib>=3.5"],
+    install_requires=["numpy>=1.21", "torch>=2.1", "scikit-learn>=1.0", "matplotlib>=3.5", "tqdm>=4.60"],
     extras_require={
         "mpi": ["mpi4py>=3.1"],
         "pygmo": ["pygmo>=2.19"],
         "all": ["mpi4py>=3.1", "pygmo>=2.19"],
-        "test": ["pytest>=7", "hypothesis>=6", "pytest-timeout>=2"],
+        "test": ["pytest>=7", "hypothesis>=6", "pytest-timeout>=2", "networkx>=2.6"],
     },
     entry_points={"console_scripts": ["nord=nord.cli:main"]},
 )

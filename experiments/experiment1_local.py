@@ -7,7 +7,7 @@ paper's space of convolutional layers; one process trains each candidate in turn
 """
 import sys
 
-from common import config_from, parser
+from common import config_from, launch, parser
 
 from nord.runner import run
 
@@ -19,4 +19,4 @@ def main(args) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(parser(__doc__.splitlines()[0]).parse_args()))
+    sys.exit(launch(main, parser(__doc__.splitlines()[0]).parse_args()))

@@ -8,7 +8,7 @@ torch.distributed with ``--backend torch``), each rank on its shard of the data.
 """
 import sys
 
-from common import config_from, parser
+from common import config_from, launch, parser
 
 from nord.runner import run
 
@@ -22,5 +22,7 @@ def main(args) -> int:
 
 if __name__ == "__main__":
     p = parser(__doc__.splitlines()[0])
-    p.add_argument("--backend", default="auto", choices=["auto", "horovod", "torch"])
-    sys.exit(main(p.parse_args()))
+    p.add_argument("--backend", default="auto", choices=["auto", "horovod", "torch"],
+                   help="data-parallel training with horovod or torch.distributed (auto: "
+                        "Horovod when installed; default: auto)")
+    sys.exit(launch(main, p.parse_args()))

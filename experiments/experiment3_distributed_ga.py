@@ -11,7 +11,7 @@ steady-state variant, where a rank that finishes gets the next candidate at once
 """
 import sys
 
-from common import config_from, parser
+from common import config_from, launch, parser
 
 from nord.runner import run
 
@@ -19,7 +19,7 @@ from nord.runner import run
 def main(args) -> int:
     params = {"steady_state": args.mode == "async"}
     config = config_from(args, "experiment3", evaluation="distributed", algorithm="genetic",
-                         mode=args.mode, group_size=args.group_size)
+                         group_size=args.group_size)
     config.algorithm_params.update(params)
     run(config, resume=args.resume)
     return 0
@@ -27,6 +27,6 @@ def main(args) -> int:
 
 if __name__ == "__main__":
     p = parser(__doc__.splitlines()[0])
-    p.add_argument("--mode", default="sync", choices=["sync", "async"])
-    p.add_argument("--group-size", type=int, default=1)
-    sys.exit(main(p.parse_args()))
+    p.add_argument("--group-size", type=int, default=1,
+                   help="ranks training each network together (default: 1)")
+    sys.exit(launch(main, p.parse_args()))

@@ -32,7 +32,7 @@ _LAZY = {
     "CIFAR10": "nord.data",
     "TensorCurator": "nord.data",
     "Journal": "nord.journal",
-    "run_search": "nord.search.loop",
+    "run_search": "nord.search.engine",
 }
 
 

@@ -1,12 +1,17 @@
-"""The ``nord`` command: run and resume searches, write reports, list runs, compare algorithms.
+"""The nord command: run and resume searches, report, list and export runs, compare algorithms.
 
     nord run --algorithm regularized_evolution --budget 50 --journal runs/rea.db
+    nord run --config run.toml --journal runs/b.db        # flags override the file
+    nord config runs/rea.db > run.toml                      # a recorded run's settings
     mpirun -np 3 nord run --evaluation distributed --mode async --journal runs/async.db
     nord resume runs/rea.db
+    nord export runs/rea.db backup/rea.db          # a consistent copy, also of a live run
     nord report runs/rea.db runs/async.db --out reports/
     nord list runs/
     nord compare --benchmark nasbench201 --dataset cifar10 --algorithms random,rea \\
         --budget 100 --seeds 500 --json compare.json
+    nord compare --workers 8 --mode async --seeds 100 --report out/   # in simulated time
+    nord data download cifar10 --root data          # resumable, checked, read once
 
 Argument parsing lives here and in experiments/; everything else takes plain arguments.
 """
@@ -16,9 +21,12 @@ import argparse
 import datetime
 import json
 import sys
-from typing import List, Optional
+from pathlib import Path
+from typing import Any, Dict, List, Optional
 
-from nord.errors import ConfigurationError, NordError
+from nord.errors import ConfigurationError, NordError, RunInterrupted
+
+DESCRIPTION = "nord: neural architecture search, from a laptop to an MPI or SLURM cluster."
 
 
 def _json_dict(text: Optional[str], flag: str) -> dict:
@@ -34,23 +42,140 @@ def _json_dict(text: Optional[str], flag: str) -> dict:
     return value
 
 
+# --- nord run: one flag per RunConfig field ------------------------------------------------------
+# (field, flag, type, help). The help says what the setting is; the default is added from
+# RunConfig, so the two never disagree. Flags left out of the command line are not in the
+# parsed arguments at all, so a --config file can set them.
+RUN_FLAGS = (
+    ("algorithm", "--algorithm", str, "the search algorithm: {algorithms}"),
+    ("algorithm_params", "--params", "json",
+     "the algorithm's settings as a JSON object, e.g. '{{\"sample_size\": 5}}' (default: "
+     "the algorithm's own)"),
+    ("space", "--space", str, "the search space: conv (the paper's convolutional layers) or "
+                               "nasbench201 (the benchmark's cells, looked up in its table)"),
+    ("space_params", "--space-params", "json",
+     "the space's settings as a JSON object, e.g. '{{\"layers\": 3}}' (default: the "
+     "space's own)"),
+    ("evaluation", "--evaluation", str,
+     "how candidates are evaluated: local (one process per network), data-parallel (all ranks "
+     "train each network), distributed (groups of --group-size ranks train networks side by "
+     "side), benchmark (NAS-Bench-201 look-ups) (default: local; benchmark for --space "
+     "nasbench201)"),
+    ("dataset", "--dataset", str,
+     "digits (built in), mnist, fashion-mnist, cifar10; for nasbench201: cifar10, cifar100, "
+     "imagenet16 (also ImageNet16-120) (default: digits; cifar10 for nasbench201)"),
+    ("data_root", "--data-root", str,
+     "folder of the data set's files (default: $NORD_DATA_ROOT, else ~/.cache/nord/data)"),
+    ("valid_fraction", "--valid-fraction", float,
+     "share of the training split held out (stratified) as the validation split the search "
+     "sees, where the data set has no official one; 0 selects on test data (warned)"),
+    ("epochs", "--epochs", int, "training epochs of each candidate (without --scheduler)"),
+    ("batch_size", "--batch-size", int, "training mini-batch per rank, in samples"),
+    ("lr", "--lr", float, "learning rate"),
+    ("optimizer", "--optimizer", str, "adam, adamw, sgd or rmsprop"),
+    ("scheduler", "--scheduler", str,
+     "stop poor candidates early: asha (async mode), sha (sync), hyperband, median "
+     "(default: none, every candidate trains --epochs)"),
+    ("min_epochs", "--min-epochs", int,
+     "(scheduler) epochs before a candidate is first judged (default: 1)"),
+    ("max_epochs", "--max-epochs", int,
+     "(scheduler) epochs a candidate trains at most (default: --epochs)"),
+    ("eta", "--eta", int,
+     "(scheduler) each rung keeps the best 1/eta; rungs are eta times apart (default: 3)"),
+    ("budget", "--budget", int,
+     "evaluations in the run, reused and failed ones included (default: what the algorithm "
+     "asks for, else 100)"),
+    ("mode", "--mode", str,
+     "sync (generations: results told in candidate order) or async (steady state: no worker "
+     "waits)"),
+    ("group_size", "--group-size", int,
+     "ranks training one network, for --evaluation distributed (default: 1)"),
+    ("backend", "--backend", str, "data-parallel training with horovod or torch (auto: Horovod "
+                                   "when it is installed)"),
+    ("device", "--device", str, "auto (CUDA when available), cpu, cuda or cuda:N"),
+    ("threads", "--threads", int, "torch CPU threads per rank (default: torch's choice)"),
+    ("seed", "--seed", int, "seeds the algorithm and every candidate's training"),
+    ("journal", "--journal", str,
+     "the run's SQLite journal (default: runs/<algorithm>-<date>-<time>.db)"),
+    ("callbacks", "--callbacks", "list",
+     "training callbacks whose scalars each epoch records, comma-separated: grad_norm "
+     "(gradient norm per layer), weight_norm (weight norm per layer), dead_relu (share of "
+     "dead ReLU units) (default: none)"),
+)
+
+_METAVARS = {"json": "JSON", "list": "NAMES", int: "N", float: "X", str: "NAME", "data_root": "DIR",
+             "journal": "FILE", "device": "DEVICE", "lr": "RATE", "valid_fraction": "FRACTION"}
+
+
+def _flag_help(name: str, text: str) -> str:
+    from dataclasses import MISSING, fields
+
+    from nord.runner import RunConfig
+    if "(default" in text:
+        return text
+    field = next(f for f in fields(RunConfig) if f.name == name)
+    default = field.default if field.default is not MISSING else field.default_factory()
+    if default is None or default == {}:
+        return text
+    return f"{text} (default: {default})"
+
+
+def add_run_flags(parser: argparse.ArgumentParser, names) -> None:
+    """Add the ``nord run`` flags of the RunConfig fields ``names`` to ``parser`` (default
+    None: RunConfig's), with the same help, for scripts that build runs (experiments/)."""
+    from nord.search.registry import ALGORITHMS
+    for name, flag, kind, text in RUN_FLAGS:
+        if name in names:
+            parser.add_argument(flag, type=str if kind in ("json", "list") else kind, default=None,
+                                dest=name, metavar=_METAVARS.get(name) or _METAVARS[kind],
+                                help=_flag_help(name, text.format(
+                                    algorithms="; ".join(ALGORITHMS.choices()))))
+
+
+def _run_config(args):
+    """The RunConfig of ``nord run``: RunConfig's defaults, then the --config file, then the
+    flags given."""
+    from dataclasses import fields
+
+    from nord.config_file import read_config
+    from nord.runner import RunConfig
+    known = [f.name for f in fields(RunConfig)]
+    values: Dict[str, Any] = {}
+    if getattr(args, "config", None):
+        values.update(read_config(args.config, known))
+    given = vars(args)
+    for name, flag, kind, _ in RUN_FLAGS:
+        key = flag.lstrip("-").replace("-", "_")
+        if key not in given:
+            continue
+        value = given[key]
+        if kind == "json":
+            value = {**values.get(name, {}), **_json_dict(value, flag)}
+        values[name] = value
+    for flag, key in (("population", "population_size"), ("generations", "generations")):
+        if flag in given:
+            values["algorithm_params"] = {**values.get("algorithm_params", {}),
+                                          key: given[flag]}
+    return RunConfig(**values)
+
+
 def _run(args) -> int:
-    from nord.runner import RunConfig, run
-    params = _json_dict(args.params, "--params")
-    if args.population is not None:
-        params["population_size"] = args.population
-    if args.generations is not None:
-        params["generations"] = args.generations
-    benchmark = args.space == "nasbench201"
-    config = RunConfig(
-        algorithm=args.algorithm, algorithm_params=params, space=args.space,
-        space_params=_json_dict(args.space_params, "--space-params"),
-        evaluation="benchmark" if benchmark else args.evaluation,
-        dataset=args.dataset or ("cifar10" if benchmark else "digits"), data_root=args.data_root,
-        epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, budget=args.budget,
-        mode=args.mode, group_size=args.group_size, backend=args.backend, device=args.device,
-        threads=args.threads, seed=args.seed, journal=args.journal)
-    run(config, resume=args.resume)
+    from nord.runner import run
+    run(_run_config(args), resume=getattr(args, "resume", False))
+    return 0
+
+
+def _config(args) -> int:
+    from dataclasses import asdict
+
+    from nord.config_file import to_toml
+    from nord.runner import stored_config
+    config = stored_config(args.journal)
+    values = asdict(config)
+    values.pop("journal", None)
+    sys.stdout.write(to_toml(values, comment=(
+        f"the configuration of the run in {args.journal}\n"
+        "repeat it with: nord run --config THIS.toml --journal NEW.db")))
     return 0
 
 
@@ -60,28 +185,50 @@ def _resume(args) -> int:
     return 0
 
 
+def _export(args) -> int:
+    from nord.journal import Journal
+    with Journal(args.journal) as journal:
+        journal.metadata()   # a clear error when it is not a journal
+        written = journal.export(args.out)
+    print(f"exported: {written}")
+    return 0
+
+
 def _report(args) -> int:
     from nord.report import write_report
+    skipped = []
     page = write_report(args.journals, args.out, title=args.title, fmt=args.format,
-                        pareto=True if args.pareto else None, best_count=args.best)
+                        pareto=True if args.pareto else None, best_count=args.best,
+                        skipped=skipped)
+    for path, reason in skipped:
+        print(f"skipped {path}: {reason}", file=sys.stderr)
+    summary = Path(args.out) / "summary.json"
+    if summary.is_file():
+        biased = json.loads(summary.read_text()).get("selected_on_test") or []
+        for label in biased:
+            print(f"warning: {label} selected its architectures on TEST data: its best test "
+                  "accuracy is optimistically biased (the report says so at the top)",
+                  file=sys.stderr)
     print(f"report written: {page}")
     return 0
 
 
 def _list(args) -> int:
     from nord.journal import list_runs
-    runs = list_runs(args.directory)
+    runs, skipped = list_runs(args.paths)
+    for path, reason in skipped:
+        print(f"skipped {path}: {reason}", file=sys.stderr)
     if not runs:
-        print(f"no run journals in {args.directory}")
+        print(f"no run journals in {', '.join(args.paths)}")
         return 0
     width = max(len("journal"), *(len(str(run["path"])) for run in runs))
-    print(f"{'journal':{width}s} {'algorithm':22s} {'status':9s} {'evals':>9s} {'failed':>6s} "
+    print(f"{'journal':{width}s} {'algorithm':22s} {'state':11s} {'evals':>9s} {'failed':>6s} "
           f"{'best':>7s}  created")
     for run in runs:
         created = datetime.datetime.fromtimestamp(run["created"]).strftime("%Y-%m-%d %H:%M")
         best = run["best_accuracy"]
         best = None if best is None or best != best else best  # no successful evaluation yet
-        print(f"{str(run['path']):{width}s} {run['algorithm']:22s} {run['status']:9s} "
+        print(f"{str(run['path']):{width}s} {run['algorithm']:22s} {run['state']:11s} "
               f"{run['evaluations']:>4d}/{run['budget'] or '?':<4} {run['failed']:>6d} "
               f"{'-' if best is None else format(best, '.4f'):>7s}  {created}")
     return 0
@@ -91,20 +238,31 @@ def _compare(args) -> int:
     if args.benchmark != "nasbench201":
         raise ConfigurationError(f"unknown benchmark {args.benchmark!r}; nord ships 'nasbench201'")
     processes = args.processes or None
+    if args.objectives is not None and not args.multi_objective:
+        raise ConfigurationError(
+            f"--objectives {args.objectives} sets what --multi-objective trades for accuracy; "
+            "add --multi-objective, or leave --objectives out (a single-objective comparison "
+            "maximises accuracy; --max-latency-ms with --latency-device constrains it)")
     if args.multi_objective:
-        from nord.benchmarks.multiobjective import run_nsga2, write_nsga2_report
+        from nord.benchmarks.multiobjective import (DEFAULT_OBJECTIVES, run_nsga2,
+                                                    write_nsga2_report)
+        objectives = args.objectives or DEFAULT_OBJECTIVES
         result = run_nsga2(dataset=args.dataset, budget=args.budget, seeds=args.seeds,
                            base_seed=args.base_seed, population_size=args.population or 20,
-                           processes=processes)
+                           processes=processes, objectives=objectives,
+                           max_latency_ms=args.max_latency_ms,
+                           latency_device=args.latency_device)
         print(result.table())
         if args.json:
             print(f"saved: {result.save_json(args.json)}")
         if args.report:
             written = write_nsga2_report(args.report, dataset=args.dataset, budget=args.budget,
-                                         seed=args.base_seed, population_size=args.population or 20)
+                                         seed=args.base_seed, population_size=args.population or 20,
+                                         objectives=objectives, limit=result.limit)
             print(f"report written: {written.page} (front next to the exact one: {written.figure})")
         return 0
     from nord.benchmarks.compare import run_comparison
+    simulation = _simulation(args)
 
     def progress(name, done, total):
         if done == total or done % max(1, total // 10) == 0:
@@ -112,11 +270,74 @@ def _compare(args) -> int:
 
     result = run_comparison(dataset=args.dataset, algorithms=args.algorithms, budget=args.budget,
                             seeds=args.seeds, base_seed=args.base_seed, processes=processes,
-                            progress=progress)
+                            progress=progress, max_latency_ms=args.max_latency_ms,
+                            latency_device=args.latency_device, simulation=simulation)
     print(result.table())
     if args.json:
         print(f"saved: {result.save_json(args.json)}")
+    if args.report:
+        if simulation is None:
+            raise ConfigurationError(
+                "--report draws anytime curves of runs in simulated time (or, with "
+                "--multi-objective, a Pareto front); add --workers N, or --multi-objective")
+        from pathlib import Path
+
+        from nord.benchmarks.simulated_time import write_anytime_plot
+        folder = Path(args.report)
+        folder.mkdir(parents=True, exist_ok=True)
+        label = {"cifar10": "CIFAR-10", "cifar100": "CIFAR-100",
+                 "imagenet16": "ImageNet16-120"}[result.dataset]
+        figure = write_anytime_plot(
+            folder / "anytime.png", result.curves(),
+            f"{label}, {simulation.workers} workers ({simulation.mode}), {result.seeds} seeds: "
+            "mean ± std")
+        print(f"anytime curves: {figure}")
     return 0
+
+
+_SIMULATION_FLAGS = ("time_budget", "mode", "signal", "noise", "overhead")
+
+
+def _simulation(args):
+    """The simulated-time setting of 'nord compare', or None without --workers."""
+    from nord.benchmarks.nasbench201.evaluator import SIGNALS
+    from nord.benchmarks.simulated_time import TIME_BUDGETS, SimulatedSetting
+
+    if args.workers is None:
+        given = [f"--{name.replace('_', '-')}" for name in _SIMULATION_FLAGS
+                 if getattr(args, name) is not None]
+        if given:
+            raise ConfigurationError(
+                f"{', '.join(given)} set{'s' if len(given) == 1 else ''} up a comparison in "
+                "simulated time, which needs --workers N (the simulated GPUs), e.g. --workers 8")
+        return None
+    if args.workers < 1:
+        raise ConfigurationError(
+            f"--workers must be an integer >= 1 (the simulated GPUs); got {args.workers}")
+    if args.time_budget is not None and args.time_budget <= 0:
+        raise ConfigurationError(
+            f"--time-budget must be a positive number of simulated seconds; got "
+            f"{args.time_budget:g}. Default: {TIME_BUDGETS[args.dataset]:,.0f} for "
+            f"{args.dataset}")
+    if args.overhead is not None and args.overhead < 0:
+        raise ConfigurationError(f"--overhead must be >= 0 seconds; got {args.overhead:g}")
+    signal = args.signal or "valid12"
+    if args.noise == "seed" and signal == "valid12":
+        raise ConfigurationError(
+            "--noise seed needs per-seed accuracies, which NAS-Bench-201 has for the 200-epoch "
+            "signal only (the 12-epoch one is one value per cell); add --signal valid200")
+    if signal not in SIGNALS:   # argparse's choices catch this; a guard for direct callers
+        raise ConfigurationError(f"--signal must be one of {', '.join(SIGNALS)}; got {signal!r}")
+    setting = SimulatedSetting.for_dataset(
+        args.dataset, time_budget=args.time_budget, workers=args.workers,
+        mode=args.mode or "async", signal=signal, noise=args.noise,
+        overhead=args.overhead or 0.0)
+    try:
+        return setting.check(args.dataset)
+    except ConfigurationError as error:
+        if "time budget" in str(error):
+            raise ConfigurationError(f"--time-budget {args.time_budget:g}: {error}") from error
+        raise
 
 
 def _layers(args) -> int:
@@ -129,84 +350,161 @@ def _layers(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="nord", description=__doc__.splitlines()[0])
-    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
-    commands = parser.add_subparsers(dest="command", required=True)
+    from nord import __version__
 
-    run = commands.add_parser("run", help="run a search (under mpirun: on every rank)")
-    run.add_argument("--algorithm", default="regularized_evolution",
-                     help="pygmo, genetic, regularized_evolution or random")
-    run.add_argument("--params", default=None,
-                     help='algorithm parameters as JSON, e.g. \'{"sample_size": 5}\'')
-    run.add_argument("--population", type=int, default=None)
-    run.add_argument("--generations", type=int, default=None, help="(pygmo)")
-    run.add_argument("--space", default="conv", choices=["conv", "nasbench201"])
-    run.add_argument("--space-params", default=None,
-                     help='space parameters as JSON, e.g. \'{"layers": 3}\'')
-    run.add_argument("--evaluation", default="local",
-                     choices=["local", "data-parallel", "distributed"],
-                     help="how ranks train networks (ignored for --space nasbench201)")
-    run.add_argument("--dataset", default=None,
-                     help="digits (default), mnist, fashion-mnist, cifar10; for nasbench201: "
-                          "cifar10, cifar100, imagenet16")
-    run.add_argument("--data-root", default=None)
-    run.add_argument("--epochs", type=int, default=1)
-    run.add_argument("--batch-size", type=int, default=64)
-    run.add_argument("--lr", type=float, default=1e-3)
-    run.add_argument("--budget", type=int, default=None, help="evaluations (default: 100)")
-    run.add_argument("--mode", default="sync", choices=["sync", "async"])
-    run.add_argument("--group-size", type=int, default=None)
-    run.add_argument("--backend", default="auto", choices=["auto", "horovod", "torch"])
-    run.add_argument("--device", default="auto")
-    run.add_argument("--threads", type=int, default=None)
-    run.add_argument("--seed", type=int, default=0)
-    run.add_argument("--journal", default=None, help="SQLite journal of the run")
-    run.add_argument("--resume", action="store_true", help="continue the run in --journal")
+    parser = argparse.ArgumentParser(
+        prog="nord", description=DESCRIPTION,
+        epilog="'nord COMMAND --help' explains a command and its flags.")
+    parser.add_argument("--version", action="version", version=f"nord {__version__}")
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    from nord.search.registry import ALGORITHMS
+
+    run = commands.add_parser(
+        "run", help="run a search (under mpirun: on every rank)",
+        description="Run a search. Every setting has a flag; --config FILE sets any of them "
+                    "from a TOML file (keys: the flag names with underscores; "
+                    "algorithm_params for --params), and flags given here override the file.",
+        argument_default=argparse.SUPPRESS)
+    run.add_argument("--config", metavar="FILE",
+                     help="a TOML file of settings, e.g. from 'nord config RUN.db'")
+    algorithms = "; ".join(ALGORITHMS.choices())
+    for name, flag, kind, text in RUN_FLAGS:
+        text = text.format(algorithms=algorithms)
+        run.add_argument(flag, type=str if kind in ("json", "list") else kind,
+                         metavar=_METAVARS.get(name) or _METAVARS[kind],
+                         help=_flag_help(name, text))
+        if name == "algorithm_params":
+            run.add_argument("--population", type=int, metavar="N",
+                             help="population size of evolutionary algorithms (a shortcut "
+                                  "into --params; default: the algorithm's)")
+            run.add_argument("--generations", type=int, metavar="N",
+                             help="generations after the initial population, for pygmo and "
+                                  "genetic (default: as many as --budget allows)")
+    run.add_argument("--resume", action="store_true",
+                     help="continue the run in --journal (which must hold one)")
     run.set_defaults(handler=_run)
 
-    resume = commands.add_parser("resume", help="continue a run from its journal")
-    resume.add_argument("journal")
+    resume = commands.add_parser("resume", help="continue a run from its journal",
+                                 description="Continue a run with the settings stored in "
+                                             "its journal (only where it runs may change).")
+    resume.add_argument("journal", help="the run's journal (.db)")
     resume.set_defaults(handler=_resume)
+
+    config = commands.add_parser(
+        "config", help="print a recorded run's settings as TOML",
+        description="Print the settings a run was started with, as TOML for "
+                    "'nord run --config': nord config a.db > a.toml && "
+                    "nord run --config a.toml --journal b.db")
+    config.add_argument("journal", help="the run's journal (.db)")
+    config.set_defaults(handler=_config)
 
     report = commands.add_parser("report", help="plots and a summary page comparing runs")
     report.add_argument("journals", nargs="+", help="run journals, or folders of them")
-    report.add_argument("--out", required=True, help="folder for the report")
-    report.add_argument("--title", default=None)
-    report.add_argument("--format", default="markdown", choices=["markdown", "html"])
+    report.add_argument("--out", required=True, metavar="DIR", help="folder for the report")
+    report.add_argument("--title", default=None,
+                        help="the page's title (default: 'Comparison of N runs')")
+    report.add_argument("--format", default="markdown", choices=["markdown", "html"],
+                        help="report.md with PNG files beside it, or one self-contained "
+                             "report.html")
     report.add_argument("--pareto", action="store_true", help="Pareto front for every run")
-    report.add_argument("--best", type=int, default=3, help="best architectures drawn per run")
+    report.add_argument("--best", type=int, default=3, metavar="N",
+                        help="best architectures drawn per run")
     report.set_defaults(handler=_report)
 
-    listing = commands.add_parser("list", help="the runs journaled in a folder")
-    listing.add_argument("directory", nargs="?", default="runs")
+    listing = commands.add_parser("list", help="the runs journaled in files or folders")
+    listing.add_argument("paths", nargs="*", default=["runs"],
+                         help="journals, or folders searched with their sub-folders (default: runs)")
     listing.set_defaults(handler=_list)
 
-    from nord.benchmarks.compare import COMPARE_ALGORITHMS
-    names = "; ".join(f"{name}: {entry.description}" for name, entry in COMPARE_ALGORITHMS.items())
+    export = commands.add_parser("export", help="a consistent copy of a journal, also of a live run")
+    export.add_argument("journal", help="the run's journal")
+    export.add_argument("out", help="the copy's path (a new file)")
+    export.set_defaults(handler=_export)
+
+    names = "; ".join(f"{entry.label}: {entry.description}" for entry in ALGORITHMS.entries())
+    from nord.benchmarks.nasbench201.costs import DEVICES
     compare = commands.add_parser(
         "compare", help="compare search algorithms over many seeds on a tabular benchmark",
         description="Each algorithm runs --seeds times with --budget evaluations; the table "
                     "gives the mean and standard deviation of the 200-epoch test accuracy of "
                     "the architecture it returns (the one with the best 12-epoch validation "
                     "accuracy, the only signal it sees).")
-    compare.add_argument("--benchmark", default="nasbench201", choices=["nasbench201"])
-    compare.add_argument("--dataset", default="cifar10", choices=["cifar10", "cifar100", "imagenet16"])
+    compare.add_argument("--benchmark", default="nasbench201", choices=["nasbench201"],
+                         help="the tabular benchmark")
+    compare.add_argument("--dataset", default="cifar10", metavar="NAME",
+                         help="cifar10 (also cifar10-valid), cifar100, imagenet16 (also "
+                              "ImageNet16-120)")
     compare.add_argument("--algorithms", default="random,rea", help=f"comma-separated: {names}")
     compare.add_argument("--budget", type=int, default=100, help="evaluations per run")
     compare.add_argument("--seeds", type=int, default=100, help="runs per algorithm")
-    compare.add_argument("--base-seed", type=int, default=0)
+    compare.add_argument("--base-seed", type=int, default=0, metavar="SEED",
+                         help="the first seed; runs use SEED..SEED+SEEDS-1")
     compare.add_argument("--processes", type=int, default=1, help="worker processes (0: one per CPU)")
-    compare.add_argument("--json", default=None, help="save the table and every run's values")
+    compare.add_argument("--json", default=None, metavar="FILE",
+                         help="save the table and every run's values")
     compare.add_argument("--multi-objective", action="store_true",
-                         help="pygmo's nsga2 on accuracy against parameters: hypervolume per seed")
+                         help="pygmo's nsga2 on accuracy against a cost (--objectives): "
+                              "hypervolume per seed, next to the exact front's")
+    compare.add_argument("--objectives", default=None, metavar="accuracy,COST",
+                         help="(nsga2) accuracy,parameters (default) or accuracy,latency:DEVICE "
+                              "with DEVICE one of " + ", ".join(DEVICES))
+    compare.add_argument("--max-latency-ms", type=float, default=None, metavar="MS",
+                         help="cells slower than MS milliseconds are failed evaluations (any "
+                              "algorithm; device: --latency-device, or the latency objective's)")
+    compare.add_argument("--latency-device", default=None, metavar="DEVICE",
+                         help="the device of --max-latency-ms")
     compare.add_argument("--population", type=int, default=None, help="(nsga2) population size")
-    compare.add_argument("--report", default=None,
-                         help="(nsga2) folder for a report of one run's front next to the exact one")
+    compare.add_argument("--report", default=None, metavar="DIR",
+                         help="folder for anytime curves (with --workers: anytime.png) or, with "
+                              "--multi-objective, one run's front next to the exact one")
+    simulated = compare.add_argument_group(
+        "simulated time",
+        "With --workers N, each run has a budget of simulated seconds on N GPUs instead of "
+        "--budget evaluations; an evaluation costs the training time behind its signal "
+        "(valid12: 12/200 of the 200-epoch time, an approximation; valid200: all of it). "
+        "The table adds evaluations done, simulated time and worker utilisation.")
+    simulated.add_argument("--workers", type=int, default=None, metavar="N",
+                           help="simulated GPUs (turns simulated time on)")
+    simulated.add_argument("--time-budget", type=float, default=None, metavar="S",
+                           help="simulated seconds per run (default, from NATS-Bench: 20,000 "
+                                "cifar10, 40,000 cifar100, 120,000 imagenet16)")
+    simulated.add_argument("--mode", choices=["sync", "async"], default=None,
+                           help="sync: each generation waits for its slowest network; async: a "
+                                "free worker gets the next candidate at once (default async)")
+    simulated.add_argument("--signal", choices=["valid12", "valid200"], default=None,
+                           help="search signal: 12-epoch (default) or 200-epoch validation "
+                                "accuracy (seed mean)")
+    simulated.add_argument("--noise", choices=["seed"], default=None,
+                           help="seed: each evaluation answers with one training seed's "
+                                "accuracy (NATS-Bench protocol; needs --signal valid200)")
+    simulated.add_argument("--overhead", type=float, default=None, metavar="S",
+                           help="seconds added to every evaluation (default 0)")
     compare.set_defaults(handler=_compare)
 
     layers = commands.add_parser("layers", help="the layer types descriptors may use")
     layers.set_defaults(handler=_layers)
+
+    from nord.data.commands import register as register_data
+    register_data(commands)
+    _say_defaults(parser)
     return parser
+
+
+def _say_defaults(parser: argparse.ArgumentParser) -> None:
+    """End every flag's help with its default, where it has one and does not say it yet."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for subparser in action.choices.values():
+                _say_defaults(subparser)
+            continue
+        default = action.default
+        if (not action.option_strings or action.help in (None, argparse.SUPPRESS)
+                or default in (None, False, argparse.SUPPRESS) or "default" in action.help):
+            continue
+        shown = ",".join(map(str, default)) if isinstance(default, list) else default
+        action.help = f"{action.help} (default: {shown})"
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -214,14 +512,20 @@ def main(argv: Optional[List[str]] = None) -> int:
     if args.verbose:
         import logging
         logging.getLogger("nord").setLevel(logging.DEBUG)
+    from nord.environments import launcher_rank
+    speak = (launcher_rank() or 0) == 0   # under mpirun every rank fails alike: one says why
     try:
         return args.handler(args)
+    except RunInterrupted as stop:
+        return stop.exit_code   # the run said how to resume
     except NordError as error:
-        print(f"nord {args.command}: {error}", file=sys.stderr)
+        if speak:
+            print(f"nord {args.command}: {error}", file=sys.stderr)
         return 2
     except OSError as error:  # a journal or report path that cannot be written
-        print(f"nord {args.command}: {error.strerror or error}: {error.filename or ''}; "
-              "choose a path in a folder you can write", file=sys.stderr)
+        if speak:
+            print(f"nord {args.command}: {error.strerror or error}: {error.filename or ''}; "
+                  "choose a path in a folder you can write", file=sys.stderr)
         return 2
 
 

@@ -11,36 +11,53 @@ hashed, stored as JSON and sent between MPI ranks without torch::
     d.connect_layers('convolution', 'max_pool1')
     d.connect_layers('convolution', 'max_pool2')
     d.validate()
-    d.hash          # the same for any descriptor of this graph, whatever the names
-    NeuralDescriptor.from_json(d.to_json()) == d
+    d.canonical_form()      # the same for every descriptor of this graph, whatever the names
+    d.hash                  # its SHA-256: a short key
+    d.same_architecture(other)                  # same graph up to names and insertion order
+    NeuralDescriptor.from_json(d.to_json()) == d   # same description, names included
 
 The graph rules:
 
-* The **input layer** receives the network's input: the first layer added, unless
-  ``set_input`` names another. Every layer must be reachable from it.
+* The **input layer** receives the network's input: the layer named by ``set_input``, or
+  else the one layer with no incoming connection (several such layers are an error that
+  names ``set_input``). Every layer must be reachable from it.
 * The **output** is the layer named by ``set_output``; every layer must then reach it.
   Without ``set_output``, every layer with no outgoing connection is an output, and the
   network merges them (by the sum rule below) before the classification head.
 * A layer with several inputs merges them by its ``merge`` rule: ``'sum'`` (default) adds
   them element-wise after aligning them; ``'concat'`` concatenates them along channels
   (or features). See ``nord.networks`` for how shapes are aligned.
+
+The identity of an architecture is exact: two descriptors have the same canonical form
+(and so the same hash) if and only if their graphs are isomorphic with the same labels
+(layer type, parameters as ``canonical_params`` fills them in, the merge rule of a layer
+with several inputs, which layer is the input and which are outputs). The inputs of a
+layer count as a set, not a sequence: summing is order-free, and concatenating in another
+order only permutes channels, which the next layer's weights absorb (its input weights
+permuted the same way), so both orders describe one search-space point. (A grouped
+convolution right after a concatenation is the exception: its groups cut the channels at
+fixed places.) ``nord.identity`` computes the canonical order of the layers.
 """
 from __future__ import annotations
 
 import copy
 import hashlib
 import json
+import math
 import numbers
 from collections import deque
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
-from nord.errors import (CycleError, DanglingConnectionError, DescriptorError,
-                         DuplicateLayerError, EmptyDescriptorError, LayerParameterError,
-                         UnreachableLayerError)
+from nord.errors import (ConfigurationError, CycleError, DanglingConnectionError,
+                         DescriptorError, DuplicateLayerError, EmptyDescriptorError,
+                         LayerParameterError, UnreachableLayerError)
+from nord.identity import canonical_order
 from nord.layers import REQUIRED, LayerSpec, get_layer_spec
 
 MERGE_RULES = ("sum", "concat")
 FORMAT = "nord.descriptor/1"
+ARCHITECTURE_FORMAT = "nord.architecture/1"
+"""Tag of ``canonical_form``; a change to how the form is computed must change it."""
 _JSON_SCALARS = (bool, int, float, str, type(None))
 
 
@@ -82,9 +99,10 @@ class NeuralDescriptor:
         self._layers: Dict[str, Layer] = {}
         self._inputs: Dict[str, List[str]] = {}   # layer -> layers it reads from, in order
         self._outputs: Dict[str, List[str]] = {}  # layer -> layers it feeds
-        self._input_layer: Optional[str] = None
+        self._input_layer: Optional[str] = None   # named by set_input; None: inferred
         self._output_layer: Optional[str] = None
         self._last_added: Optional[str] = None
+        self._form: Optional[str] = None
         self._hash: Optional[str] = None
 
     # --- building ---------------------------------------------------------------------
@@ -116,10 +134,8 @@ class NeuralDescriptor:
         self._layers[name] = Layer(name, spec.name, _normalise_params(spec, params, name), merge)
         self._inputs[name] = []
         self._outputs[name] = []
-        if self._input_layer is None:
-            self._input_layer = name
         self._last_added = name
-        self._hash = None
+        self._changed()
         return name
 
     def add_layer_sequential(self, layer: Union[str, type],
@@ -156,7 +172,7 @@ class NeuralDescriptor:
                 f"('{to_layer}' already leads to '{from_layer}'); a descriptor must be acyclic")
         self._outputs[from_layer].append(to_layer)
         self._inputs[to_layer].append(from_layer)
-        self._hash = None
+        self._changed()
 
     def disconnect_layers(self, from_layer: str, to_layer: str) -> None:
         """Remove the connection ``from_layer -> to_layer``."""
@@ -165,7 +181,7 @@ class NeuralDescriptor:
                 f"there is no connection '{from_layer}' -> '{to_layer}' to remove")
         self._outputs[from_layer].remove(to_layer)
         self._inputs[to_layer].remove(from_layer)
-        self._hash = None
+        self._changed()
 
     def remove_layer(self, name: str) -> None:
         """Remove a layer and every connection from or to it."""
@@ -176,25 +192,27 @@ class NeuralDescriptor:
             self.disconnect_layers(name, target)
         del self._layers[name], self._inputs[name], self._outputs[name]
         if self._input_layer == name:
-            self._input_layer = next(iter(self._layers), None)
+            self._input_layer = None  # inferred again
         if self._output_layer == name:
             self._output_layer = None
         if self._last_added == name:
             self._last_added = next(reversed(self._layers), None) if self._layers else None
-        self._hash = None
+        self._changed()
 
-    def set_input(self, name: str) -> None:
-        """Make ``name`` the layer that receives the network's input."""
-        self._require(name)
+    def set_input(self, name: Optional[str]) -> None:
+        """Make ``name`` the layer that receives the network's input (None: the one layer
+        with no incoming connection)."""
+        if name is not None:
+            self._require(name)
         self._input_layer = name
-        self._hash = None
+        self._changed()
 
     def set_output(self, name: Optional[str]) -> None:
         """Make ``name`` the single output layer (None: every sink is an output)."""
         if name is not None:
             self._require(name)
         self._output_layer = name
-        self._hash = None
+        self._changed()
 
     # --- reading ----------------------------------------------------------------------
     @property
@@ -215,7 +233,12 @@ class NeuralDescriptor:
 
     @property
     def input_layer(self) -> Optional[str]:
-        return self._input_layer
+        """The layer named by ``set_input``, or else the one layer with no incoming
+        connection; None when there are several such layers (``validate`` says which)."""
+        if self._input_layer is not None:
+            return self._input_layer
+        sources = self._sources()
+        return sources[0] if len(sources) == 1 else None
 
     @property
     def output_layers(self) -> List[str]:
@@ -259,14 +282,26 @@ class NeuralDescriptor:
 
         Raises:
             EmptyDescriptorError: no layers.
-            UnreachableLayerError: a layer the input does not reach, a layer with inputs
-                feeding the input layer, or a layer that does not reach the designated output.
+            UnreachableLayerError: several layers without inputs and no ``set_input``, a
+                layer the input does not reach, a layer with inputs feeding the input layer,
+                or a layer that does not reach the designated output.
         """
         if not self._layers:
             raise EmptyDescriptorError(
                 "the descriptor has no layers; add at least one with add_layer(...)")
         start = self._input_layer
-        if self._inputs[start]:
+        if start is None:
+            sources = self._sources()
+            if len(sources) > 1:
+                stray = sources[1]
+                raise UnreachableLayerError(
+                    f"the network input is ambiguous: layers {sources} have no incoming "
+                    f"connection, and a network has one input layer; connect '{stray}' from "
+                    f"another layer with connect_layers(<some layer>, '{stray}'), remove it "
+                    f"with remove_layer('{stray}'), or name the input layer with "
+                    "set_input(...)")
+            start = sources[0]
+        elif self._inputs[start]:
             raise UnreachableLayerError(
                 f"the input layer '{start}' has incoming connections from "
                 f"{self._inputs[start]}; the input layer must be a source: remove them, or "
@@ -289,18 +324,50 @@ class NeuralDescriptor:
         return self
 
     # --- identity ---------------------------------------------------------------------
+    def canonical_form(self) -> str:
+        """The architecture as a canonical JSON string (validates first).
+
+        Equal for two descriptors exactly when their graphs are isomorphic with the same
+        labels: layer names and the order of adding layers and connections never enter;
+        parameters count with their defaults filled in, and a shape parameter only when
+        given (see ``canonical_params``); a layer's inputs count as a set. The string lists
+        each layer's ``[type, params, merge, role]`` in canonical order (merge only for a
+        layer with several inputs; role 'in', 'out', 'inout' or '') and the connections as
+        pairs of positions in that order.
+
+        Raises:
+            DescriptorError: the descriptor breaks a graph rule (see ``validate``).
+        """
+        if self._form is None:
+            self.validate()
+            self._form = architecture_form(self._layers, self._inputs, self.input_layer,
+                                           self.output_layers)
+        return self._form
+
     @property
     def hash(self) -> str:
-        """Canonical hash of the architecture (validates first).
+        """SHA-256 (hex) of ``canonical_form``: a short key for the architecture.
 
-        Equal for descriptors of the same graph whatever the layer names and the order in
-        which layers and connections were added; parameters count with their defaults
-        filled in, and a shape parameter counts only when given (see ``canonical_params``).
+        Raises:
+            DescriptorError: the descriptor breaks a graph rule (see ``validate``).
         """
         if self._hash is None:
-            self.validate()
-            self._hash = _canonical_hash(self)
+            self._hash = form_hash(self.canonical_form())
         return self._hash
+
+    def same_architecture(self, other: "NeuralDescriptor") -> bool:
+        """Whether ``other`` describes the same architecture (equal canonical forms),
+        whatever its layer names; ``==`` compares the descriptions themselves.
+
+        Raises:
+            ConfigurationError: ``other`` is not a NeuralDescriptor.
+            DescriptorError: either descriptor breaks a graph rule.
+        """
+        if not isinstance(other, NeuralDescriptor):
+            raise ConfigurationError(
+                f"same_architecture compares with a NeuralDescriptor; got "
+                f"{type(other).__name__}: {other!r:.80}")
+        return self is other or self.canonical_form() == other.canonical_form()
 
     def __eq__(self, other):
         return isinstance(other, NeuralDescriptor) and self.to_dict() == other.to_dict()
@@ -313,7 +380,10 @@ class NeuralDescriptor:
 
     # --- serialisation ----------------------------------------------------------------
     def to_dict(self) -> Dict[str, Any]:
-        """A JSON-compatible dict; ``from_dict`` rebuilds an equal descriptor."""
+        """A JSON-compatible dict; ``from_dict`` rebuilds an equal descriptor.
+
+        ``input`` is the layer named by ``set_input``, or None when it is inferred.
+        """
         return {
             "format": FORMAT,
             "layers": [layer.to_dict() for layer in self._layers.values()],
@@ -368,8 +438,8 @@ class NeuralDescriptor:
             shown = ", ".join(f"{k}={v}" for k, v in layer.params.items())
             merge = f"\\nmerge={layer.merge}" if len(self._inputs[layer.name]) > 1 else ""
             lines.append(f'  "{layer.name}" [label="{layer.name}\\n{layer.type}({shown}){merge}"];')
-        if self._input_layer is not None:
-            lines.append(f'  "__input__" -> "{self._input_layer}";')
+        if self.input_layer is not None:
+            lines.append(f'  "__input__" -> "{self.input_layer}";')
         for source, target in self.connections:
             lines.append(f'  "{source}" -> "{target}";')
         for out in self.output_layers:
@@ -382,6 +452,14 @@ class NeuralDescriptor:
                 f"{len(self.connections)} connections)")
 
     # --- helpers ----------------------------------------------------------------------
+    def _changed(self) -> None:
+        """Forget the cached identity: every edit calls this."""
+        self._form = None
+        self._hash = None
+
+    def _sources(self) -> List[str]:
+        return [name for name in self._layers if not self._inputs[name]]
+
     def _require(self, name: str) -> None:
         if name not in self._layers:
             raise DanglingConnectionError(
@@ -437,6 +515,10 @@ def _normalise_params(spec: LayerSpec, params, layer_name: str) -> Dict[str, Any
             f"layer '{layer_name}' ({spec.name}) needs parameter(s) {missing}; "
             f"given {given}")
     for key, value in given.items():
+        if not _is_finite(value):
+            raise LayerParameterError(
+                f"parameter {key!r} of layer '{layer_name}' is {value!r}; NaN and infinity "
+                "have no JSON form and make no layer: give a finite number")
         if not _is_json_value(value):
             raise LayerParameterError(
                 f"parameter {key!r} of layer '{layer_name}' must be a number, string, bool, "
@@ -453,6 +535,18 @@ def _is_json_value(value) -> bool:
     if isinstance(value, (list, tuple)):
         return all(_is_json_value(item) for item in value)
     return False
+
+
+def _is_finite(value) -> bool:
+    """False for a NaN or infinite float, also inside lists."""
+    if isinstance(value, (list, tuple)):
+        return all(_is_finite(item) for item in value)
+    if isinstance(value, numbers.Real) and not isinstance(value, numbers.Integral):
+        try:
+            return math.isfinite(value)
+        except (TypeError, ValueError, OverflowError):
+            return True  # not a float-like number: _is_json_value decides
+    return True
 
 
 def _is_numpy_bool(value) -> bool:
@@ -493,31 +587,42 @@ def canonical_params(layer: Layer) -> Dict[str, Any]:
     return dict(sorted(full.items()))
 
 
-def _canonical_hash(descriptor: NeuralDescriptor) -> str:
-    """Weisfeiler-Lehman style hash: node labels refined by their neighbourhoods.
+def architecture_form(layers: Mapping[str, Layer], inputs: Mapping[str, Sequence[str]],
+                      input_layer: str, output_layers: Sequence[str]) -> str:
+    """The canonical form of a valid graph given by its parts (see
+    ``NeuralDescriptor.canonical_form``, which calls this after validating).
 
-    Names and insertion order do not enter; after as many rounds as there are layers,
-    every node's label reflects its whole reachable neighbourhood.
+    Args:
+        layers: name -> Layer.
+        inputs: name -> the names of the layers feeding it.
+        input_layer: the input layer's name.
+        output_layers: the output layers' names.
     """
-    outputs = set(descriptor.output_layers)
-    sources = descriptor._inputs  # read only; copies per round would dominate the cost
-    targets = descriptor._outputs
-    labels = {}
-    for name, layer in descriptor._layers.items():
-        role = ("in" if name == descriptor.input_layer else "") + ("out" if name in outputs else "")
-        merge = layer.merge if len(sources[name]) > 1 else ""
-        labels[name] = _md5(json.dumps([layer.type, canonical_params(layer), merge, role],
-                                       sort_keys=True))
-    for _ in range(len(labels)):
-        labels = {
-            name: _md5("|".join([labels[name],
-                                 ",".join(sorted(labels[s] for s in sources[name])),
-                                 ",".join(sorted(labels[t] for t in targets[name]))]))
-            for name in labels
-        }
-    return _md5(",".join(sorted(labels.values())))
+    names = list(layers)
+    index = {name: i for i, name in enumerate(names)}
+    outputs = set(output_layers)
+    labels = []
+    successors: List[List[int]] = [[] for _ in names]
+    for target, name in enumerate(names):
+        layer = layers[name]
+        sources = inputs[name]
+        role = ("in" if name == input_layer else "") + ("out" if name in outputs else "")
+        merge = layer.merge if len(sources) > 1 else ""
+        labels.append(json.dumps([layer.type, canonical_params(layer), merge, role],
+                                 sort_keys=True, separators=(",", ":")))
+        for source in sources:
+            successors[index[source]].append(target)
+    order = canonical_order(labels, successors)
+    position = [0] * len(names)
+    for i, vertex in enumerate(order):
+        position[vertex] = i
+    edges = sorted((position[source], position[target])
+                   for source, targets in enumerate(successors) for target in targets)
+    return (f'{{"format":"{ARCHITECTURE_FORMAT}","layers":['
+            + ",".join([labels[vertex] for vertex in order])
+            + '],"edges":[' + ",".join([f"[{a},{b}]" for a, b in edges]) + "]}")
 
 
-def _md5(text: str) -> str:
-    return hashlib.md5(text.encode("utf-8")).hexdigest()
-
+def form_hash(form: str) -> str:
+    """The ``hash`` of a canonical form: its SHA-256 in hex."""
+    return hashlib.sha256(form.encode("utf-8")).hexdigest()

@@ -16,6 +16,9 @@ mpi4py; ``mpirun -np 4 python script.py`` (see ``hostfiles/``) gives four ranks.
 started only when the process was launched by an MPI launcher (Open MPI, MPICH/Hydra, Intel
 MPI, MVAPICH or a PMIx launcher such as ``srun --mpi=pmix``; recognised by the variables they
 set), when ``use_mpi=True``, or when mpi4py's MPI module was already imported and initialised.
+Under ``srun`` the local rank comes from ``SLURM_LOCALID``; several tasks that ``srun``
+started without an MPI plugin (``--mpi=none``) are refused with a ConfigurationError, since
+each would run the whole job alone.
 
 Groups. The ranks that evaluate networks are split into consecutive groups of ``group_size``
 ranks, each with its own communicator: ``group_size=size`` (or ``None``) makes one group of
@@ -43,15 +46,19 @@ block, and a second ``Environment`` can be made in the same job.
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import os
+import signal
 import socket
 import sys
+import threading
+import time
 import traceback
-from typing import Any, List, Mapping, NamedTuple, Optional, Tuple
+from typing import Any, Iterator, List, Mapping, NamedTuple, Optional, Tuple
 
-from nord.errors import ConfigurationError, DistributedError, MissingDependencyError
+from nord.errors import ConfigurationError, DistributedError, MissingDependencyError, RunInterrupted
 
 __all__ = [
     "Environment",
@@ -62,7 +69,11 @@ __all__ = [
     "derive_seed",
     "launched_by_mpi",
     "launcher_world_size",
+    "launcher_rank",
     "launcher_local_rank",
+    "import_mpi",
+    "wait_for_message",
+    "interruptible",
 ]
 
 logger = logging.getLogger(__name__)
@@ -76,10 +87,18 @@ _LAUNCHER_VARIABLES = (
     "MV2_COMM_WORLD_SIZE",  # MVAPICH2
     "MPI_LOCALNRANKS",  # MPICH / Hydra
 )
-_WORLD_SIZE_VARIABLES = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "MV2_COMM_WORLD_SIZE")
+# SLURM's come last: a launcher started inside a SLURM job (mpirun in an sbatch script) sets
+# its own, while the job's SLURM_* variables stay in the environment of every rank.
+_WORLD_SIZE_VARIABLES = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "MV2_COMM_WORLD_SIZE",
+                         "SLURM_STEP_NUM_TASKS")
+_RANK_VARIABLES = ("OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "MV2_COMM_WORLD_RANK",
+                   "SLURM_PROCID")
 _LOCAL_RANK_VARIABLES = ("OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID",
-                         "MV2_COMM_WORLD_LOCAL_RANK")
+                         "MV2_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID")
 
+_FIRST_SLEEP = 5e-5
+_QUIET_GRACE = 2.0
+_FORWARD_DELAY = 0.2
 _HANDLER_NAME = "nord.environments"
 _LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 _SEED_RANGE = 2**32  # numpy, torch and random all accept seeds in [0, 2**32)
@@ -231,9 +250,126 @@ def launcher_world_size(environ: Optional[Mapping[str, str]] = None) -> Optional
     return _first_int(os.environ if environ is None else environ, _WORLD_SIZE_VARIABLES)
 
 
+def launcher_rank(environ: Optional[Mapping[str, str]] = None) -> Optional[int]:
+    """This process's world rank as its launcher set it, read without starting MPI; None
+    outside a launcher (so that code running before MPI starts can let one rank speak)."""
+    return _first_int(os.environ if environ is None else environ, _RANK_VARIABLES)
+
+
 def launcher_local_rank(environ: Optional[Mapping[str, str]] = None) -> Optional[int]:
     """This rank's number on its host, read from the launcher's variables; None if unknown."""
     return _first_int(os.environ if environ is None else environ, _LOCAL_RANK_VARIABLES)
+
+
+def import_mpi():
+    """mpi4py's MPI module, or a MissingDependencyError that says how to install it."""
+    try:
+        from mpi4py import MPI
+    except ImportError as error:
+        raise MissingDependencyError(
+            "this needs mpi4py; install it with `pip install mpi4py` (or `pip install nord[mpi]`) "
+            "next to an MPI library such as Open MPI") from error
+    return MPI
+
+
+def wait_for_message(comm, source: int, tag: int, status, poll_interval: float = 0.00025) -> None:
+    """Wait until a message from ``source`` with ``tag`` can be received, without spinning a core.
+
+    Open MPI's blocking receive spins on the CPU, which on a machine with more ranks than cores
+    slows the ranks that compute. This polls with ``Iprobe`` and sleeps between polls, from 50
+    microseconds doubling up to ``poll_interval``: a quick message is seen within about 0.1 ms,
+    a long wait costs about one poll per interval. (Spinning first, even with
+    ``sched_yield``, measured worse on an oversubscribed machine: the spinning rank delays the
+    very rank it waits for.) ``poll_interval=0`` blocks in ``Probe`` instead.
+    """
+    if poll_interval <= 0:
+        comm.Probe(source=source, tag=tag, status=status)
+        return
+    sleep = _FIRST_SLEEP
+    while not comm.Iprobe(source=source, tag=tag, status=status):
+        time.sleep(sleep)
+        sleep = min(sleep * 2, poll_interval)
+
+
+def _refuse_srun_without_mpi(environ: Optional[Mapping[str, str]] = None) -> None:
+    """Raise when srun started several tasks without an MPI plugin.
+
+    Each of those tasks would be a job of one rank that repeats the whole run (and writes
+    the same journal), which is never what was meant.
+    """
+    environ = os.environ if environ is None else environ
+    tasks = _first_int(environ, ("SLURM_STEP_NUM_TASKS",))
+    if tasks is not None and tasks > 1:
+        raise ConfigurationError(
+            f"srun started {tasks} tasks without an MPI plugin, so each task would run the whole "
+            f"job alone as rank 0 of 1 (this is task {environ.get('SLURM_PROCID', '?')}); launch "
+            "with `srun --mpi=pmix ...` (Open MPI; `srun --mpi=list` shows the plugins), or ask "
+            "for MpiDefault=pmix in slurm.conf. To run the tasks as independent processes, "
+            "use Environment(use_mpi=False).")
+
+
+def yield_where_cores_are_shared(environ: Optional[Mapping[str, str]] = None) -> bool:
+    """Before MPI starts: tell Open MPI to yield the core while it waits, when the ranks on
+    this host (each with its torch threads and a communication thread) want more cores than
+    the host has. Open MPI waits by polling, which would take those cores from training. A
+    setting of the user's is kept. Returns whether yielding was asked for here."""
+    environ = os.environ if environ is None else environ
+    if "OMPI_COMM_WORLD_SIZE" not in environ or "OMPI_MCA_mpi_yield_when_idle" in environ:
+        return False
+    ranks = _first_int(environ, ("OMPI_COMM_WORLD_LOCAL_SIZE",)) or 1
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    host_cores = os.cpu_count() or cores
+    threads = _first_int(environ, ("OMP_NUM_THREADS",)) or host_cores
+    if ranks * (threads + 1) <= host_cores:
+        return False
+    environ["OMPI_MCA_mpi_yield_when_idle"] = "1"
+    return True
+
+
+def _reclaim_signals() -> None:
+    """Give SIGINT and SIGTERM back to the handlers Python believes are set.
+
+    Starting MPI may install the MPI library's own handlers at the C level, behind Python's
+    back; a handler set before (``interruptible``) would then never run.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        return
+    for number in (signal.SIGINT, signal.SIGTERM):
+        handler = signal.getsignal(number)
+        if handler is not None:
+            signal.signal(number, handler)
+
+
+@contextlib.contextmanager
+def interruptible() -> Iterator[None]:
+    """Inside, SIGINT and SIGTERM raise :class:`~nord.errors.RunInterrupted` in the main thread.
+
+    A run then ends cleanly: its journal says ``interrupted`` and how to go on. Under mpirun
+    (which forwards SIGINT and SIGTERM to every rank as SIGTERM) and srun every rank gets the
+    signal, and an Environment ends the ranks quietly. A signal whose handler the application
+    set itself is left alone. Once a signal came, a second SIGTERM is ignored while the run
+    ends (launchers repeat it) and a second Ctrl-C stops at once. Outside the main thread this
+    does nothing.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {}
+
+    def stop(signum, frame):
+        signal.signal(signum, signal.SIG_IGN if signum == signal.SIGTERM else previous[signum])
+        raise RunInterrupted(signal.Signals(signum).name)
+
+    for number, default in ((signal.SIGINT, signal.default_int_handler),
+                            (signal.SIGTERM, signal.SIG_DFL)):
+        if signal.getsignal(number) is default:
+            previous[number] = default
+            signal.signal(number, stop)
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
 
 
 # --- collectives: thin wrappers that are the identity on a single process ----------------------
@@ -419,6 +555,8 @@ class Environment(_Collectives):
         if exc_type is None or (issubclass(exc_type, SystemExit) and exc.code in (None, 0)):
             self.close()
             return False
+        if issubclass(exc_type, RunInterrupted) and self._aborts_on_error():
+            self._leave_quietly(exc.exit_code)  # every rank was signalled; the run said how it ended
         if self._aborts_on_error():
             self._fail(exc_type, exc, tb)  # does not return
         self._active = False  # a single process: the exception propagates as in plain Python
@@ -433,7 +571,9 @@ class Environment(_Collectives):
         already_running = (loaded is not None and loaded.Is_initialized()
                            and not loaded.Is_finalized())
         if self.use_mpi is None and not (launched_by_mpi() or already_running):
+            _refuse_srun_without_mpi()
             return None
+        yield_where_cores_are_shared()
         try:
             from mpi4py import MPI
         except ImportError as error:
@@ -454,6 +594,7 @@ class Environment(_Collectives):
                                    "cannot start it again. Make all Environments before exit.")
         if not MPI.Is_initialized():  # mpi4py.rc.initialize was turned off by the application
             MPI.Init_thread()
+        _reclaim_signals()
         return MPI.COMM_WORLD
 
     @staticmethod
@@ -515,6 +656,23 @@ class Environment(_Collectives):
         except (OSError, ValueError):
             pass
         self.abort(code)
+
+    def _leave_quietly(self, code: int) -> None:
+        """End this rank with ``code``, printing nothing (no MPI_Abort banner either).
+
+        mpirun and srun end the job when one of its ranks leaves with a non-zero status, so
+        the other ranks give rank 0, which records how the run ended and says so, up to
+        ``_QUIET_GRACE`` seconds to leave first (the job ends when it does).
+        """
+        if self._rank != 0:
+            time.sleep(_QUIET_GRACE)
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):
+                pass
+        time.sleep(_FORWARD_DELAY)  # mpirun drops output it has not read when the job ends
+        os._exit(code)
 
     def abort(self, code: int = 1) -> None:
         """End the whole job now with exit status ``code``: ``MPI_Abort`` on ``COMM_WORLD``.

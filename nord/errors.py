@@ -87,5 +87,35 @@ class JournalError(NordError):
     """A run journal cannot be written, read or resumed."""
 
 
+class JournalInUseError(JournalError):
+    """Another live process is writing the journal (its host and pid are named)."""
+
+
+class DiskFullError(JournalError, OSError):
+    """The disk holding a journal (or a checkpoint) is full."""
+
+
+class RunInterrupted(KeyboardInterrupt):
+    """A run was asked to stop (SIGINT, SIGTERM): it ends cleanly and can be resumed.
+
+    A KeyboardInterrupt, so that evaluators, which record every other exception as a failed
+    candidate, let it through.
+    """
+
+    def __init__(self, signal_name: str = "SIGINT"):
+        super().__init__(signal_name)
+        self.signal_name = signal_name
+
+    @property
+    def exit_code(self) -> int:
+        """128 + the signal's number, as shells report a process ended by it (130 for
+        SIGINT, 143 for SIGTERM): a batch scheduler sees which signal ended the run."""
+        import signal
+        try:
+            return 128 + int(signal.Signals[self.signal_name])
+        except KeyError:
+            return 130
+
+
 class BenchmarkError(NordError, ValueError):
     """A tabular-benchmark query that cannot be answered (invalid cell string, unknown data set)."""

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 from nord.errors import ConfigurationError, UnknownLayerError
+from nord.registry import Registry, normalise_name
 
 
 class _Required:
@@ -69,7 +70,10 @@ class LayerSpec:
         return getattr(importlib.import_module(module_name), class_name)
 
 
-_REGISTRY: Dict[str, LayerSpec] = {}
+LAYERS: Registry[LayerSpec] = Registry(
+    "layer type", hint="Use one of these (a name or its torch.nn class), or add yours with "
+                      "nord.layers.register_layer(...)")
+"""Every layer type descriptors may use, by registry name (and torch class name)."""
 
 
 def register_layer(
@@ -83,6 +87,8 @@ def register_layer(
 ) -> LayerSpec:
     """Add a layer type to the registry so descriptors can use it by name or class.
 
+    The torch class's name is accepted too (``'MaxPool2d'`` for ``'max_pool2d'``).
+
     Raises:
         ConfigurationError: the name is taken (pass ``overwrite=True``), the input kind is
             unknown, or the shape parameter is not among the parameters.
@@ -90,9 +96,10 @@ def register_layer(
     if not isinstance(name, str) or not name.isidentifier():
         raise ConfigurationError(
             f"a layer name must be a Python identifier such as 'my_block'; got {name!r}")
-    if name in _REGISTRY and not overwrite:
+    existing = LAYERS.find(name)
+    if existing is not None and not overwrite:
         raise ConfigurationError(
-            f"layer name '{name}' is already registered for {_REGISTRY[name].target}; "
+            f"layer name '{name}' is already registered for {existing.value.target}; "
             "choose another name or pass overwrite=True")
     if input_kind not in INPUT_KINDS:
         raise ConfigurationError(
@@ -103,13 +110,18 @@ def register_layer(
             f"shape_param '{shape_param}' of layer '{name}' is not one of its parameters "
             f"{[p for p, _ in params]}")
     spec = LayerSpec(name, target, params, shape_param, input_kind, tuple(forced))
-    _REGISTRY[name] = spec
+    if existing is not None:
+        LAYERS.unregister(existing.name)
+    class_name = _class_name(target)
+    aliases = () if normalise_name(class_name) == normalise_name(name) \
+        or class_name in LAYERS else (class_name,)
+    LAYERS.register(name, spec, aliases=aliases)
     return spec
 
 
 def list_layers() -> List[str]:
     """Names of every registered layer type, sorted."""
-    return sorted(_REGISTRY)
+    return LAYERS.names()
 
 
 def get_layer_spec(layer: Union[str, type, LayerSpec]) -> LayerSpec:
@@ -122,16 +134,12 @@ def get_layer_spec(layer: Union[str, type, LayerSpec]) -> LayerSpec:
     if isinstance(layer, LayerSpec):
         return layer
     if isinstance(layer, str):
-        spec = _REGISTRY.get(layer)
-        if spec is None:
-            lowered = layer.lower()
-            spec = next((s for s in _REGISTRY.values() if _class_name(s.target).lower() == lowered),
-                        None)
-        if spec is not None:
-            return spec
+        found = LAYERS.find(layer)
+        if found is not None:
+            return found.value
         given = repr(layer)
     elif isinstance(layer, type):
-        for spec in _REGISTRY.values():
+        for spec in (entry.value for entry in LAYERS.entries()):
             if spec.target is layer:
                 return spec
             if isinstance(spec.target, str) and _class_name(spec.target) == layer.__name__:
@@ -145,8 +153,7 @@ def get_layer_spec(layer: Union[str, type, LayerSpec]) -> LayerSpec:
         given = repr(layer)
     raise UnknownLayerError(
         f"unknown layer type {given}; valid layer types are: {', '.join(list_layers())}. "
-        "Use one of these (a name or its torch.nn class), or add yours with "
-        "nord.layers.register_layer(...)")
+        f"{LAYERS.hint}")
 
 
 def _class_name(target) -> str:

@@ -30,7 +30,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import torch
 from torch import nn
 
-from nord.descriptors import NeuralDescriptor
+from nord.descriptors import NeuralDescriptor, architecture_form, form_hash
 from nord.errors import LayerParameterError, ShapeError
 from nord.modules import Merge
 
@@ -56,7 +56,7 @@ class NeuralNet(nn.Module):
         descriptor.validate()
         self.input_shape = tuple(int(v) for v in input_shape)
         self.num_classes = int(num_classes)
-        self.descriptor_hash = descriptor.hash
+        self._descriptor_hash: Optional[str] = None
         self.layer_modules = nn.ModuleDict()
         self.merges = nn.ModuleDict()
         self.flattens = set()
@@ -65,10 +65,11 @@ class NeuralNet(nn.Module):
         self._sources = {name: descriptor.inputs_of(name) for name in order}
         self._input_layer = descriptor.input_layer
         self._outputs = descriptor.output_layers
+        self._layers = descriptor.layers  # copies, taken once
         self.output_shapes: Dict[str, Tuple[int, ...]] = {}
 
         with torch.no_grad():
-            probes = self._build(descriptor, order)
+            probes = self._build(order)
             outputs = [probes[name] for name in self._outputs]
             self.output_merge = Merge("sum")
             merged = _probe_merge(self.output_merge, outputs,
@@ -80,11 +81,19 @@ class NeuralNet(nn.Module):
         object.__setattr__(self, "_chain", self._as_chain())
         self._release = self._release_plan()
 
+    @property
+    def descriptor_hash(self) -> str:
+        """The descriptor's ``hash``, computed on first use: building does not need it."""
+        if self._descriptor_hash is None:
+            self._descriptor_hash = form_hash(architecture_form(
+                self._layers, self._sources, self._input_layer, self._outputs))
+        return self._descriptor_hash
+
     # --- building ---------------------------------------------------------------------
-    def _build(self, descriptor: NeuralDescriptor, order: List[str]) -> Dict[str, torch.Tensor]:
+    def _build(self, order: List[str]) -> Dict[str, torch.Tensor]:
         probes: Dict[str, torch.Tensor] = {}
         network_input = torch.zeros((_PROBE_BATCH,) + self.input_shape)
-        layers = descriptor.layers  # copies, taken once
+        layers = self._layers
         for name in order:
             layer = layers[name]
             spec = layer.spec

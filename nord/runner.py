@@ -6,7 +6,7 @@
     summary = run(config)           # under mpirun: every rank calls it; rank 0 gets the summary
     summary = resume("runs/exp3.db")
 
-How each ``evaluation`` uses the MPI ranks (see ``nord.search.dispatch``):
+How each ``evaluation`` uses the MPI ranks (see ``nord.search.executors.mpi``):
 
 * ``'local'``: one process trains every network (the paper's experiment 1). Under mpirun
   with several ranks this is the same as ``'distributed'``.
@@ -17,25 +17,31 @@ How each ``evaluation`` uses the MPI ranks (see ``nord.search.dispatch``):
   once; rank 0 runs the algorithm and hands out candidates (experiment 3).
 * ``'benchmark'``: look-ups in the NAS-Bench-201 table (space 'nasbench201').
 
-The configuration is stored in the run's journal, so ``resume(journal)`` needs nothing else.
+A configuration is checked when it is made, before anything heavy is imported or loaded, and
+the journal is checked before the data is read: a bad argument or a journal that cannot be
+used is reported at once, and a refused start writes nothing. The configuration is stored in
+the run's journal, so ``resume(journal)`` needs nothing else.
 """
 from __future__ import annotations
 
-import json
+import datetime
 import logging
+import os
 import sys
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any, Dict, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
-from nord.errors import ConfigurationError, JournalError
-from nord.evaluators.local import LocalEvaluator
+from nord.errors import ConfigurationError, JournalError, NordError, RunInterrupted
 
 logger = logging.getLogger(__name__)
 
 EVALUATIONS = ("local", "data-parallel", "distributed", "benchmark")
-SPACES = ("conv", "nasbench201")
+OPTIMIZERS = ("adam", "adamw", "sgd", "rmsprop")
+"""The optimizers a run may name (``nord.training.OPTIMIZERS``, without importing torch)."""
 EXECUTION_FIELDS = ("budget", "journal", "threads", "device", "backend")
 """Settings a resumed run may change: how long it runs and where, not what it measures."""
+RUNS_FOLDER = "runs"
+"""Where a run without ``journal`` writes its journal."""
 
 
 @dataclass
@@ -43,13 +49,17 @@ class RunConfig:
     """Everything a run needs, as plain values (JSON-compatible, stored in the journal).
 
     Attributes:
-        algorithm: a registered algorithm ('pygmo', 'genetic', 'regularized_evolution', 'random').
+        algorithm: a registered algorithm or alias ('regularized_evolution' or 'rea',
+            'pygmo', 'genetic' or 'ga', 'random', ...: ``nord.search.registry``).
         algorithm_params: its keyword arguments (e.g. population_size, generations).
-        space: 'conv' (the paper's k convolutional layers) or 'nasbench201'.
+        space: a registered search space: 'conv' (the paper's k convolutional layers) or
+            'nasbench201'.
         space_params: the space's keyword arguments (e.g. layers, channels, kernel_size).
-        evaluation: 'local', 'data-parallel', 'distributed' or 'benchmark' (module docstring).
-        dataset: a data curator name ('digits', 'mnist', 'fashion-mnist', 'cifar10') or, for
-            'benchmark', a NAS-Bench-201 data set ('cifar10', 'cifar100', 'imagenet16').
+        evaluation: 'local', 'data-parallel', 'distributed' or 'benchmark' (module docstring);
+            None: 'benchmark' for the 'nasbench201' space, else 'local'.
+        dataset: a data set name ('digits', 'mnist', 'fashion-mnist', 'cifar10') or, for
+            'benchmark', a NAS-Bench-201 data set ('cifar10', 'cifar100', 'imagenet16');
+            None: 'cifar10' for the benchmark, else 'digits'.
         data_root: folder of the data set files (None: the curator's default).
         epochs, batch_size, lr, optimizer: training settings of every candidate.
         budget: evaluations in the run (None: what the algorithm asks for when known, else 100).
@@ -59,15 +69,24 @@ class RunConfig:
         device: 'auto', 'cpu', 'cuda' or 'cuda:N'.
         threads: torch CPU threads per rank (None: torch's default).
         seed: seeds the algorithm and the training of every candidate.
-        journal: the SQLite journal's path (None: no record, no resume).
+        journal: the SQLite journal's path (None: ``runs/<algorithm>-<time>.db``).
+        valid_fraction: the share of the training split held out (stratified, seeded) as
+            the validation split, the search signal, where the data set has no official one;
+            0 selects on the test split, and the journal and report warn of it.
+        scheduler: None (every candidate trains ``epochs``) or an early-stopping scheduler
+            ('median', 'sha', 'asha', 'hyperband': ``nord.search.schedulers``) that trains
+            candidates from ``min_epochs`` to at most ``max_epochs``, keeping the best
+            ``1/eta`` at each rung.
+        min_epochs, max_epochs, eta: the scheduler's settings (``max_epochs`` defaults to
+            ``epochs``); given without a scheduler, they are refused.
     """
 
-    algorithm: str = "pygmo"
+    algorithm: str = "regularized_evolution"
     algorithm_params: Dict[str, Any] = field(default_factory=dict)
     space: str = "conv"
     space_params: Dict[str, Any] = field(default_factory=dict)
-    evaluation: str = "local"
-    dataset: str = "digits"
+    evaluation: Optional[str] = None
+    dataset: Optional[str] = None
     data_root: Optional[str] = None
     epochs: int = 1
     batch_size: int = 64
@@ -81,32 +100,145 @@ class RunConfig:
     threads: Optional[int] = None
     seed: int = 0
     journal: Optional[str] = None
+    valid_fraction: float = 0.1
+    scheduler: Optional[str] = None
+    min_epochs: Optional[int] = None
+    max_epochs: Optional[int] = None
+    eta: Optional[int] = None
+    callbacks: List[str] = field(default_factory=list)
 
     def __post_init__(self):
+        from nord.search.registry import ALGORITHMS
+        from nord.search.spaces import SPACES
+
+        self.algorithm = ALGORITHMS.canonical(self.algorithm)
+        self.space = SPACES.canonical(self.space)
+        if self.evaluation is None:
+            self.evaluation = "benchmark" if self.space == "nasbench201" else "local"
         if self.evaluation not in EVALUATIONS:
             raise ConfigurationError(
-                f"evaluation must be one of {EVALUATIONS}; got {self.evaluation!r}")
-        if self.space not in SPACES:
-            raise ConfigurationError(f"space must be one of {SPACES}; got {self.space!r}")
+                f"evaluation must be one of {', '.join(EVALUATIONS)}; got {self.evaluation!r}")
+        if self.dataset is None:
+            self.dataset = "cifar10" if self.evaluation == "benchmark" else "digits"
         if (self.evaluation == "benchmark") != (self.space == "nasbench201"):
             raise ConfigurationError(
                 "the NAS-Bench-201 space goes with evaluation='benchmark' and back: the table "
                 f"holds only its cells; got space={self.space!r}, evaluation={self.evaluation!r}")
-        if self.budget is not None and self.budget < 1:
-            raise ConfigurationError(f"budget must be at least 1; got {self.budget}")
-        if self.group_size is not None and self.group_size < 1:
-            raise ConfigurationError(f"group_size must be at least 1; got {self.group_size}")
+        if self.evaluation == "benchmark":
+            from nord.benchmarks.nasbench201.table import get_dataset
+            self.dataset = get_dataset(self.dataset).name
+        else:
+            from nord.data.registry import CURATORS
+            self.dataset = CURATORS.canonical(self.dataset)
+        for name, minimum in (("budget", 1), ("group_size", 1), ("threads", 1)):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int)
+                                      or value < minimum):
+                raise ConfigurationError(f"{name} must be an integer >= {minimum}; got {value!r}")
+        if isinstance(self.epochs, bool) or not isinstance(self.epochs, int) or self.epochs < 0:
+            raise ConfigurationError(f"epochs must be an integer >= 0; got {self.epochs!r}")
+        if isinstance(self.batch_size, bool) or not isinstance(self.batch_size, int) \
+                or self.batch_size < 1:
+            raise ConfigurationError(f"batch_size must be an integer >= 1; got {self.batch_size!r}")
+        if not isinstance(self.lr, (int, float)) or isinstance(self.lr, bool) or not self.lr > 0:
+            raise ConfigurationError(f"the learning rate must be a positive number; got {self.lr!r}")
+        if self.optimizer not in OPTIMIZERS:
+            raise ConfigurationError(
+                f"optimizer must be one of {', '.join(OPTIMIZERS)}; got {self.optimizer!r}")
+        if self.mode not in ("sync", "async"):
+            raise ConfigurationError(f"mode must be 'sync' or 'async'; got {self.mode!r}")
+        if self.backend not in ("auto", "horovod", "torch"):
+            raise ConfigurationError(
+                f"backend must be 'auto', 'horovod' or 'torch'; got {self.backend!r}")
         for name in ("algorithm_params", "space_params"):
             if not isinstance(getattr(self, name), dict):
                 raise ConfigurationError(
                     f"{name} must be a dict of keyword arguments; got {getattr(self, name)!r}")
+        from nord.checks import check_valid_fraction
+        self.valid_fraction = check_valid_fraction(self.valid_fraction)
+        self._check_scheduler()
+        self._check_callbacks()
         if "seed" in self.algorithm_params:
             raise ConfigurationError(
                 "give the seed as RunConfig(seed=...) (nord run --seed), not among the "
                 "algorithm's parameters: it seeds the algorithm and the training alike")
 
+    def _check_callbacks(self) -> None:
+        """Built-in training callbacks by canonical name; none where nothing trains."""
+        from nord.evaluators.callbacks import CALLBACKS
+        if isinstance(self.callbacks, str):
+            self.callbacks = [name for name in self.callbacks.split(",") if name.strip()]
+        if not isinstance(self.callbacks, list):
+            raise ConfigurationError(
+                f"callbacks must be a list of names such as ['grad_norm']; got {self.callbacks!r}")
+        self.callbacks = [CALLBACKS.canonical(name.strip()) for name in self.callbacks]
+        if self.callbacks and self.evaluation == "benchmark":
+            raise ConfigurationError(
+                "--callbacks look inside training, but NAS-Bench-201 runs look results up and "
+                "train nothing; drop --callbacks")
+
+    def _check_scheduler(self) -> None:
+        """A scheduler's name and settings, its mode and evaluation, checked now: a bad one is
+        refused before anything is loaded."""
+        given = [name for name in ("min_epochs", "max_epochs", "eta")
+                 if getattr(self, name) is not None]
+        if self.scheduler is None:
+            if given:
+                flags = ", ".join("--" + name.replace("_", "-") for name in given)
+                raise ConfigurationError(
+                    f"{flags} set(s) an early-stopping scheduler, but no scheduler was chosen; "
+                    "add --scheduler asha (or sha, median, hyperband), or train every candidate "
+                    "--epochs without one")
+            return
+        if self.evaluation == "benchmark":
+            raise ConfigurationError(
+                "a scheduler stops training early, but evaluation='benchmark' looks results up "
+                "in the NAS-Bench-201 table: there is no training to stop. Run the benchmark "
+                "without --scheduler")
+        self.scheduler_instance()
+
+    def scheduler_instance(self):
+        """The configured scheduler, prepared for this run's mode; None without one.
+
+        Raises:
+            ConfigurationError: an unknown scheduler, bad settings, or a mode it cannot serve.
+        """
+        if self.scheduler is None:
+            return None
+        from nord.search.schedulers import SCHEDULERS, make_scheduler
+        self.scheduler = SCHEDULERS.canonical(self.scheduler)
+        settings = {"min_epochs": 1 if self.min_epochs is None else self.min_epochs,
+                    "max_epochs": self.epochs if self.max_epochs is None else self.max_epochs,
+                    "eta": 3 if self.eta is None else self.eta}
+        if settings["max_epochs"] <= settings["min_epochs"]:
+            raise ConfigurationError(
+                f"with --scheduler {self.scheduler}, candidates train from --min-epochs "
+                f"({settings['min_epochs']}) to --max-epochs ({settings['max_epochs']}"
+                f"{', from --epochs' if self.max_epochs is None else ''}): there is nothing to "
+                "stop early. Give a --max-epochs larger than --min-epochs")
+        scheduler = make_scheduler(self.scheduler, **settings)
+        scheduler.prepare(self.budget or 100, self.mode)
+        return scheduler
+
+    @property
+    def training_epochs(self) -> int:
+        """The epochs a candidate trains at most: ``max_epochs`` with a scheduler, else
+        ``epochs``."""
+        if self.scheduler is not None and self.max_epochs is not None:
+            return self.max_epochs
+        return self.epochs
+
     def to_dict(self) -> Dict[str, Any]:
         return asdict(self)
+
+    def measured(self) -> Dict[str, Any]:
+        """The settings that decide what the run measures (all but ``EXECUTION_FIELDS``)."""
+        return {key: value for key, value in self.to_dict().items()
+                if key not in EXECUTION_FIELDS}
+
+    def execution(self) -> Dict[str, Any]:
+        """The settings a resumed run may change."""
+        return {key: getattr(self, key) for key in EXECUTION_FIELDS}
 
     @classmethod
     def from_dict(cls, data: Dict[str, Any]) -> "RunConfig":
@@ -114,63 +246,31 @@ class RunConfig:
         return cls(**{key: value for key, value in data.items() if key in known})
 
 
+def default_journal(config: RunConfig) -> str:
+    """``runs/<algorithm>-<date>-<time>.db``, a path no file has yet."""
+    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+    base = os.path.join(RUNS_FOLDER, f"{config.algorithm}-{stamp}")
+    path, number = base + ".db", 1
+    while os.path.exists(path):
+        number += 1
+        path = f"{base}-{number}.db"
+    return path
+
+
+# --- the parts of a run ------------------------------------------------------------------------
 def build_curator(config: RunConfig):
     from nord.data import get_curator
     kwargs = {"seed": config.seed} if config.dataset == "digits" else {}
+    kwargs["valid_fraction"] = config.valid_fraction
     if config.data_root is not None and config.dataset != "digits":
         kwargs["root"] = config.data_root
     return get_curator(config.dataset, **kwargs)
 
 
 def build_space(config: RunConfig, curator=None):
-    if config.space == "nasbench201":
-        from nord.benchmarks import NASBench201Space
-        make, shape, accepted = NASBench201Space, {}, "channels"
-    else:
-        from nord.search.spaces import ConvSpace
-        make, shape = ConvSpace, {"input_shape": tuple(curator.input_shape)}
-        accepted = "layers, channels, kernel_size, activation and repair"
-    try:
-        return make(**shape, **config.space_params)
-    except TypeError as error:
-        raise ConfigurationError(
-            f"space {config.space!r} does not take {config.space_params}: {error}; its "
-            f"parameters are {accepted}") from error
-
-
-def build_evaluator(config: RunConfig, env, curator=None):
-    """The evaluator of this rank; on a dedicated root, the description of the groups' one."""
-    if config.evaluation == "benchmark":
-        from nord.benchmarks import BenchmarkEvaluator
-        return BenchmarkEvaluator(dataset=config.dataset)
-    training = dict(curator=curator, epochs=config.epochs, batch_size=config.batch_size,
-                    lr=config.lr, optimizer=config.optimizer, device=config.device,
-                    seed=config.seed, threads=config.threads)
-    if env.group is not None and env.group.size > 1:
-        from nord.evaluators.distributed import DistributedEvaluator
-        return DistributedEvaluator(env, backend=config.backend, **training)
-    if env.group is None:
-        # a dedicated rank 0 trains nothing: it describes, for the journal, what the groups run
-        largest = max(len(members) for members in env.group_layout)
-        return GroupsEvaluatorDescription(largest, config.backend, **training)
-    return LocalEvaluator(**training)
-
-
-class GroupsEvaluatorDescription(LocalEvaluator):
-    """Held by a dedicated rank 0, which never evaluates: describes the groups' evaluator
-    in the journal (the evaluator, its ranks and backend), so the record says how networks
-    were trained."""
-
-    def __init__(self, ranks: int, backend: str, **training):
-        super().__init__(**training)
-        self.ranks, self.backend = ranks, backend
-
-    def describe(self) -> Dict[str, Any]:
-        described = super().describe()
-        described.update(ranks=self.ranks)
-        if self.ranks > 1:
-            described.update(evaluator="DistributedEvaluator", backend=self.backend)
-        return described
+    from nord.search.spaces import make_space
+    shape = {} if config.space == "nasbench201" else {"input_shape": tuple(curator.input_shape)}
+    return make_space(config.space, **shape, **config.space_params)
 
 
 def group_size(config: RunConfig) -> Optional[int]:
@@ -178,6 +278,15 @@ def group_size(config: RunConfig) -> Optional[int]:
     if config.evaluation == "data-parallel":
         return None
     return config.group_size or 1
+
+
+def ranks_per_network(config: RunConfig, world_size: int) -> int:
+    """How many ranks train each network (it changes the global batch, so it is recorded)."""
+    if config.evaluation == "benchmark":
+        return 1
+    if config.evaluation == "data-parallel":
+        return world_size
+    return min(group_size(config), max(1, world_size - (1 if dedicated_root(config) else 0)))
 
 
 def dedicated_root(config: RunConfig) -> bool:
@@ -188,44 +297,157 @@ def dedicated_root(config: RunConfig) -> bool:
             and group_size(config) > 1)
 
 
+def build_evaluator(config: RunConfig, env, curator=None):
+    """This rank's evaluator; None on a dedicated root (it never evaluates)."""
+    if config.evaluation == "benchmark":
+        from nord.benchmarks.nasbench201 import BenchmarkEvaluator
+        return BenchmarkEvaluator(dataset=config.dataset)
+    if env.group is None:
+        return None
+    from nord.evaluators.callbacks import make_callbacks
+    training = dict(curator=curator, epochs=config.training_epochs, batch_size=config.batch_size,
+                    lr=config.lr, optimizer=config.optimizer, device=config.device,
+                    seed=config.seed, threads=config.threads,
+                    callbacks=make_callbacks(config.callbacks))
+    if env.group.size > 1:
+        from nord.evaluators.distributed import DistributedEvaluator
+        return DistributedEvaluator(env, backend=config.backend, **training)
+    from nord.evaluators.local import LocalEvaluator
+    return LocalEvaluator(**training)
+
+
+def describe_evaluation(config: RunConfig, world_size: int) -> Dict[str, Any]:
+    """What the journal records about how candidates are evaluated, from the configuration
+    alone (a dedicated rank 0 holds no evaluator, and need not load the data)."""
+    if config.evaluation == "benchmark":
+        from nord.benchmarks.nasbench201 import BenchmarkEvaluator
+        return BenchmarkEvaluator(dataset=config.dataset).describe()
+    ranks = ranks_per_network(config, world_size)
+    return {"evaluator": "DistributedEvaluator" if ranks > 1 else "LocalEvaluator",
+            "dataset": config.dataset, "epochs": config.training_epochs,
+            "batch_size": config.batch_size,
+            "optimizer": config.optimizer, "lr": config.lr, "seed": config.seed,
+            "ranks_per_network": ranks, "callbacks": list(config.callbacks)}
+
+
+TEST_SELECTION = ("there is no validation split (valid_fraction=0 and the data set has no "
+                  "official one): the search selected architectures by their TEST accuracy, so "
+                  "the best one's test accuracy is optimistically biased. Hold out a validation "
+                  "split (--valid-fraction 0.1) for results you report")
+
+
+def accuracy_names(config: RunConfig, evaluator: Dict[str, Any],
+                   warnings: List[str]) -> Tuple[str, str]:
+    """What the search's accuracy and the reported accuracy are measured on, in words."""
+    if config.evaluation == "benchmark":
+        return evaluator.get("signal", "accuracy"), evaluator.get("reported", "test accuracy")
+    if TEST_SELECTION in warnings:
+        return "test accuracy (no validation split)", "test accuracy"
+    return "validation accuracy", "test accuracy"
+
+
+def describe_data(config: RunConfig, curator) -> Tuple[Dict[str, Any], List[str]]:
+    """What the journal records about the data (name, folder, split sizes and how the
+    validation split was made: a resumed run must get the same one), and the run's warnings
+    about it. Loads the data set."""
+    described = curator.describe()
+    described.pop("classes", None)
+    dataset = {"name": config.dataset, "root": config.data_root, **described}
+    dataset["name"] = config.dataset
+    warnings = [TEST_SELECTION] if curator.n_valid == 0 else []
+    return dataset, warnings
+
+
+def _check_journal(config: RunConfig, resume: bool) -> Optional[str]:
+    """Rank 0, before anything is loaded: why the journal cannot be used, or None."""
+    from nord.journal import Journal, RunRecord
+    try:
+        with Journal(config.journal) as journal:
+            journal.check_start(RunRecord("", {}, None, {}, config=config.measured()), resume,
+                                compare=("config",))
+    except (JournalError, ConfigurationError) as error:
+        return str(error)
+    return None
+
+
+# --- running ----------------------------------------------------------------------------------
 def run(config: RunConfig, resume: bool = False, progress: bool = True, stream=None):
-    """Run (or resume) a search on every rank; returns the summary on rank 0, else None."""
+    """Run (or resume) a search on every rank; returns the summary on rank 0, else None.
+
+    Raises:
+        JournalError: the journal cannot be started or resumed (nothing was written).
+        RunInterrupted: SIGINT or SIGTERM stopped the run; its journal says ``interrupted``.
+    """
+    from nord.environments import interruptible
+    with interruptible():   # the closing line and the ranks' exit happen before a second signal
+        return _run(config, resume, progress, stream)
+
+
+def _run(config: RunConfig, resume: bool, progress: bool, stream):
     from nord.environments import Environment
-    from nord.search.dispatch import MPIExecutor
-    from nord.search.loop import run_search
+    from nord.search.engine import RunInfo, run_search
+    from nord.search.executors import MPIExecutor
+    from nord.progress import SearchProgressView
     from nord.search.registry import make_algorithm
 
     with Environment(group_size=group_size(config), dedicated_root=dedicated_root(config)) as env:
-        curator = build_curator(config) if config.evaluation != "benchmark" else None
-        space = build_space(config, curator)
-        evaluator = build_evaluator(config, env, curator)
-        # asynchronous runs keep one candidate in reserve at each worker, so that no worker
-        # waits for rank 0 between two evaluations (bench/async_dispatch.py measures it)
-        executor = MPIExecutor(evaluator, env, prefetch=1 if config.mode == "async" else 0)
-        algorithm = None
-        if env.is_root:
-            algorithm = make_algorithm(config.algorithm, space, seed=config.seed,
-                                       **config.algorithm_params)
-        budget = config.budget or getattr(algorithm, "evaluations", None) or 100
-        budget = env.bcast(budget)
-        if resume and env.is_root:
-            _check_resumable(config, budget)
-        report = _progress_printer(stream or sys.stdout) if (progress and env.is_root) else None
-        try:
-            summary = run_search(algorithm, budget=budget, journal=config.journal,
-                                 mode=config.mode, executor=executor, resume=resume,
-                                 progress=report, metadata={"config": config.to_dict()})
-        finally:
-            if algorithm is not None:
-                algorithm.close()
-        if env.is_root and summary is not None and progress:
-            best = summary.best_result
-            env.print(f"done: {summary.evaluations} evaluations ({summary.trained} trained, "
-                      f"{summary.cached} cached, {summary.failed} failed) in "
-                      f"{summary.wall_time:.1f} s; best accuracy "
-                      f"{best.accuracy if best else float('nan'):.4f}"
-                      + (f"; journal {summary.journal}" if summary.journal else ""))
-        return summary if env.is_root else None
+        if env.is_root and config.journal is None:
+            config.journal = default_journal(config)
+            env.print(f"journal: {config.journal}")
+        config.journal = env.bcast(config.journal)
+        refusal = env.bcast(_check_journal(config, resume) if env.is_root else None)
+        if refusal is not None:
+            refused = JournalError(refusal)
+        else:
+            refused = None
+            curator = build_curator(config) if config.evaluation != "benchmark" else None
+            space = build_space(config, curator)
+            evaluator = build_evaluator(config, env, curator)
+            # asynchronous runs keep one candidate in reserve at each worker, so that no
+            # worker waits for rank 0 between two evaluations (bench/async_dispatch.py)
+            executor = MPIExecutor(evaluator, env, space=space,
+                                   prefetch=1 if config.mode == "async" else 0)
+            algorithm = None
+            if env.is_root:
+                algorithm = make_algorithm(config.algorithm, space, seed=config.seed,
+                                           budget=config.budget, **config.algorithm_params)
+            budget = config.budget or getattr(algorithm, "evaluations", None) or 100
+            budget = env.bcast(budget)
+            dataset, warnings = {"name": config.dataset, "root": config.data_root}, []
+            if env.is_root and curator is not None:
+                dataset, warnings = describe_data(config, curator)
+                for warning in warnings:
+                    env.print(f"warning: {warning}", file=sys.stderr)
+            info = RunInfo(evaluator=describe_evaluation(config, env.size), dataset=dataset,
+                           config=config.measured(), execution=config.execution(),
+                           extra={"warnings": warnings} if warnings else {})
+            signal, reported = accuracy_names(config, info.evaluator, warnings)
+            info.evaluator.update(signal=signal, reported=reported)
+            view = SearchProgressView(budget, config.mode, signal, reported,
+                                      stream or sys.stdout) if (progress and env.is_root) \
+                else None
+            try:
+                summary = run_search(algorithm, budget=budget, journal=config.journal,
+                                     mode=config.mode, executor=executor, resume=resume,
+                                     on_result=view and view.result,
+                                     on_epoch=view and view.epoch, info=info,
+                                     scheduler=config.scheduler_instance())
+            except RunInterrupted as stop:
+                if env.is_root:
+                    env.print(f"interrupted by {stop.signal_name}: the journal {config.journal} "
+                              "keeps every finished evaluation; continue with 'nord resume "
+                              f"{config.journal}'", file=sys.stderr)
+                raise
+            finally:
+                if algorithm is not None:
+                    algorithm.close()
+                if view is not None:
+                    view.close()
+            if view is not None and summary is not None:
+                view.close(summary)
+    if refused is not None:
+        raise refused
+    return summary if env.is_root else None
 
 
 def resume(journal: str, progress: bool = True, stream=None):
@@ -236,63 +458,34 @@ def resume(journal: str, progress: bool = True, stream=None):
     """
     from nord.environments import Environment
     with Environment() as env:
-        config = env.bcast(stored_config(journal) if env.is_root else None)
-    config.journal = str(journal)
-    return run(config, resume=True, progress=progress, stream=stream)
+        stored = None
+        error = None
+        if env.is_root:
+            try:
+                stored = stored_config(journal)
+            except NordError as failure:
+                error = str(failure)
+        stored, error = env.bcast((stored, error))
+    if error is not None:
+        raise JournalError(error)
+    stored.journal = str(journal)
+    return run(stored, resume=True, progress=progress, stream=stream)
 
 
 def stored_config(journal: str) -> RunConfig:
-    """The RunConfig a journal's run was started with."""
-    import os
+    """The RunConfig a journal's run was started with (its last execution settings)."""
     from nord.journal import Journal
     if not os.path.isfile(journal):
-        raise JournalError(f"there is no journal at {journal}; give the path of a run's .db file")
+        raise JournalError(f"there is no journal at '{journal}'; give the path of a run's .db file")
     with Journal(journal) as record:
-        if not record.exists():
-            raise JournalError(f"{journal} holds no run to resume; start one with 'nord run'")
-        extra = record.metadata().get("extra") or {}
-    if "config" not in extra:
+        meta = record.metadata()
+    config = meta.get("config") or {}
+    if "algorithm" not in config:
         raise JournalError(
-            f"{journal} was not written by nord.runner (no stored configuration), so it cannot "
+            f"'{journal}' was not written by 'nord run' (no stored configuration), so it cannot "
             "be resumed from the command line; call run_search(..., resume=True) with the same "
             "algorithm, seed and space instead")
-    return RunConfig.from_dict(extra["config"])
-
-
-def _check_resumable(config: RunConfig, budget: int) -> None:
-    """Rank 0, on resume: the journal's run must be this one; a new budget is recorded.
-
-    Everything that decides what is measured must be equal (otherwise the journal would
-    mix, say, 1-epoch and 3-epoch results and reuse them from its cache); the budget and
-    where the run executes (``EXECUTION_FIELDS``) may change.
-    """
-    import os
-    from nord.journal import Journal
-    if config.journal is None or not os.path.isfile(config.journal):
-        return
-    with Journal(config.journal) as record:
-        if not record.exists():
-            return
-        extra = record.metadata().get("extra") or {}
-        stored = extra.get("config")
-        if stored is None:
-            return  # not written by the runner: run_search checks what it can
-        given = json.loads(json.dumps(config.to_dict()))  # as stored: tuples become lists
-        for name, value in given.items():
-            if name not in EXECUTION_FIELDS and stored.get(name) != value:
-                raise ConfigurationError(
-                    f"cannot resume {config.journal}: its run has {name}={stored.get(name)!r}, "
-                    f"this one {name}={value!r}. Resume with the run's own settings ('nord "
-                    f"resume {config.journal}' uses them; only {', '.join(EXECUTION_FIELDS)} "
-                    "may change), or start a new journal")
-        record.update_run(budget=budget, extra={**extra, "config": given})
-
-
-def _progress_printer(stream):
-    def show(p):
-        best = "-" if p.best_accuracy != p.best_accuracy else f"{p.best_accuracy:.4f}"
-        left = "?" if p.remaining != p.remaining else f"{p.remaining:.0f} s"
-        stream.write(f"generation {p.generation:3d} | {p.evaluations:4d}/{p.budget} evaluations | "
-                     f"best {best} | {p.elapsed:6.1f} s elapsed, ~{left} left\n")
-        stream.flush()
-    return show
+    execution = {key: value for key, value in (meta.get("execution") or {}).items()
+                 if key in EXECUTION_FIELDS}
+    execution["budget"] = meta.get("budget")
+    return RunConfig.from_dict({**config, **execution})

@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import math
 import sys
-from typing import Callable, Iterable, Optional, Tuple, Union
+import traceback
+from typing import Callable, Iterable, Optional, Protocol, Tuple, Union
 
 import torch
 from torch import nn
 
-from nord.errors import ConfigurationError, NordError
+from nord.errors import ConfigurationError, DistributedError, NordError
 
 OPTIMIZERS = {
     "sgd": torch.optim.SGD,
@@ -89,20 +90,20 @@ def make_optimizer(name: Union[str, type], parameters: Iterable, lr: float,
     return optimizer_class(name, lr)(parameters, lr=lr, **kwargs)
 
 
-def train_epoch(model: nn.Module, loader: Iterable, optimizer: torch.optim.Optimizer,
-                device: torch.device, loss_fn: Optional[Callable] = None,
-                check_every: int = 1, progress: Optional[Callable[[int, float], None]] = None,
+def train_epoch(model: nn.Module, loader: Iterable, optimizer, device: torch.device,
+                loss_fn: Optional[Callable] = None, check_every: int = 1,
+                progress: Optional[Callable[[int, float], None]] = None,
                 agree: Optional[Callable[[Optional[BaseException]], None]] = None) -> float:
     """One pass over ``loader``; returns the mean training loss.
 
     Args:
-        check_every: test the loss for NaN/inf every this many steps (a check syncs a GPU).
+        check_every: steps between reads of the NaN/inf test of the loss (and, when
+            data-parallel, of the ranks' failure flag); a read waits for a GPU.
         progress: called as ``progress(step, loss)`` after each step.
-        agree: for data-parallel training: called at every step, after the backward pass and
-            before the optimizer step, with this rank's error or None; it raises on every
-            rank when any rank failed. A rank that failed first completes the all-reduce
-            its peers may have started during the backward pass (Horovod starts it there),
-            so no rank is left waiting in a collective.
+        agree: for data-parallel training, with an ``optimizer`` that follows
+            ``DataParallelOptimizer``: called on every rank, with this rank's error or
+            None, once the all-reduced failure flag says that a rank failed; it exchanges
+            the reasons and raises on every rank.
 
     A one-sample batch (a remainder) is skipped when training alone: batch normalisation
     cannot train on a single value per channel, and a candidate must not fail for the way
@@ -114,43 +115,33 @@ def train_epoch(model: nn.Module, loader: Iterable, optimizer: torch.optim.Optim
     """
     loss_fn = loss_fn or nn.functional.cross_entropy
     model.train()
+    if agree is not None:
+        return _train_data_parallel(model, loader, optimizer, device, loss_fn, check_every,
+                                    progress, agree)
     # On the CPU reading the loss costs nothing, so every step is checked; on a GPU a read
     # waits for the device, so the loss is summed on it and checked every check_every steps.
-    read_every_step = device.type == "cpu" or agree is not None
+    read_every_step = device.type == "cpu"
     total = 0.0 if read_every_step else torch.zeros((), device=device)
     steps = 0
     for inputs, targets in loader:
-        if agree is None and len(targets) < 2:
+        if len(targets) < 2:
             continue
         steps += 1
-        error = None
-        try:
-            if inputs.device != device:
-                inputs = inputs.to(device, non_blocking=True)
-                targets = targets.to(device, non_blocking=True)
-            optimizer.zero_grad()  # Horovod's wrapper takes no arguments
-            loss = loss_fn(model(inputs), targets)
-            if read_every_step:
-                value = float(loss.detach())
-                finite = math.isfinite(value)
-            else:
-                finite = steps % check_every != 0 or bool(torch.isfinite(loss.detach()))
-            if not finite:
-                error = NonFiniteLossError(
-                    f"the training loss became {float(loss.detach())} at step {steps}; the "
-                    "network diverged (try a smaller learning rate)")
-            else:
-                loss.backward()
-        except Exception as failure:  # noqa: BLE001 - handed to the other ranks first
-            if agree is None:
-                raise
-            error = failure
-        if agree is not None:
-            if error is not None:
-                _finish_collectives(optimizer)
-            agree(error)
-        elif error is not None:
-            raise error
+        if inputs.device != device:
+            inputs = inputs.to(device, non_blocking=True)
+            targets = targets.to(device, non_blocking=True)
+        optimizer.zero_grad()
+        loss = loss_fn(model(inputs), targets)
+        if read_every_step:
+            value = float(loss.detach())
+            finite = math.isfinite(value)
+        else:
+            finite = steps % check_every != 0 or bool(torch.isfinite(loss.detach()))
+        if not finite:
+            raise NonFiniteLossError(
+                f"the training loss became {float(loss.detach())} at step {steps}; the "
+                "network diverged (try a smaller learning rate)")
+        loss.backward()
         optimizer.step()
         total += value if read_every_step else loss.detach()
         if progress is not None:
@@ -163,17 +154,87 @@ def train_epoch(model: nn.Module, loader: Iterable, optimizer: torch.optim.Optim
     return total / steps if steps else float("nan")
 
 
-def _finish_collectives(optimizer) -> None:
-    """Complete this step's gradient all-reduce on a rank that failed during it.
+class DataParallelOptimizer(Protocol):
+    """What data-parallel ``train_epoch`` needs of its optimizer: one collective per step.
 
-    Horovod's optimizer starts all-reducing each gradient during the backward pass; its
-    ``synchronize`` submits the rest (zeros where this rank has no gradient), so the other
-    ranks' all-reduce can finish before the ranks agree to fail. Optimizers that
-    all-reduce in ``step`` (the torch backend's) have nothing to complete.
+    ``backward`` runs the backward pass and takes the loss's NaN/inf test as this rank's
+    failure flag (a 0-d tensor on the device, returned). ``reduce`` completes the step's
+    all-reduce of the gradients, which carries the flag too, and returns the flag reduced
+    over the ranks, still on the device: positive when any rank failed. Every rank calls
+    ``reduce`` at every step; a rank that failed passes ``failed=True`` and contributes
+    zero gradients and flag 1, so that no rank waits alone. ``step`` applies the reduced
+    gradients without communicating.
     """
-    finish = getattr(optimizer, "synchronize", None)
-    if finish is not None:
-        finish()
+
+    def zero_grad(self) -> None: ...
+
+    def backward(self, loss: torch.Tensor) -> torch.Tensor: ...
+
+    def reduce(self, failed: bool = False) -> torch.Tensor: ...
+
+    def step(self) -> None: ...
+
+
+def _train_data_parallel(model, loader, optimizer: DataParallelOptimizer, device, loss_fn,
+                         check_every, progress, agree) -> float:
+    """``train_epoch`` for data-parallel training: the failure flag rides the gradients.
+
+    The flag is read on the host every ``check_every`` steps and after the last one, so
+    on a GPU the loop does not wait for the device at every step. Between two reads a
+    rank that failed keeps taking part in the collectives (zeros and flag 1) without
+    computing; the other ranks' steps are then wasted, never wrong, since the network is
+    failed as a whole at the next read.
+    """
+    if not callable(getattr(optimizer, "reduce", None)):
+        raise ConfigurationError(
+            "data-parallel training needs an optimizer with backward(loss) and "
+            "reduce(failed) that all-reduce the gradients with a failure flag; got "
+            f"{type(optimizer).__name__} (DistributedEvaluator prepares one)")
+    total = torch.zeros((), dtype=torch.float64, device=device)
+    flags = torch.zeros((), device=device)      # the reduced flags since the start
+    own = torch.zeros((), device=device)        # this rank's non-finite losses, first
+    error: Optional[BaseException] = None      # once set, this rank only communicates
+    steps = checked = 0
+    for inputs, targets in loader:
+        steps += 1
+        try:
+            optimizer.zero_grad()
+            if error is None:
+                if inputs.device != device:
+                    inputs = inputs.to(device, non_blocking=True)
+                    targets = targets.to(device, non_blocking=True)
+                loss = loss_fn(model(inputs), targets)
+                # counted only while the group is clean: once a rank's NaN is averaged into
+                # everyone's weights, the NaN that follows elsewhere is not their own
+                own += optimizer.backward(loss) * (flags == 0)
+        except Exception as failure:  # noqa: BLE001 - the other ranks learn of it by the flag
+            error = failure
+            # the failed step's activations stay reachable from the traceback: free them
+            traceback.clear_frames(failure.__traceback__)
+        flags += optimizer.reduce(failed=error is not None)  # this step's one collective
+        if steps % check_every == 0:
+            if float(flags) > 0:
+                _fail_together(agree, error, own, checked, steps)
+            checked = steps
+        if error is None:
+            optimizer.step()
+            total += loss.detach()
+            if progress is not None:
+                progress(steps, float(loss.detach()))
+    if steps and float(flags) > 0:
+        _fail_together(agree, error, own, checked, steps)
+    return float(total) / steps if steps else float("nan")
+
+
+def _fail_together(agree, error, own, checked, steps) -> None:
+    """Every rank, once the flag says a rank failed: exchange the reasons and raise."""
+    if error is None and float(own) > 0:
+        where = f"at step {steps}" if steps - checked == 1 else f"in steps {checked + 1}-{steps}"
+        error = NonFiniteLossError(
+            f"the training loss became NaN or infinite {where}; the network diverged "
+            "(try a smaller learning rate)")
+    agree(error)
+    raise DistributedError("the failure flag says a rank failed, but no rank gave a reason")
 
 
 @torch.no_grad()
@@ -196,18 +257,19 @@ def test_counts(model: nn.Module, loader: Iterable, device: torch.device,
 
 
 class ProgressBar:
-    """A one-line text progress bar on stderr (no dependency)."""
+    """The steps of one epoch as a tqdm bar, called as ``bar(step, loss)`` by
+    :func:`train_epoch`. Off a terminal it redraws at most every 30 s and leaves one final
+    line per epoch, so a log file does not fill with redraws. It closes after the last step."""
 
-    def __init__(self, total: int, label: str = "", width: int = 30, stream=None):
-        self.total = max(int(total), 1)
-        self.label = label
-        self.width = width
-        self.stream = stream or sys.stderr
+    def __init__(self, total: int, label: str = "", stream=None):
+        from tqdm.auto import tqdm
+        stream = stream or sys.stderr
+        live = bool(getattr(stream, "isatty", lambda: False)())
+        self._bar = tqdm(total=max(int(total), 1), desc=label, unit="step", file=stream,
+                         dynamic_ncols=True, leave=not live, mininterval=0.1 if live else 30.0)
 
     def __call__(self, step: int, loss: float) -> None:
-        filled = int(self.width * min(step, self.total) / self.total)
-        self.stream.write(f"\r{self.label} [{'#' * filled}{'.' * (self.width - filled)}] "
-                          f"{step}/{self.total} loss {loss:.4f}")
-        if step >= self.total:
-            self.stream.write("\n")
-        self.stream.flush()
+        self._bar.set_postfix_str(f"loss {loss:.4f}", refresh=False)
+        self._bar.update(step - self._bar.n)
+        if step >= self._bar.total:
+            self._bar.close()

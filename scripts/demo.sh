@@ -7,7 +7,10 @@ PY=${PYTHON:-.venv/bin/python}
 OUT=${NORD_DEMO_DIR:-runs/demo}
 SIZE=(--population 6 --generations 3 --epochs 2 --seed 0)
 
-MPIRUN=(mpirun --oversubscribe --bind-to none -x OMP_NUM_THREADS=1)
+# One torch thread per rank, and MPI yields the core while it waits: on a machine with few
+# cores, Horovod's background thread otherwise polls for its peers on the cores training
+# needs (experiment 2 then takes about twice as long; see the README, "Few CPU cores").
+MPIRUN=(mpirun --oversubscribe --bind-to none -x OMP_NUM_THREADS=1 --mca mpi_yield_when_idle 1)
 if [ "$(id -u)" = 0 ]; then
     # Open MPI refuses to start as root unless told that this is intended.
     export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1

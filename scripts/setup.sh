@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Idempotent set-up of a fresh machine: Open MPI, a virtual environment in .venv,
-# torch (pinned, CPU wheel first), nord with its dependencies, then Horovod.
+# Idempotent set-up of a fresh machine: Open MPI, SLURM and munge for the cluster tests,
+# a virtual environment in .venv, torch (pinned, CPU wheel first), nord with its
+# dependencies, then Horovod.
 # Every step is skipped when what it makes is already there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,7 +25,50 @@ if ! command -v mpirun >/dev/null 2>&1 || ! command -v mpicxx >/dev/null 2>&1; t
     fi
 fi
 
-# 2. The virtual environment.
+# 2. What the cluster tests run for real (as root only): a single-node SLURM with munge, and
+#    iproute2 for hosts made of network namespaces. The tests start and stop the daemons
+#    themselves; the install must not start any, hence a policy-rc.d that forbids it.
+have_cluster_tools() {
+    local tool
+    for tool in slurmctld slurmd srun sbatch scancel munged ip unshare; do
+        PATH="$PATH:/usr/sbin:/sbin" command -v "$tool" >/dev/null 2>&1 || return 1
+    done
+}
+if [ "${NORD_SKIP_CLUSTER_TOOLS:-0}" != 1 ] && ! have_cluster_tools; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+        say "installing SLURM, munge and iproute2 for the cluster tests"
+        export DEBIAN_FRONTEND=noninteractive
+        no_start=/usr/sbin/policy-rc.d
+        made_policy=0
+        if [ ! -e "$no_start" ]; then
+            printf '#!/bin/sh\nexit 101\n' >"$no_start"
+            chmod 755 "$no_start"
+            made_policy=1
+        fi
+        status=0
+        { apt-get update -qq && apt-get install -y -qq --no-install-recommends \
+            slurmctld slurmd slurm-client munge iproute2 util-linux >/dev/null; } || status=$?
+        [ "$made_policy" = 1 ] && rm -f "$no_start"
+        [ "$status" = 0 ] || exit "$status"
+    else
+        say "SLURM, munge or iproute2 is missing: the cluster tests need root and will be skipped"
+    fi
+fi
+
+# 2b. Headless Chromium, in which the report tests open report.html (as root only; without
+#     it those tests are skipped, saying why).
+if ! command -v chromium >/dev/null 2>&1; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+        say "installing Chromium for the report tests"
+        export DEBIAN_FRONTEND=noninteractive
+        { apt-get update -qq && apt-get install -y -qq --no-install-recommends \
+            chromium chromium-driver >/dev/null; } || say "Chromium could not be installed: the report's browser tests will be skipped"
+    else
+        say "Chromium is missing: the report's browser tests will be skipped"
+    fi
+fi
+
+# 3. The virtual environment.
 if [ ! -x "$VENV/bin/python" ]; then
     say "creating $VENV"
     "$PYTHON" -m venv "$VENV"
@@ -40,13 +84,13 @@ pip_install() {
     return $status
 }
 
-# 3. torch before anything that depends on it: an unpinned torch pulls the CUDA build.
+# 4. torch before anything that depends on it: an unpinned torch pulls the CUDA build.
 if ! "$PY" -c "import torch, sys; sys.exit(torch.__version__.split('+')[0] != '$TORCH_VERSION')" 2>/dev/null; then
     say "installing torch==$TORCH_VERSION"
     pip_install "torch==$TORCH_VERSION"
 fi
 
-# 4. nord itself, editable, with every optional dependency and the test tools.
+# 5. nord itself, editable, with every optional dependency and the test tools.
 if ! "$PY" -c "import nord, mpi4py, pygmo, pytest, hypothesis, matplotlib, sklearn" 2>/dev/null \
    || [ setup.py -nt "$VENV/.nord-installed" ]; then
     say "installing nord and its dependencies"
@@ -54,7 +98,7 @@ if ! "$PY" -c "import nord, mpi4py, pygmo, pytest, hypothesis, matplotlib, sklea
     touch "$VENV/.nord-installed"
 fi
 
-# 5. Horovod, built from source against this torch and this Open MPI (cached).
+# 6. Horovod, built from source against this torch and this Open MPI (cached).
 if [ "${NORD_SKIP_HOROVOD:-0}" != 1 ]; then
     bash scripts/build_horovod.sh "$VENV"
 fi

@@ -1,8 +1,9 @@
 """Compare search algorithms on NAS-Bench-201: many seeds, a budget of evaluations, seconds.
 
-The runner behind ``nord compare``. Each algorithm runs once per seed, with a budget of
-``budget`` evaluations (table look-ups), and returns the architecture with the best search
-signal it evaluated; the table then says how good that architecture really is::
+The runner behind ``nord compare``. Each algorithm runs once per seed through the search
+engine (:func:`nord.search.run_search`, no journal), with a budget of ``budget`` evaluations
+(table look-ups), and returns the architecture with the best search signal it evaluated; the
+table then says how good that architecture really is::
 
     from nord.benchmarks.compare import run_comparison
 
@@ -26,182 +27,66 @@ signal it evaluated; the table then says how good that architecture really is::
   reference's 94.32 ± 0.14. An algorithm that finishes before the budget (a pygmo
   algorithm whose generations are spent) stops there; ``SeedRun.evaluations`` says how many
   it used.
+* **Latency limit** (``max_latency_ms``, ``nord compare --max-latency-ms MS --latency-device
+  D``): a cell slower than the limit on the device is a failed evaluation, its error saying
+  why (:mod:`nord.benchmarks.hardware`), and the returned architecture is the best of the
+  cells within the limit (none within it: the run's accuracies are NaN, and the statistics
+  leave it out).
 * Seed ``i`` of ``seeds`` is ``base_seed + i``; a seed's run depends only on the algorithm,
   data set, budget and seed, so results are identical for any ``processes``.
 * Mean ± standard deviation over seeds; the deviation is the population one (``ddof=0``),
   the standard error ``std / sqrt(seeds)``.
 
-**Speed.** Running every seed through ``run_search`` would decode each genome into a
-descriptor and hash it (about a millisecond each); here the same algorithm classes are
-driven through ``ask``/``tell`` directly with ``BenchmarkEvaluator.evaluate_genome`` (no
-descriptors, no journal): :func:`drive`. 500 seeds x 500 evaluations of random search or
-REA take a few seconds in one process. For journals, MPI and reports of a single run, use
-``run_search`` with ``NASBench201Space`` and ``BenchmarkEvaluator`` as for real training.
+**Simulated time** (``simulation=SimulatedSetting(...)``, ``nord compare --workers N``):
+instead of a budget of evaluations, each run has a budget of simulated seconds on ``workers``
+virtual GPUs, every evaluation costing the training time behind its signal
+(:mod:`nord.benchmarks.simulated_time`). The table then also gives the evaluations done, the
+simulated time used and the workers' utilisation, and the result holds each algorithm's
+anytime curve (``curves()``): the incumbent's test accuracy against simulated time, mean and
+a band over seeds::
 
-**Algorithms** (:data:`COMPARE_ALGORITHMS`, short names for ``nord compare --algorithms``):
+    setting = SimulatedSetting.for_dataset("cifar10", workers=8, mode="async")
+    result = run_comparison("cifar10", ("random", "rea"), seeds=100, simulation=setting)
 
-* ``random``: ``RandomSearch``, uniformly random cells.
-* ``rea``: ``RegularizedEvolution``, population 10, sample 3, one-edge mutation, aging (the
-  benchmark paper's setting).
-* ``ga``: ``GeneticAlgorithm`` with its defaults: generational, population 10,
-  single-point crossover 0.9, per-gene mutation 0.2, tournaments of 2, 1 elite.
-* ``pygmo-sga``: ``PygmoAlgorithm('sga')``, the NORD paper's sga (crossover 0.9, per-gene
-  mutation 0.2), population 10, generations enough to fill the budget (as for all below).
-* ``pygmo-gaco``: ``PygmoAlgorithm('gaco', ker=10)``, extended ant colony, population 10.
-* ``pygmo-pso``: ``PygmoAlgorithm('pso_gen')``, generational particle swarm, population 10.
-* ``pygmo-de``: ``PygmoAlgorithm('de')``, differential evolution, population 10.
-
-The pygmo ones need pygmo. Add your own with :func:`register_compare_algorithm` (before
-``run_comparison``; worker processes are forked and inherit the registration).
+**Algorithms** are those of :mod:`nord.search.registry`, by any of their names: ``random``,
+``rea`` (regularized evolution, population 10, sample 3: the benchmark paper's setting),
+``ga`` (nord's genetic algorithm), ``pygmo-sga`` (the NORD paper's sga), ``pygmo-gaco``,
+``pygmo-pso``, ``pygmo-de``, and any registered later; pygmo's algorithms take as many
+generations as the budget needs. Seeds run on a :class:`~nord.search.executors.ProcessPool`
+(forked workers inherit any algorithm registered before ``run_comparison``).
 """
 from __future__ import annotations
 
 import json
 import logging
 import math
-import multiprocessing
 import os
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import (Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple,
-                    Union)
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from nord.benchmarks.cell_space import NASBench201Space
-from nord.benchmarks.nasbench201 import BenchmarkEvaluator, get_dataset, load_table
+from nord.benchmarks.hardware import LatencyEvaluator, LatencyLimit, latency_limit
+from nord.benchmarks.nasbench201 import (BenchmarkEvaluator, NASBench201Space, get_dataset,
+                                         load_table)
+from nord.checks import check_int
+from nord.benchmarks.simulated_time import (SimulatedSetting, anytime_curves, incumbent_curve,
+                                            run_simulated_seed)
 from nord.errors import ConfigurationError, NordError
-from nord.search.algorithm import SearchAlgorithm
-from nord.search.space import SearchSpace
+from nord.jsonable import dumps
+from nord.search.engine import run_search
+from nord.search.executors import ProcessPool
+from nord.search.registry import ALGORITHMS, make_algorithm
 
-__all__ = ["CompareAlgorithm", "COMPARE_ALGORITHMS", "REFERENCE_RESULTS", "SeedRun",
-           "ComparisonResult", "register_compare_algorithm", "list_compare_algorithms",
-           "get_compare_algorithm", "drive", "run_seed", "run_seeds", "run_comparison",
-           "load_json"]
+__all__ = ["REFERENCE_RESULTS", "SeedRun", "ComparisonResult", "JSONRecord", "evaluated_cells",
+           "run_seed", "run_seeds", "run_comparison", "load_json"]
 
 logger = logging.getLogger(__name__)
 
-MakeAlgorithm = Callable[[SearchSpace, int, int], SearchAlgorithm]
-"""``make(space, seed, budget) -> SearchAlgorithm``: a fresh, seeded algorithm for one run."""
-
 Progress = Callable[[str, int, int], None]
 """``progress(algorithm, seeds_done, seeds_total)``, called as seeds finish."""
-
-
-# --- the algorithms ---------------------------------------------------------------------------
-@dataclass(frozen=True)
-class CompareAlgorithm:
-    """An algorithm as ``run_comparison`` makes it.
-
-    Attributes:
-        name: its short name (``nord compare --algorithms``).
-        description: one line for help texts and the JSON file.
-        make: ``make(space, seed, budget) -> SearchAlgorithm``; the budget lets algorithms
-            with a fixed number of generations (pygmo's) size them to it.
-    """
-
-    name: str
-    description: str
-    make: MakeAlgorithm
-
-
-def _generations(budget: int, population_size: int) -> int:
-    """Generations after the initial population so that at least ``budget`` are proposed."""
-    return max(1, math.ceil(budget / population_size) - 1)
-
-
-def _random(space, seed, budget):
-    from nord.search.random_search import RandomSearch
-    return RandomSearch(space, seed=seed)
-
-
-def _rea(space, seed, budget):
-    from nord.search.evolution import RegularizedEvolution
-    return RegularizedEvolution(space, seed=seed, population_size=10, sample_size=3)
-
-
-def _ga(space, seed, budget):
-    from nord.search.genetic import GeneticAlgorithm
-    return GeneticAlgorithm(space, seed=seed)
-
-
-def _pygmo(name: str, population_size: int = 10, **kwargs) -> MakeAlgorithm:
-    def make(space, seed, budget):
-        from nord.search.pygmo_adapter import PygmoAlgorithm
-        return PygmoAlgorithm(space, name, population_size=population_size,
-                              generations=_generations(budget, population_size), seed=seed,
-                              **kwargs)
-    return make
-
-
-COMPARE_ALGORITHMS: Dict[str, CompareAlgorithm] = {}
-"""Short name -> :class:`CompareAlgorithm`; see the module docstring for the settings."""
-
-
-def register_compare_algorithm(name: str, make: MakeAlgorithm, description: str = "",
-                               overwrite: bool = False) -> CompareAlgorithm:
-    """Make an algorithm available to ``run_comparison`` under ``name``.
-
-    Args:
-        name: the short name, e.g. 'my-search' (lower case, no spaces or commas).
-        make: ``make(space, seed, budget) -> SearchAlgorithm``.
-        description: one line saying what it is and its settings.
-        overwrite: replace an algorithm registered under the same name.
-
-    Raises:
-        ConfigurationError: a bad name, ``make`` not callable, or a taken name.
-    """
-    if not isinstance(name, str) or not name or name != name.strip().lower() \
-            or any(c in name for c in ", \t"):
-        raise ConfigurationError(
-            f"a comparison algorithm's name is lower case without spaces or commas, such as "
-            f"'my-search'; got {name!r}")
-    if not callable(make):
-        raise ConfigurationError(
-            f"make must be a callable (space, seed, budget) -> SearchAlgorithm; got {make!r}")
-    if name in COMPARE_ALGORITHMS and not overwrite:
-        raise ConfigurationError(
-            f"comparison algorithm {name!r} is registered already; choose another name or "
-            "pass overwrite=True")
-    spec = CompareAlgorithm(name, description, make)
-    COMPARE_ALGORITHMS[name] = spec
-    return spec
-
-
-def list_compare_algorithms() -> List[str]:
-    """The short names ``run_comparison`` accepts, in registration order."""
-    return list(COMPARE_ALGORITHMS)
-
-
-def get_compare_algorithm(name: str) -> CompareAlgorithm:
-    """The algorithm registered as ``name``.
-
-    Raises:
-        ConfigurationError: no such name; the message lists the valid ones.
-    """
-    spec = COMPARE_ALGORITHMS.get(name.strip().lower()) if isinstance(name, str) else None
-    if spec is None:
-        raise ConfigurationError(
-            f"unknown algorithm {name!r} for a benchmark comparison; valid names are "
-            f"{', '.join(COMPARE_ALGORITHMS)} (add one with register_compare_algorithm)")
-    return spec
-
-
-for _name, _description, _make in (
-        ("random", "random search: uniformly random cells", _random),
-        ("rea", "regularized evolution: population 10, sample 3, one-edge mutation, aging "
-                "(the NAS-Bench-201 paper's setting)", _rea),
-        ("ga", "nord's GeneticAlgorithm, defaults: generational, population 10, single-point "
-               "crossover 0.9, per-gene mutation 0.2, tournaments of 2, 1 elite", _ga),
-        ("pygmo-sga", "pygmo sga: crossover 0.9, per-gene uniform mutation 0.2, population "
-                      "10 (the NORD paper's setting)", _pygmo("sga")),
-        ("pygmo-gaco", "pygmo gaco (extended ant colony), population 10, kernel 10",
-         _pygmo("gaco", ker=10)),
-        ("pygmo-pso", "pygmo pso_gen (generational particle swarm), population 10",
-         _pygmo("pso_gen")),
-        ("pygmo-de", "pygmo de (differential evolution), population 10", _pygmo("de"))):
-    register_compare_algorithm(_name, _make, _description)
 
 
 REFERENCE_RESULTS: Dict[Tuple[str, str, int], Tuple[float, float]] = {
@@ -216,44 +101,29 @@ itself (500 runs, its time budget) reports REA 93.92 ± 0.30 and random search 9
 
 
 # --- one run ----------------------------------------------------------------------------------
-def drive(algorithm: SearchAlgorithm, evaluator: BenchmarkEvaluator, budget: int) -> List[int]:
-    """Run ``algorithm`` for ``budget`` evaluations by table look-up; the lean search loop.
+_EVALUATORS: Dict[str, BenchmarkEvaluator] = {}
 
-    Ask, look the genome up with ``evaluator.evaluate_genome``, tell; no descriptor, no
-    journal. Sequential: every result is told before the next ask, so an ``ask`` that returns
-    None means the algorithm is finished (or broken).
 
-    Args:
-        algorithm: a fresh algorithm over ``NASBench201Space``; closed at the end.
-        evaluator: the benchmark evaluator of the data set.
-        budget: evaluations, repeats included.
+def benchmark_evaluator(dataset: str) -> BenchmarkEvaluator:
+    """One evaluator per data set and process (its records are built on first use)."""
+    evaluator = _EVALUATORS.get(dataset)
+    if evaluator is None:
+        evaluator = _EVALUATORS[dataset] = BenchmarkEvaluator(dataset)
+    return evaluator
 
-    Returns:
-        The table index of each evaluated architecture, in evaluation order (fewer than
-        ``budget`` when the algorithm finished first).
 
-    Raises:
-        NordError: ``ask`` returned None while nothing was outstanding and the algorithm was
-            not finished.
-    """
-    indices: List[int] = []
-    ask, tell, evaluate = algorithm.ask, algorithm.tell, evaluator.evaluate_genome
+def evaluated_cells(algorithm, dataset: str, budget: int, evaluator=None) -> List[int]:
+    """Run ``algorithm`` (a fresh one over ``NASBench201Space``) through the search engine for
+    ``budget`` look-ups, no journal; the table row of each evaluated cell, in the order told
+    (fewer than ``budget`` when the algorithm finished first). The algorithm is closed.
+    ``evaluator``: default the data set's ``BenchmarkEvaluator``."""
+    cells: List[int] = []
     try:
-        for _ in range(budget):
-            candidate = ask()
-            if candidate is None:
-                if algorithm.finished:
-                    break
-                raise NordError(
-                    f"{type(algorithm).__name__} proposed nothing (ask() returned None) with no "
-                    f"result outstanding after {len(indices)} evaluations; a sequential driver "
-                    "cannot go on")
-            result = evaluate(candidate.genome)
-            tell(candidate, result)
-            indices.append(result.metrics["index"])
+        run_search(algorithm, evaluator or benchmark_evaluator(dataset), budget=budget,
+                   on_result=lambda progress: cells.append(progress.outcome.key))
     finally:
         algorithm.close()
-    return indices
+    return cells
 
 
 @dataclass
@@ -270,6 +140,10 @@ class SeedRun:
         found_at: the evaluation (1-based) that first evaluated it.
         evaluations: evaluations used (the budget unless the algorithm finished first).
         unique: distinct architectures among them.
+        simulated_time: simulated seconds the run used (simulated runs; else None).
+        utilisation: busy share of the simulated workers' time (simulated runs).
+        curve: the incumbent's ``[simulated seconds, reported accuracy]`` at each change
+            (simulated runs; see :mod:`nord.benchmarks.simulated_time`).
     """
 
     seed: int
@@ -281,60 +155,92 @@ class SeedRun:
     found_at: int
     evaluations: int
     unique: int
+    simulated_time: Optional[float] = None
+    utilisation: Optional[float] = None
+    curve: Optional[List[Tuple[float, float]]] = None
 
     @classmethod
-    def from_indices(cls, seed: int, indices: Sequence[int], dataset: str) -> "SeedRun":
-        """The run's outcome from the table indices it evaluated, in order."""
+    def from_indices(cls, seed: int, indices: Sequence[int], dataset: str,
+                     allowed: Optional[np.ndarray] = None) -> "SeedRun":
+        """The run's outcome from the table indices it evaluated, in order; the returned
+        architecture is chosen among the cells ``allowed`` (a mask over the table) marks."""
         if not indices:
             raise NordError(f"the run with seed {seed} evaluated nothing; nothing to return")
         table = load_table()
         arrays = table.arrays(dataset)
         order = np.asarray(indices, dtype=np.int64)
-        position = int(np.argmax(arrays.accuracy[order]))   # first of equal maxima
+        signal = arrays.accuracy[order]
+        if allowed is not None:
+            if not allowed[order].any():
+                return cls(seed=int(seed), reported_accuracy=math.nan, accuracy=math.nan,
+                           index=-1, cell="", n_params=0, found_at=0, evaluations=len(order),
+                           unique=int(np.unique(order).size))
+            signal = np.where(allowed[order], signal, -np.inf)
+        position = int(np.argmax(signal))   # first of equal maxima
         best = int(order[position])
         return cls(seed=int(seed), reported_accuracy=float(arrays.reported_accuracy[best]),
                    accuracy=float(arrays.accuracy[best]), index=best, cell=table.cells[best],
                    n_params=int(arrays.n_params[best]), found_at=position + 1,
                    evaluations=len(order), unique=int(np.unique(order).size))
 
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "SeedRun":
+        """A run saved with ``dataclasses.asdict`` (through JSON: the curve's pairs are
+        tuples again)."""
+        run = cls(**data)
+        if run.curve is not None:
+            run.curve = [(float(time), float(value)) for time, value in run.curve]
+        return run
 
-_EVALUATORS: Dict[str, BenchmarkEvaluator] = {}
-
-
-def _evaluator(dataset: str) -> BenchmarkEvaluator:
-    """One evaluator per data set and process (its records are built on first use)."""
-    evaluator = _EVALUATORS.get(dataset)
-    if evaluator is None:
-        evaluator = _EVALUATORS[dataset] = BenchmarkEvaluator(dataset)
-    return evaluator
+    @classmethod
+    def from_simulated(cls, seed: int, run, dataset: str) -> "SeedRun":
+        """The outcome of a simulated run (:class:`~nord.benchmarks.simulated_time.
+        SimulatedRun`): the returned architecture is the best of the signals it was told."""
+        if not run.indices:
+            raise NordError(f"the run with seed {seed} evaluated nothing within its time "
+                            "budget; nothing to return")
+        table = load_table()
+        arrays = table.arrays(dataset)
+        order = np.asarray(run.indices, dtype=np.int64)
+        position, curve = incumbent_curve(run.accuracies, arrays.reported_accuracy[order],
+                                          run.times)
+        best = int(order[position])
+        return cls(seed=int(seed), reported_accuracy=float(arrays.reported_accuracy[best]),
+                   accuracy=float(run.accuracies[position]), index=best,
+                   cell=table.cells[best], n_params=int(arrays.n_params[best]),
+                   found_at=position + 1, evaluations=len(order),
+                   unique=int(np.unique(order).size), simulated_time=float(run.simulated_time),
+                   utilisation=float(run.utilisation), curve=curve)
 
 
 def run_seed(algorithm: str = "rea", dataset: str = "cifar10", budget: int = 100,
-             seed: int = 0) -> SeedRun:
-    """One run of the comparison algorithm ``algorithm`` (a short name) with ``seed``."""
-    spec = get_compare_algorithm(algorithm)
+             seed: int = 0, limit: Optional[LatencyLimit] = None) -> SeedRun:
+    """One run of the algorithm named ``algorithm`` with ``seed`` (under a latency limit)."""
     dataset = get_dataset(dataset).name
-    instance = spec.make(NASBench201Space(), seed, budget)
-    return SeedRun.from_indices(seed, drive(instance, _evaluator(dataset), budget), dataset)
+    instance = make_algorithm(algorithm, NASBench201Space(), seed=seed, budget=budget)
+    if limit is None:
+        return SeedRun.from_indices(seed, evaluated_cells(instance, dataset, budget), dataset)
+    evaluator = LatencyEvaluator(benchmark_evaluator(dataset), limit=limit)
+    return SeedRun.from_indices(seed, evaluated_cells(instance, dataset, budget, evaluator),
+                                dataset, limit.allowed())
 
 
-def run_seeds(algorithm: str, dataset: str, budget: int, seeds: Iterable[int]
-              ) -> Tuple[List[SeedRun], float]:
+def run_seeds(algorithm: str, dataset: str, budget: int, seeds: Iterable[int],
+              limit: Optional[LatencyLimit] = None,
+              simulation: Optional[SimulatedSetting] = None) -> Tuple[List[SeedRun], float]:
     """Runs for several seeds in this process; also returns the seconds they took."""
     started = time.perf_counter()
-    runs = [run_seed(algorithm, dataset, budget, seed) for seed in seeds]
+    if simulation is None:
+        runs = [run_seed(algorithm, dataset, budget, seed, limit) for seed in seeds]
+    else:
+        runs = [run_simulated_seed(algorithm, dataset, seed, simulation) for seed in seeds]
     return runs, time.perf_counter() - started
-
-
-def _run_task(task: Tuple[str, str, int, List[int]]) -> Tuple[str, List[SeedRun], float]:
-    algorithm, dataset, budget, seeds = task
-    runs, seconds = run_seeds(algorithm, dataset, budget, seeds)
-    return algorithm, runs, seconds
 
 
 # --- the comparison ---------------------------------------------------------------------------
 def _stats(values: np.ndarray) -> Dict[str, float]:
     values = np.asarray(values, dtype=float) * 100
+    values = values[~np.isnan(values)]   # runs that found no cell within a latency limit
     if values.size == 0:
         return {"mean": math.nan, "std": math.nan, "stderr": math.nan, "min": math.nan,
                 "max": math.nan}
@@ -347,7 +253,7 @@ class JSONRecord:
     """``to_json`` and ``save_json`` for result records that define ``to_dict``."""
 
     def to_json(self, indent: Optional[int] = 2) -> str:
-        return json.dumps(_json_ready(self.to_dict()), indent=indent)
+        return dumps(self.to_dict(), indent=indent, sort_keys=False)
 
     def save_json(self, path: Union[str, os.PathLike]) -> Path:
         """Write ``to_json()`` to ``path`` (folders created); returns the path."""
@@ -363,7 +269,8 @@ class ComparisonResult(JSONRecord):
 
     Attributes:
         dataset: 'cifar10', 'cifar100' or 'imagenet16'.
-        budget: evaluations per run, repeats included.
+        budget: evaluations per run, repeats included (None for simulated runs, whose
+            budget is ``simulation.time_budget``).
         base_seed: seeds are ``base_seed .. base_seed + len(seeds) - 1``.
         seeds: number of seeds per algorithm.
         runs: algorithm short name -> its runs, ordered by seed.
@@ -371,10 +278,11 @@ class ComparisonResult(JSONRecord):
         descriptions: algorithm -> its description.
         wall_time: seconds ``run_comparison`` took.
         processes: worker processes used.
+        simulation: the simulated-time setting, or None for a budget of evaluations.
     """
 
     dataset: str
-    budget: int
+    budget: Optional[int]
     base_seed: int
     seeds: int
     runs: Dict[str, List[SeedRun]]
@@ -382,6 +290,8 @@ class ComparisonResult(JSONRecord):
     descriptions: Dict[str, str] = field(default_factory=dict)
     wall_time: float = math.nan
     processes: int = 1
+    simulation: Optional[SimulatedSetting] = None
+    limit: Optional[LatencyLimit] = None
 
     @property
     def algorithms(self) -> List[str]:
@@ -398,7 +308,8 @@ class ComparisonResult(JSONRecord):
     def summary(self) -> Dict[str, Dict[str, Any]]:
         """Per algorithm: statistics (in %) of the reported accuracy ('test') and of the
         search signal ('search'), mean evaluations and distinct architectures per run,
-        seconds and evaluations per second."""
+        seconds and evaluations per second; for simulated runs also the mean simulated time
+        used ('simulated_time', seconds) and worker utilisation ('utilisation', a fraction)."""
         summary = {}
         for name, runs in self.runs.items():
             evaluations = sum(run.evaluations for run in runs)
@@ -413,7 +324,20 @@ class ComparisonResult(JSONRecord):
                 "evaluations_per_second": (evaluations / seconds
                                            if seconds and math.isfinite(seconds) else math.nan),
             }
+            if self.simulation is not None:
+                summary[name]["simulated_time"] = _mean([run.simulated_time for run in runs])
+                summary[name]["utilisation"] = _mean([run.utilisation for run in runs])
         return summary
+
+    def curves(self, points: int = 101) -> Dict[str, Dict[str, Any]]:
+        """Per algorithm, its anytime curve over seeds (simulated runs only; see
+        :func:`~nord.benchmarks.simulated_time.anytime_curves`): the incumbent's test
+        accuracy (%) against simulated seconds, mean and mean -/+ one standard deviation."""
+        if self.simulation is None:
+            return {}
+        return {name: anytime_curves([run.curve or [] for run in runs],
+                                     self.simulation.time_budget, points)
+                for name, runs in self.runs.items()}
 
     def table(self) -> str:
         """A plain-text table: per algorithm, mean ± std (%) of the returned architecture's
@@ -421,19 +345,40 @@ class ComparisonResult(JSONRecord):
         label = {"cifar10": "CIFAR-10", "cifar100": "CIFAR-100",
                  "imagenet16": "ImageNet16-120"}.get(self.dataset, self.dataset)
         last = self.base_seed + self.seeds - 1
-        lines = [f"NAS-Bench-201, {label}: budget {self.budget} evaluations, {self.seeds} "
-                 f"seed{'s' if self.seeds != 1 else ''} ({self.base_seed}..{last})",
-                 "returned architecture = best 12-epoch validation accuracy among those "
-                 "evaluated; mean ± std over seeds"]
+        seeds = f"{self.seeds} seed{'s' if self.seeds != 1 else ''} ({self.base_seed}..{last})"
+        sim = self.simulation
+        if sim is None:
+            lines = [f"NAS-Bench-201, {label}: budget {self.budget} evaluations, {seeds}",
+                     "returned architecture = best 12-epoch validation accuracy among those "
+                     "evaluated; mean ± std over seeds"]
+        else:
+            grouped = (f", networks trained on {sim.train_workers} workers each (scaling "
+                       f"efficiency {sim.scaling_efficiency:g})" if sim.train_workers > 1 else "")
+            lines = [f"NAS-Bench-201, {label}: {sim.time_budget:,.0f} simulated seconds on "
+                     f"{sim.workers} worker{'s' if sim.workers != 1 else ''} ({sim.mode}"
+                     f"{grouped}), {seeds}",
+                     f"search signal {sim.signal}{' with seed noise' if sim.noise else ''}"
+                     f"{f', overhead {sim.overhead:g} s per evaluation' if sim.overhead else ''}"
+                     "; returned architecture = best signal among those told; mean ± std over "
+                     "seeds"]
+        if self.limit is not None:
+            lines.append(f"latency limit: cells slower than {self.limit.max_ms:g} ms on "
+                         f"{self.limit.device} are failed evaluations, never returned")
         header = ("algorithm", "seeds", "test acc. 200 ep (%)", "search signal (%)",
                   "evals", "distinct", "compute (s)")
+        if sim is not None:
+            header += ("sim. time (h)", "utilisation")
         rows = []
         for name, numbers in self.summary().items():
-            rows.append((name, str(numbers["seeds"]),
-                         f"{numbers['test']['mean']:.2f} ± {numbers['test']['std']:.2f}",
-                         f"{numbers['search']['mean']:.2f} ± {numbers['search']['std']:.2f}",
-                         f"{numbers['evaluations']:.0f}", f"{numbers['unique']:.1f}",
-                         f"{numbers['seconds']:.2f}"))
+            row = (name, str(numbers["seeds"]),
+                   f"{numbers['test']['mean']:.2f} ± {numbers['test']['std']:.2f}",
+                   f"{numbers['search']['mean']:.2f} ± {numbers['search']['std']:.2f}",
+                   f"{numbers['evaluations']:.0f}", f"{numbers['unique']:.1f}",
+                   f"{numbers['seconds']:.2f}")
+            if sim is not None:
+                row += (f"{numbers['simulated_time'] / 3600:.2f}",
+                        f"{numbers['utilisation'] * 100:.1f} %")
+            rows.append(row)
         widths = [max(len(row[i]) for row in [header] + rows) for i in range(len(header))]
         def line(row):
             return "  ".join(cell.ljust(w) if i == 0 else cell.rjust(w)
@@ -443,12 +388,15 @@ class ComparisonResult(JSONRecord):
         return "\n".join(lines)
 
     def to_dict(self) -> Dict[str, Any]:
-        """Everything, JSON-ready: settings, the summary and every seed's run."""
+        """Everything, JSON-ready: settings, the summary and every seed's run; for simulated
+        runs also the setting ('simulation') and each algorithm's anytime curve ('curve')."""
         summary = self.summary()
-        return {
+        curves = self.curves()
+        data = {
             "benchmark": "nasbench201", "dataset": self.dataset, "budget": self.budget,
             "seeds": self.seeds, "base_seed": self.base_seed, "processes": self.processes,
             "wall_time": self.wall_time,
+            "max_latency": None if self.limit is None else self.limit.to_dict(),
             "protocol": ("returned architecture: best search signal (12-epoch validation "
                          "accuracy) among those evaluated, first found on ties; reported: its "
                          "200-epoch test accuracy; budget: evaluations including repeats; "
@@ -458,31 +406,45 @@ class ComparisonResult(JSONRecord):
                 name: {"description": self.descriptions.get(name, ""),
                        "seconds": self.seconds.get(name),
                        "summary": summary[name],
+                       **({"curve": curves[name]} if name in curves else {}),
                        "runs": [asdict(run) for run in runs]}
                 for name, runs in self.runs.items()},
         }
+        if self.simulation is not None:
+            data["simulation"] = self.simulation.to_dict()
+        return data
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "ComparisonResult":
         try:
             algorithms = data["algorithms"]
-            return cls(dataset=data["dataset"], budget=int(data["budget"]),
+            simulation = data.get("simulation")
+            return cls(dataset=data["dataset"],
+                       budget=None if data["budget"] is None else int(data["budget"]),
                        base_seed=int(data["base_seed"]), seeds=int(data["seeds"]),
-                       runs={name: [SeedRun(**run) for run in entry["runs"]]
+                       runs={name: [SeedRun.from_dict(run) for run in entry["runs"]]
                              for name, entry in algorithms.items()},
                        seconds={name: _number(entry.get("seconds"))
                                 for name, entry in algorithms.items()},
                        descriptions={name: entry.get("description", "")
                                      for name, entry in algorithms.items()},
                        wall_time=_number(data.get("wall_time")),
-                       processes=int(data.get("processes", 1)))
+                       processes=int(data.get("processes", 1)),
+                       simulation=None if simulation is None else SimulatedSetting(**simulation),
+                       limit=LatencyLimit(data["max_latency"]["device"],
+                                          data["max_latency"]["max_latency_ms"])
+                       if data.get("max_latency") else None)
         except (KeyError, TypeError, ValueError) as error:
             raise ConfigurationError(
                 f"not a comparison written by ComparisonResult.to_json: {error!r}") from error
 
     @classmethod
     def from_json(cls, text: str) -> "ComparisonResult":
-        return cls.from_dict(json.loads(text))
+        try:
+            data = json.loads(text)
+        except ValueError as error:
+            raise ConfigurationError(f"not a comparison saved by save_json: {error}") from error
+        return cls.from_dict(data)
 
 
 def load_json(path: Union[str, os.PathLike]) -> ComparisonResult:
@@ -494,40 +456,39 @@ def _number(value: Any) -> float:
     return math.nan if value is None else float(value)
 
 
-def _json_ready(value: Any) -> Any:
-    """NaN and infinities as null (JSON has neither)."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {key: _json_ready(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_json_ready(item) for item in value]
-    return value
+def _mean(values: Sequence[Optional[float]]) -> float:
+    values = [value for value in values if value is not None]
+    return float(np.mean(values)) if values else math.nan
 
 
-def _check_int(name: str, value: Any, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
-        raise ConfigurationError(f"{name} must be an integer >= {minimum}; got {value!r}")
-    return int(value)
+def _run_chunk(job: Tuple[str, str, Optional[int], List[int], Optional[LatencyLimit],
+                          Optional[SimulatedSetting]]) -> Tuple[str, List[SeedRun], float]:
+    """One worker's share: several seeds of one algorithm, and the seconds they took."""
+    algorithm, dataset, budget, seeds, limit, simulation = job
+    runs, seconds = run_seeds(algorithm, dataset, budget, seeds, limit, simulation)
+    return algorithm, runs, seconds
 
 
-def _pool_context():
-    # fork: workers inherit the loaded table and any registered algorithm, and no script is
-    # imported again (a script that starts MPI at import would hang under spawn)
-    methods = multiprocessing.get_all_start_methods()
-    return multiprocessing.get_context("fork" if "fork" in methods else "spawn")
+def chunks(seeds: Sequence[int], processes: int) -> List[List[int]]:
+    """Seeds split into jobs: all at once in one process, else about four jobs per process
+    (so that the workers finish together)."""
+    size = max(1, math.ceil(len(seeds) / (4 * processes))) if processes > 1 else len(seeds)
+    return [list(seeds[start:start + size]) for start in range(0, len(seeds), size)]
 
 
 def run_comparison(dataset: str = "cifar10", algorithms: Union[str, Sequence[str]] = ("random", "rea"),
                    budget: int = 100, seeds: int = 10, base_seed: int = 0,
-                   processes: Optional[int] = 1, progress: Optional[Progress] = None
-                   ) -> ComparisonResult:
-    """Run each algorithm for ``seeds`` seeds at ``budget`` evaluations on NAS-Bench-201.
+                   processes: Optional[int] = 1, progress: Optional[Progress] = None,
+                   max_latency_ms: Optional[float] = None,
+                   latency_device: Optional[str] = None,
+                   simulation: Optional[SimulatedSetting] = None) -> ComparisonResult:
+    """Run each algorithm for ``seeds`` seeds at ``budget`` evaluations on NAS-Bench-201,
+    or, with ``simulation``, for a budget of simulated time on simulated workers.
 
     Args:
         dataset: 'cifar10', 'cifar100' or 'imagenet16' (ImageNet16-120).
-        algorithms: short names (see :data:`COMPARE_ALGORITHMS`), or one comma-separated
-            string such as ``'random,rea'``.
+        algorithms: names of registered algorithms (any name or alias), or one
+            comma-separated string such as ``'random,rea'``; the table uses the names given.
         budget: evaluations per run, repeats of an architecture included.
         seeds: runs per algorithm; run ``i`` uses seed ``base_seed + i``.
         base_seed: the first seed (>= 0).
@@ -535,6 +496,10 @@ def run_comparison(dataset: str = "cifar10", algorithms: Union[str, Sequence[str
             on it.
         progress: ``progress(algorithm, seeds_done, seeds_total)`` after each batch of seeds
             (in this process).
+        max_latency_ms: a latency limit on ``latency_device`` (see the module docstring).
+        latency_device: the device of the limit (:data:`nord.benchmarks.DEVICES`).
+        simulation: a :class:`~nord.benchmarks.simulated_time.SimulatedSetting`; ``budget``
+            is then ignored (the result's is None). Not with a latency limit.
 
     Returns:
         A :class:`ComparisonResult`; ``.table()`` prints it, ``.save_json(path)`` saves it.
@@ -548,28 +513,38 @@ def run_comparison(dataset: str = "cifar10", algorithms: Union[str, Sequence[str
     dataset = get_dataset(dataset).name
     if isinstance(algorithms, str):
         algorithms = [name for name in algorithms.split(",") if name.strip()]
-    names = [get_compare_algorithm(name).name for name in algorithms]
+    names = [name.strip() for name in algorithms]
     if not names:
         raise ConfigurationError("give at least one algorithm to compare, e.g. ('random', 'rea')")
-    if len(set(names)) != len(names):
+    canonical = [ALGORITHMS.canonical(name) for name in names]
+    if len(set(canonical)) != len(canonical):
         raise ConfigurationError(f"an algorithm is listed twice: {names}")
-    budget = _check_int("budget (evaluations per run)", budget, 1)
-    seeds = _check_int("seeds (runs per algorithm)", seeds, 1)
-    base_seed = _check_int("base_seed", base_seed, 0)
+    if simulation is not None:
+        simulation = simulation.check(dataset)
+        budget = None
+    else:
+        budget = check_int(budget, "budget (evaluations per run)", 1)
+    seeds = check_int(seeds, "seeds (runs per algorithm)", 1)
+    base_seed = check_int(base_seed, "base_seed", 0)
     if processes is None:
         processes = os.cpu_count() or 1
-    processes = _check_int("processes", processes, 1)
-    processes = min(processes, seeds * len(names))
+    processes = min(check_int(processes, "processes", 1), seeds * len(names))
     # fail now, in this process, on anything an algorithm's construction rejects (pygmo
     # missing, a bad setting) rather than in every worker
     for name in names:
-        COMPARE_ALGORITHMS[name].make(NASBench201Space(), base_seed, budget).close()
-    _evaluator(dataset).evaluate_genome((0,) * 6)   # load the table before any fork
+        make_algorithm(name, NASBench201Space(), seed=base_seed, budget=budget or 100).close()
+    limit = latency_limit(max_latency_ms, latency_device, dataset)
+    if limit is not None and simulation is not None:
+        raise ConfigurationError(
+            "a latency limit and simulated time do not go together yet: drop --max-latency-ms "
+            "or --workers")
+    benchmark_evaluator(dataset).evaluate_genome((0,) * 6)   # load the table before any fork
+    if limit is not None:
+        LatencyEvaluator(benchmark_evaluator(dataset), limit=limit).evaluate_genome((0,) * 6)
 
     seed_list = list(range(base_seed, base_seed + seeds))
-    chunk = max(1, math.ceil(seeds / (4 * processes))) if processes > 1 else seeds
-    tasks = [(name, dataset, budget, seed_list[start:start + chunk])
-             for name in names for start in range(0, seeds, chunk)]
+    jobs = [(name, dataset, budget, chunk, limit, simulation) for name in names
+            for chunk in chunks(seed_list, processes)]
     runs: Dict[str, List[SeedRun]] = {name: [] for name in names}
     seconds = {name: 0.0 for name in names}
     started = time.perf_counter()
@@ -580,19 +555,16 @@ def run_comparison(dataset: str = "cifar10", algorithms: Union[str, Sequence[str
         if progress is not None:
             progress(name, len(runs[name]), seeds)
 
-    if processes == 1:
-        for task in tasks:
-            collect(*_run_task(task))
-    else:
-        with _pool_context().Pool(processes) as pool:
-            for outcome in pool.imap_unordered(_run_task, tasks):
-                collect(*outcome)
+    for outcome in ProcessPool(processes).map(_run_chunk, jobs):
+        collect(*outcome)
     for name in names:
         runs[name].sort(key=lambda run: run.seed)
     wall_time = time.perf_counter() - started
-    logger.info("compared %s on %s: %d seeds x %d evaluations in %.1f s", ", ".join(names),
-                dataset, seeds, budget, wall_time)
+    logger.info("compared %s on %s: %d seeds x %s in %.1f s", ", ".join(names), dataset, seeds,
+                f"{budget} evaluations" if simulation is None
+                else f"{simulation.time_budget:g} simulated seconds", wall_time)
     return ComparisonResult(dataset=dataset, budget=budget, base_seed=base_seed, seeds=seeds,
                             runs=runs, seconds=seconds,
-                            descriptions={n: COMPARE_ALGORITHMS[n].description for n in names},
-                            wall_time=wall_time, processes=processes)
+                            descriptions={n: ALGORITHMS.entry(n).description for n in names},
+                            wall_time=wall_time, processes=processes, simulation=simulation,
+                            limit=limit)

@@ -12,30 +12,45 @@
 Modules: :mod:`~nord.data.sharding` (pure rules: who gets which samples),
 :mod:`~nord.data.curator` (the base class and :class:`TensorLoader`),
 :mod:`~nord.data.builtin` (Digits, TensorCurator), :mod:`~nord.data.datasets` (MNIST,
-Fashion-MNIST, CIFAR-10), :mod:`~nord.data.files` (official-format readers) and
-:mod:`~nord.data.download` (URLs, checksums, verified downloads).
-"""
-from nord.data.builtin import Digits, TensorCurator
-from nord.data.curator import DataCurator, RawData, TensorLoader, get_curator, list_curators, register_curator
-from nord.data.datasets import CIFAR10, MNIST, FashionMNIST, FileCurator
-from nord.data.sharding import contiguous_shard, num_batches, shard_batches, shard_indices, subset_indices
+Fashion-MNIST, CIFAR-10), :mod:`~nord.data.files` (official-format readers),
+:mod:`~nord.data.download` (URLs, checksums, resumable verified downloads),
+:mod:`~nord.data.registry` (data sets by name) and :mod:`~nord.data.commands` (``nord data
+download`` and ``nord data list``).
 
-__all__ = [
-    "DataCurator",
-    "RawData",
-    "TensorLoader",
-    "Digits",
-    "TensorCurator",
-    "FileCurator",
-    "MNIST",
-    "FashionMNIST",
-    "CIFAR10",
-    "get_curator",
-    "list_curators",
-    "register_curator",
-    "shard_indices",
-    "shard_batches",
-    "num_batches",
-    "contiguous_shard",
-    "subset_indices",
-]
+Names are imported on first use, so that ``nord.data.registry`` can be read without torch.
+"""
+import importlib
+
+from nord.data.registry import get_curator, list_curators, register_curator
+
+_LAZY = {
+    "DataCurator": "nord.data.curator",
+    "RawData": "nord.data.curator",
+    "TensorLoader": "nord.data.curator",
+    "Digits": "nord.data.builtin",
+    "TensorCurator": "nord.data.builtin",
+    "FileCurator": "nord.data.datasets",
+    "MNIST": "nord.data.datasets",
+    "FashionMNIST": "nord.data.datasets",
+    "CIFAR10": "nord.data.datasets",
+    "shard_indices": "nord.data.sharding",
+    "shard_batches": "nord.data.sharding",
+    "num_batches": "nord.data.sharding",
+    "contiguous_shard": "nord.data.sharding",
+    "subset_indices": "nord.data.sharding",
+}
+
+__all__ = ["get_curator", "list_curators", "register_curator", *_LAZY]
+
+
+def __getattr__(name):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'nord.data' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(list(globals()) + list(_LAZY))

@@ -16,13 +16,12 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
-from nord.data.curator import ArrayLike, DataCurator, RawData, prepare, register_curator
+from nord.data.curator import ArrayLike, DataCurator, RawData, prepare
 from nord.errors import ConfigurationError
 
 __all__ = ["Digits", "TensorCurator"]
 
 
-@register_curator("digits")
 class Digits(DataCurator):
     """The 8x8 handwritten digits bundled with scikit-learn: nord's built-in default.
 
@@ -33,14 +32,16 @@ class Digits(DataCurator):
         test_fraction: share of the images held out for testing, in (0, 1).
         seed: seed of the split.
         stratify: keep class proportions equal in both splits.
-        normalise: see :class:`~nord.data.curator.DataCurator`.
+        normalise, valid_fraction: see :class:`~nord.data.curator.DataCurator`; the
+            validation hold-out is seeded by ``seed`` too.
     """
 
     name = "digits"
 
     def __init__(self, test_fraction: float = 0.2, seed: int = 0, stratify: bool = True,
-                 normalise: bool = True):
-        super().__init__(normalise=normalise)
+                 normalise: bool = True, valid_fraction: float = 0.1):
+        super().__init__(normalise=normalise, valid_fraction=valid_fraction,
+                         split_seed=seed if isinstance(seed, int) and seed >= 0 else 0)
         if isinstance(test_fraction, bool) or not isinstance(test_fraction, numbers.Real) \
                 or not 0 < test_fraction < 1:
             raise ConfigurationError(f"test_fraction must be a number in (0, 1); got {test_fraction!r}")
@@ -74,6 +75,9 @@ class TensorCurator(DataCurator):
         classes: class names (K of them); default the label values counted from the data.
         normalise: see :class:`~nord.data.curator.DataCurator`.
         name: a name for logs and journals.
+        x_valid, y_valid: your own validation split; without them ``valid_fraction`` of the
+            training arrays is held out (see :class:`~nord.data.curator.DataCurator`).
+        valid_fraction, split_seed: see :class:`~nord.data.curator.DataCurator`.
 
     Raises:
         ConfigurationError: shapes or dtypes that do not fit, NaN or infinite samples,
@@ -81,13 +85,17 @@ class TensorCurator(DataCurator):
     """
 
     def __init__(self, x_train: ArrayLike, y_train: ArrayLike, x_test: ArrayLike, y_test: ArrayLike,
-                 classes: Optional[Sequence[Any]] = None, normalise: bool = True, name: str = "tensors"):
-        super().__init__(normalise=normalise)
+                 classes: Optional[Sequence[Any]] = None, normalise: bool = True, name: str = "tensors",
+                 x_valid: Optional[ArrayLike] = None, y_valid: Optional[ArrayLike] = None,
+                 valid_fraction: float = 0.1, split_seed: int = 0):
+        super().__init__(normalise=normalise, valid_fraction=valid_fraction, split_seed=split_seed)
         self.name = str(name)
         # The arrays are given here, so checking them here reports mistakes at the line
         # that made them, not at the first training step.
-        self._data = prepare(RawData(x_train, y_train, x_test, y_test, classes), self.normalise,
-                             source="TensorCurator")
+        self._data = prepare(RawData(x_train, y_train, x_test, y_test, classes,
+                                     x_valid=x_valid, y_valid=y_valid),
+                             self.normalise, source="TensorCurator",
+                             valid_fraction=self.valid_fraction, split_seed=self.split_seed)
 
     def _load(self) -> RawData:  # pragma: no cover - data is prepared in __init__
         raise AssertionError("TensorCurator holds its data from construction")

@@ -22,7 +22,7 @@ blocks (exact accuracy = total correct / total samples over the ranks).
 
 A new data set is a subclass with a ``_load`` that returns numpy arrays or tensors::
 
-    @register_curator('noise')
+    @nord.data.register_curator('noise')
     class Noise(DataCurator):
         name = 'noise'
         def _load(self):
@@ -38,11 +38,12 @@ import math
 import numbers
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple, Type, Union
+from typing import Any, Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import torch
 
+from nord.checks import check_valid_fraction
 from nord.data.sharding import (
     contiguous_shard,
     has_empty_batches,
@@ -63,19 +64,18 @@ __all__ = [
     "shard_batches",
     "num_batches",
     "contiguous_shard",
-    "register_curator",
-    "list_curators",
-    "get_curator",
 ]
 
 ArrayLike = Union[np.ndarray, torch.Tensor, Sequence]
 
 
 class RawData(NamedTuple):
-    """What ``DataCurator._load`` returns: the two splits, unnormalised, and class names.
+    """What ``DataCurator._load`` returns: the splits, unnormalised, and class names.
 
     Images: ``(N, C, H, W)``, ``(N, H, W)`` (one channel) or ``(N, F)`` (feature vectors),
-    any real dtype. Labels: ``(N,)`` integers ``0..num_classes-1``.
+    any real dtype. Labels: ``(N,)`` integers ``0..num_classes-1``. ``x_valid`` and
+    ``y_valid`` are a data set's official validation split, when it has one; without them the
+    curator holds a validation part out of the training split.
     """
 
     x_train: ArrayLike
@@ -85,6 +85,8 @@ class RawData(NamedTuple):
     classes: Optional[Sequence[Any]] = None
     scale: float = 1.0
     """Samples are multiplied by this after conversion to float32 (1/255 for 8-bit pixels)."""
+    x_valid: Optional[ArrayLike] = None
+    y_valid: Optional[ArrayLike] = None
 
 
 # --------------------------------------------------------------------------------------
@@ -328,28 +330,73 @@ def channel_statistics(x: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
 class _Loaded:
     x_train: torch.Tensor
     y_train: torch.Tensor
+    x_valid: torch.Tensor
+    y_valid: torch.Tensor
     x_test: torch.Tensor
     y_test: torch.Tensor
     classes: Tuple[str, ...]
     mean: Optional[Tuple[float, ...]]
     std: Optional[Tuple[float, ...]]
+    split: Dict[str, Any]
 
 
-def prepare(raw: RawData, normalise: bool = True, source: str = "data") -> _Loaded:
-    """Validate and convert a :class:`RawData`; normalise both splits with train statistics."""
+def validation_indices(labels: np.ndarray, fraction: float, seed: int) -> np.ndarray:
+    """Positions of a seeded, stratified hold-out of ``fraction`` of the samples, sorted.
+
+    Each class gives ``round(fraction * its count)`` samples (at least one when it has two or
+    more and ``fraction`` > 0), drawn by a generator seeded with ``seed``: the same labels,
+    fraction and seed always give the same positions.
+    """
+    labels = np.asarray(labels)
+    if fraction <= 0:
+        return np.zeros(0, dtype=np.int64)
+    rng = np.random.default_rng(seed)
+    chosen = []
+    for label in np.unique(labels):
+        members = np.flatnonzero(labels == label)
+        count = int(round(fraction * len(members)))
+        if len(members) >= 2:
+            count = min(max(count, 1), len(members) - 1)
+        else:
+            count = 0
+        chosen.append(rng.permutation(members)[:count])
+    return np.sort(np.concatenate(chosen)).astype(np.int64) if chosen else np.zeros(0, np.int64)
+
+
+def prepare(raw: RawData, normalise: bool = True, source: str = "data",
+            valid_fraction: float = 0.0, split_seed: int = 0) -> _Loaded:
+    """Validate and convert a :class:`RawData`; split off the validation part (the official
+    one, or a stratified hold-out of ``valid_fraction`` of the training split, seeded by
+    ``split_seed``); normalise every split with the statistics of what remains for training."""
     x_train = as_sample_tensor(raw.x_train, f"{source}: x_train")
     x_test = as_sample_tensor(raw.x_test, f"{source}: x_test")
-    if raw.scale != 1:
-        x_train.mul_(raw.scale)
-        x_test.mul_(raw.scale)
-    if x_train.shape[1:] != x_test.shape[1:]:
+    official = raw.x_valid is not None or raw.y_valid is not None
+    if official and (raw.x_valid is None or raw.y_valid is None):
+        raise ConfigurationError(f"{source}: give both x_valid and y_valid, or neither")
+    x_valid = as_sample_tensor(raw.x_valid, f"{source}: x_valid") if official else None
+    for tensor in (x_train, x_test) + ((x_valid,) if official else ()):
+        if raw.scale != 1:
+            tensor.mul_(raw.scale)
+    if x_train.shape[1:] != x_test.shape[1:] or (official and x_valid.shape[1:] != x_train.shape[1:]):
         raise ConfigurationError(
-            f"{source}: train and test samples must have one shape; got {tuple(x_train.shape[1:])} "
-            f"and {tuple(x_test.shape[1:])}"
+            f"{source}: train, validation and test samples must have one shape; got "
+            f"{tuple(x_train.shape[1:])}, {tuple(x_valid.shape[1:]) if official else '-'} and "
+            f"{tuple(x_test.shape[1:])}"
         )
     y_train = as_label_tensor(raw.y_train, f"{source}: y_train", len(x_train))
     y_test = as_label_tensor(raw.y_test, f"{source}: y_test", len(x_test))
-    top = int(max(y_train.max(), y_test.max()))
+    if official:
+        y_valid = as_label_tensor(raw.y_valid, f"{source}: y_valid", len(x_valid))
+        split = {"source": "official", "n_valid": len(x_valid)}
+    else:
+        fraction = check_valid_fraction(valid_fraction)
+        held = validation_indices(y_train.numpy(), fraction, split_seed)
+        keep = np.setdiff1d(np.arange(len(y_train)), held, assume_unique=True)
+        x_valid, y_valid = x_train[held], y_train[held]
+        x_train, y_train = x_train[keep].contiguous(), y_train[keep].contiguous()
+        split = {"source": "held out of the training split, stratified" if fraction else "none",
+                 "fraction": fraction, "seed": int(split_seed), "n_valid": len(held)}
+    top = int(max(y_train.max(), y_test.max(), y_valid.max() if len(y_valid) else 0))
     if raw.classes is None:
         classes = tuple(str(k) for k in range(top + 1))
     else:
@@ -364,11 +411,11 @@ def prepare(raw: RawData, normalise: bool = True, source: str = "data") -> _Load
     mean = std = None
     if normalise:
         mean_t, std_t = channel_statistics(x_train)
-        x_train.sub_(mean_t).div_(std_t)
-        x_test.sub_(mean_t).div_(std_t)
+        for tensor in (x_train, x_valid, x_test):
+            tensor.sub_(mean_t).div_(std_t)
         mean = tuple(float(v) for v in mean_t.flatten())
         std = tuple(float(v) for v in std_t.flatten())
-    return _Loaded(x_train, y_train, x_test, y_test, classes, mean, std)
+    return _Loaded(x_train, y_train, x_valid, y_valid, x_test, y_test, classes, mean, std, split)
 
 
 # --------------------------------------------------------------------------------------
@@ -382,14 +429,23 @@ class DataCurator(ABC):
 
     Args:
         normalise: subtract the per-channel mean and divide by the per-channel standard
-            deviation of the training split (applied to both splits), so that networks
+            deviation of the training split (applied to every split), so that networks
             see zero-mean, unit-variance inputs whatever the data set's pixel range.
+        valid_fraction: the share of the training split held out, stratified, for validation
+            (the search signal), when the data set has no official validation split. 0
+            holds out nothing: evaluators then select on the test split, and say so.
+        split_seed: seeds the hold-out (the same seed, the same split on every rank and run).
     """
 
     name: str = "data"
 
-    def __init__(self, normalise: bool = True):
+    def __init__(self, normalise: bool = True, valid_fraction: float = 0.1, split_seed: int = 0):
         self.normalise = bool(normalise)
+        self.valid_fraction = check_valid_fraction(valid_fraction)
+        if isinstance(split_seed, bool) or not isinstance(split_seed, numbers.Integral) \
+                or split_seed < 0:
+            raise ConfigurationError(f"split_seed must be an integer >= 0; got {split_seed!r}")
+        self.split_seed = int(split_seed)
         self._data: Optional[_Loaded] = None
         self._on_device: Dict[str, Tuple[torch.Tensor, ...]] = {}
 
@@ -401,7 +457,8 @@ class DataCurator(ABC):
     def load(self) -> "DataCurator":
         """Load the data now (idempotent) and return self: raises here, not mid-training."""
         if self._data is None:
-            self._data = prepare(self._load(), self.normalise, source=type(self).__name__)
+            self._data = prepare(self._load(), self.normalise, source=type(self).__name__,
+                                 valid_fraction=self.valid_fraction, split_seed=self.split_seed)
             logger.debug("%s loaded: %d train, %d test samples of shape %s", self.name,
                          len(self._data.x_train), len(self._data.x_test), self.input_shape)
         return self
@@ -435,8 +492,17 @@ class DataCurator(ABC):
         return int(self._loaded.x_train.shape[0])
 
     @property
+    def n_valid(self) -> int:
+        return int(self._loaded.x_valid.shape[0])
+
+    @property
     def n_test(self) -> int:
         return int(self._loaded.x_test.shape[0])
+
+    @property
+    def split(self) -> Dict[str, Any]:
+        """How the validation split was made: its source, fraction, seed and size."""
+        return dict(self._loaded.split)
 
     @property
     def mean(self) -> Optional[Tuple[float, ...]]:
@@ -453,7 +519,9 @@ class DataCurator(ABC):
         return {
             "name": self.name,
             "n_train": self.n_train,
+            "n_valid": self.n_valid,
             "n_test": self.n_test,
+            "validation": self.split,
             "input_shape": list(self.input_shape),
             "num_classes": self.num_classes,
             "classes": list(self.classes),
@@ -462,14 +530,16 @@ class DataCurator(ABC):
 
     def tensors(self, split: str = "train", device: Union[str, torch.device, None] = None
                 ) -> Tuple[torch.Tensor, torch.Tensor]:
-        """The whole split ``'train'`` or ``'test'`` as ``(x, y)``, on ``device`` (cached per device).
+        """The whole split ``'train'``, ``'valid'`` or ``'test'`` as ``(x, y)``, on ``device``
+        (cached per device).
 
         Moving the set to an accelerator once makes every batch a device-side gather.
         """
-        if split not in ("train", "test"):
-            raise ConfigurationError(f"split must be 'train' or 'test'; got {split!r}")
+        if split not in ("train", "valid", "test"):
+            raise ConfigurationError(f"split must be 'train', 'valid' or 'test'; got {split!r}")
         data = self._loaded
-        x, y = (data.x_train, data.y_train) if split == "train" else (data.x_test, data.y_test)
+        x, y = {"train": (data.x_train, data.y_train), "valid": (data.x_valid, data.y_valid),
+                "test": (data.x_test, data.y_test)}[split]
         if device is None or torch.device(device) == x.device:
             return x, y
         key = f"{split}:{torch.device(device)}"
@@ -515,65 +585,24 @@ class DataCurator(ABC):
         rank: int = 0,
         size: int = 1,
         device: Union[str, torch.device, None] = None,
+        split: str = "test",
     ) -> TensorLoader:
-        """Test batches of rank ``rank``: a consecutive block of the test set, in order.
+        """Evaluation batches of rank ``rank``: a consecutive block of the test set (or of the
+        validation set, ``split='valid'``), in order.
 
-        Blocks of the ranks are disjoint and cover the test set, so exact accuracy is the
-        sum of correct predictions over the sum of samples of all ranks. Batch counts may
-        differ by one between ranks (a rank gets no batch when there are fewer samples
-        than ranks): reduce per-rank totals once, after the loop.
+        Blocks of the ranks are disjoint and cover the set, so exact accuracy is the sum of
+        correct predictions over the sum of samples of all ranks. Batch counts may differ by
+        one between ranks (a rank gets no batch when there are fewer samples than ranks):
+        reduce per-rank totals once, after the loop.
         """
-        x, y = self.tensors("test", device)
+        if split not in ("valid", "test"):
+            raise ConfigurationError(f"an evaluation split is 'valid' or 'test'; got {split!r}")
+        x, y = self.tensors(split, device)
         return TensorLoader(x, y, batch_size, rank=rank, size=size, shuffle=False, equal_batches=False)
 
     def __repr__(self) -> str:
         if self._data is None:
             return f"{type(self).__name__}(not loaded)"
-        return (f"{type(self).__name__}(n_train={self.n_train}, n_test={self.n_test}, "
+        return (f"{type(self).__name__}(n_train={self.n_train}, n_valid={self.n_valid}, "
+                f"n_test={self.n_test}, "
                 f"input_shape={self.input_shape}, num_classes={self.num_classes})")
-
-
-# --------------------------------------------------------------------------------------
-# registry
-# --------------------------------------------------------------------------------------
-_CURATORS: Dict[str, Tuple[str, Type[DataCurator]]] = {}
-
-
-def _key(name: str) -> str:
-    # 'FashionMNIST', 'fashion-mnist' and 'fashion_mnist' name the same data set.
-    return str(name).lower().replace("-", "").replace("_", "")
-
-
-def register_curator(name: str) -> Callable[[Type[DataCurator]], Type[DataCurator]]:
-    """Class decorator: make a curator available as ``get_curator(name)``."""
-
-    def decorate(cls: Type[DataCurator]) -> Type[DataCurator]:
-        key = _key(name)
-        if key in _CURATORS and _CURATORS[key][1] is not cls:
-            raise ConfigurationError(
-                f"a data curator named {name!r} is already registered ({_CURATORS[key][1].__name__}); pick another name"
-            )
-        _CURATORS[key] = (name, cls)
-        return cls
-
-    return decorate
-
-
-def list_curators() -> List[str]:
-    """Names accepted by :func:`get_curator` (case, '-' and '_' do not matter there)."""
-    return sorted(name for name, _ in _CURATORS.values())
-
-
-def get_curator(name: str, **kwargs: Any) -> DataCurator:
-    """A curator by name, constructed with ``kwargs``: ``get_curator('mnist', root='data')``.
-
-    Raises:
-        ConfigurationError: unknown name; the message lists the valid ones.
-    """
-    try:
-        _, cls = _CURATORS[_key(name)]
-    except KeyError:
-        raise ConfigurationError(
-            f"unknown data set {name!r}; valid names: {', '.join(list_curators())}"
-        ) from None
-    return cls(**kwargs)

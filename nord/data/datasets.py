@@ -17,7 +17,8 @@ Where files are looked for (the first complete place wins):
 
 When nothing is found: with ``download=True`` the files are fetched from the official
 URLs (or ``mirror`` / ``$NORD_DATA_MIRROR``) and checked against their MD5; otherwise a
-:class:`~nord.errors.MissingDataError` says which files go where and where to get them.
+:class:`~nord.errors.MissingDataError` says which files go where and where to get them
+(also with ``nord data download NAME --root DIR``, which fetches them once, before a run).
 With ``verify=True`` (default) every file whose name has a checksum in the table (the
 official compressed files, CIFAR's batches) is checked on each load, so a damaged or
 mixed-up file is refused instead of loaded; the format checks of :mod:`nord.data.files`
@@ -30,16 +31,18 @@ import os
 from pathlib import Path
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
-from nord.data.curator import DataCurator, RawData, register_curator
+from nord.data.curator import DataCurator, RawData
 from nord.data.download import (
     CIFAR10_MD5,
     CIFAR10_URLS,
     FASHION_MNIST_MD5,
     FASHION_MNIST_URLS,
+    MIRROR_HINT,
     MNIST_MD5,
     MNIST_URLS,
     base_urls,
     default_root,
+    download_command,
     download_files,
     file_md5,
 )
@@ -49,6 +52,12 @@ from nord.data.files import (
     CIFAR10_FOLDER,
     CIFAR10_TEST_BATCH,
     CIFAR10_TRAIN_BATCHES,
+    FASHION_MNIST_FOLDER,
+    IDX_FILES,
+    MNIST_FOLDER,
+    cifar10_folder_complete,
+    find_idx_files,
+    idx_directories,
     read_cifar10,
     read_idx_pair,
 )
@@ -73,7 +82,7 @@ class FileCurator(DataCurator):
             files, or tests).
         verify: check files that have a checksum in the table on every load.
         timeout: seconds per download request.
-        normalise: see :class:`~nord.data.curator.DataCurator`.
+        normalise, valid_fraction, split_seed: see :class:`~nord.data.curator.DataCurator`.
     """
 
     default_urls: Tuple[str, ...] = ()
@@ -81,8 +90,8 @@ class FileCurator(DataCurator):
 
     def __init__(self, root: Optional[PathLike] = None, download: bool = False, mirror: Optional[str] = None,
                  checksums: Optional[Mapping[str, str]] = None, verify: bool = True, timeout: float = 60.0,
-                 normalise: bool = True):
-        super().__init__(normalise=normalise)
+                 normalise: bool = True, valid_fraction: float = 0.1, split_seed: int = 0):
+        super().__init__(normalise=normalise, valid_fraction=valid_fraction, split_seed=split_seed)
         self.root = Path(root).expanduser() if root is not None else default_root()
         self.download = bool(download)
         self.mirror = mirror
@@ -94,6 +103,11 @@ class FileCurator(DataCurator):
         """Base URLs that downloads try, in order."""
         return base_urls(self.default_urls, self.mirror, self.name)
 
+    def _fetch_hint(self) -> str:
+        """How to fetch the files, in the words of the command line and of Python."""
+        return (f"run `{download_command(self.name, self.root)}` (download=True in Python; a mirror by "
+                f"{MIRROR_HINT})")
+
     def _verify(self, path: Path) -> None:
         expected = self.checksums.get(path.name)
         if not self.verify or not expected:
@@ -102,8 +116,8 @@ class FileCurator(DataCurator):
         if got != expected.lower():
             raise CorruptDataError(
                 f"{path}: MD5 {got} differs from the expected {expected}; the file is damaged or not the "
-                f"{self.name} file. Delete it (download=True fetches it again), or pass verify=False to "
-                "load it anyway."
+                f"{self.name} file. Delete it and {self._fetch_hint()}; or load it as it is with "
+                "verify=False (Python only: the command line always verifies)."
             )
 
     def _fetch(self, names: Sequence[str], directory: Path) -> None:
@@ -123,16 +137,11 @@ class _IdxCurator(FileCurator):
 
     folder: str = ""
     class_names: Tuple[str, ...] = ()
-    stems = {
-        "train_images": "train-images-idx3-ubyte",
-        "train_labels": "train-labels-idx1-ubyte",
-        "test_images": "t10k-images-idx3-ubyte",
-        "test_labels": "t10k-labels-idx1-ubyte",
-    }
+    stems = IDX_FILES
 
     def directories(self) -> List[Path]:
         """Folders searched, in order; the first is where downloads go."""
-        return [self.root / self.folder / "raw", self.root / self.folder, self.root]
+        return idx_directories(self.root, self.folder)
 
     @staticmethod
     def _in(directory: Path, stem: str) -> Optional[Path]:
@@ -143,11 +152,7 @@ class _IdxCurator(FileCurator):
 
     def find_files(self) -> Optional[Dict[str, Path]]:
         """The four files from the first folder that holds all of them, or None."""
-        for directory in self.directories():
-            found = {key: self._in(directory, stem) for key, stem in self.stems.items()}
-            if all(found.values()):
-                return found
-        return None
+        return find_idx_files(self.root, self.folder)
 
     def _missing_message(self) -> str:
         target = self.directories()[0]
@@ -158,7 +163,7 @@ class _IdxCurator(FileCurator):
         return (
             f"{type(self).__name__}: files not found. Expected {', '.join(names)} (or the same without .gz) "
             f"together in one of: {looked}.\nPut them in {target}, from:\n{links}\n"
-            "or pass download=True (a mirror by mirror=... or $NORD_DATA_MIRROR)."
+            f"or {self._fetch_hint()}."
         )
 
     def _load(self) -> RawData:
@@ -187,7 +192,6 @@ class _IdxCurator(FileCurator):
         return RawData(x_train, y_train, x_test, y_test, classes=self.class_names, scale=1 / 255)
 
 
-@register_curator("mnist")
 class MNIST(_IdxCurator):
     """MNIST handwritten digits: 60,000 + 10,000 grey 28x28 images, 10 classes (IDX files).
 
@@ -195,13 +199,12 @@ class MNIST(_IdxCurator):
     """
 
     name = "mnist"
-    folder = "MNIST"
+    folder = MNIST_FOLDER
     class_names = tuple(str(k) for k in range(10))
     default_urls = MNIST_URLS
     default_checksums = MNIST_MD5
 
 
-@register_curator("fashion-mnist")
 class FashionMNIST(_IdxCurator):
     """Fashion-MNIST: 60,000 + 10,000 grey 28x28 images of clothes, 10 classes (IDX files).
 
@@ -209,14 +212,13 @@ class FashionMNIST(_IdxCurator):
     """
 
     name = "fashion-mnist"
-    folder = "FashionMNIST"
+    folder = FASHION_MNIST_FOLDER
     class_names = ("T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker",
                    "Bag", "Ankle boot")
     default_urls = FASHION_MNIST_URLS
     default_checksums = FASHION_MNIST_MD5
 
 
-@register_curator("cifar10")
 class CIFAR10(FileCurator):
     """CIFAR-10: 50,000 + 10,000 colour 32x32 images, 10 classes (the python version).
 
@@ -236,7 +238,7 @@ class CIFAR10(FileCurator):
         return self.root / CIFAR10_ARCHIVE
 
     def _folder_complete(self) -> bool:
-        return all((self.folder / n).is_file() for n in CIFAR10_TRAIN_BATCHES + (CIFAR10_TEST_BATCH,))
+        return cifar10_folder_complete(self.root)
 
     def _missing_message(self) -> str:
         urls = self.urls()
@@ -246,8 +248,7 @@ class CIFAR10(FileCurator):
         return (
             f"CIFAR10: files not found. Expected the extracted folder {self.folder} (data_batch_1..5, "
             f"test_batch, batches.meta) or the archive {self.archive}{partial}.\n"
-            f"Download {link} into {self.root}, or pass download=True "
-            f"(a mirror by mirror=... or $NORD_DATA_MIRROR)."
+            f"Download {link} into {self.root}, or {self._fetch_hint()}."
         )
 
     def _load(self) -> RawData:

@@ -1,4 +1,4 @@
-"""Downloading data set files, each verified against its MD5 checksum (stdlib only).
+"""Downloading data set files, resumable and verified against their MD5 checksums (stdlib only).
 
 The official locations and checksums are constants here. A mirror replaces the base
 URL, by argument or by the ``NORD_DATA_MIRROR`` environment variable; a file is fetched
@@ -7,41 +7,62 @@ name (``mnist``, ``fashion-mnist``, ``cifar10``), so one mirror can serve severa
 
     export NORD_DATA_MIRROR=http://fileserver.cluster/datasets/{name}/
 
-    from nord.data.download import MNIST_MD5, MNIST_URLS, download_files
+    from nord.data.download import MNIST_MD5, MNIST_URLS, base_urls, download_files
     download_files(MNIST_MD5, "data/MNIST/raw", base_urls(MNIST_URLS, name="mnist"))
 
-A file is written to a temporary name next to its destination and renamed only when
-its checksum matches, so a failed or concurrent download (several MPI ranks) never
-leaves a partial file under the real name.
+On the command line: ``nord data download mnist --root data``.
+
+A file is written to ``<name>.part`` next to its destination and renamed only when its
+checksum matches, so nothing unverified ever has the real name. A download that breaks
+off (network, disk full, Ctrl-C) keeps its ``.part``; the next one asks the server for the
+rest with an HTTP ``Range`` request, and starts over where the server does not support
+that. A checksum mismatch deletes the file. Several processes (MPI ranks) downloading the
+same file take turns through a lock on the ``.part``: one downloads, the others then find
+the file in place. A destination that is already there with the right checksum is not
+downloaded again.
 """
 from __future__ import annotations
 
+import errno
 import hashlib
 import http.client
 import logging
 import os
-import tempfile
+import re
+import shlex
+import shutil
+import socket
 import urllib.error
 import urllib.request
 from pathlib import Path
-from typing import Iterable, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import BinaryIO, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 from nord.errors import ConfigurationError, CorruptDataError, DataError
+
+try:  # POSIX; elsewhere concurrent downloads of one file are not serialised
+    import fcntl
+except ImportError:  # pragma: no cover - Windows
+    fcntl = None
 
 logger = logging.getLogger(__name__)
 
 __all__ = [
     "MIRROR_ENV",
     "ROOT_ENV",
+    "MIRROR_HINT",
     "MNIST_URLS",
     "MNIST_MD5",
     "FASHION_MNIST_URLS",
     "FASHION_MNIST_MD5",
     "CIFAR10_URLS",
     "CIFAR10_MD5",
+    "DownloadProgress",
     "default_root",
     "base_urls",
+    "download_command",
     "file_md5",
+    "format_bytes",
+    "read_checksums",
     "download_file",
     "download_files",
 ]
@@ -53,6 +74,9 @@ MIRROR_ENV = "NORD_DATA_MIRROR"
 
 ROOT_ENV = "NORD_DATA_ROOT"
 """Environment variable: the default data directory of file-based curators."""
+
+MIRROR_HINT = f"--mirror URL on the command line, mirror=... in Python, or ${MIRROR_ENV}"
+"""How a mirror is given, in the words of both the command line and Python (for messages)."""
 
 # Official locations, tried in order (the first MNIST one is the mirror PyTorch uses,
 # as the original site often refuses automated downloads).
@@ -90,6 +114,31 @@ CIFAR10_MD5 = {
 }
 
 _CHUNK = 1 << 20
+_MD5_LINE = re.compile(r"^([0-9a-fA-F]{32})\s+\*?(.+?)\s*$")
+_CONTENT_RANGE = re.compile(r"^\s*bytes\s+(?:(\d+)-(\d+)|\*)/(\d+|\*)\s*$")
+
+
+class DownloadProgress:
+    """What a download reports while it runs; every method here does nothing.
+
+    Subclass it to show progress (nord's command line draws a bar on a terminal and
+    writes a line every few seconds elsewhere) and pass an instance as ``progress=``.
+    """
+
+    def present(self, file_name: str, path: Path) -> None:
+        """``path`` is already in place with the expected checksum: nothing is downloaded."""
+
+    def note(self, file_name: str, message: str) -> None:
+        """Something worth telling (waiting for another process, starting over, ...)."""
+
+    def start(self, file_name: str, url: str, offset: int, total: Optional[int]) -> None:
+        """A transfer begins at byte ``offset`` (> 0: resumed) of ``total`` (None: unknown)."""
+
+    def advance(self, count: int) -> None:
+        """``count`` more bytes were written."""
+
+    def finish(self, file_name: str, path: Path) -> None:
+        """The file is complete, its checksum matches, and it is in place at ``path``."""
 
 
 def default_root() -> Path:
@@ -108,6 +157,12 @@ def base_urls(defaults: Sequence[str], mirror: Optional[str] = None, name: str =
     return tuple(defaults)
 
 
+def download_command(name: str, root: Optional[PathLike] = None) -> str:
+    """The shell command that downloads data set ``name`` into ``root``, for messages."""
+    command = f"nord data download {name}"
+    return command if root is None else f"{command} --root {shlex.quote(str(root))}"
+
+
 def _join(base: str, file_name: str) -> str:
     return base if base.endswith(file_name) else base.rstrip("/") + "/" + file_name
 
@@ -121,61 +176,286 @@ def file_md5(path: PathLike) -> str:
     return digest.hexdigest()
 
 
-def download_file(url: str, destination: PathLike, md5: str, timeout: float = 60.0) -> Path:
-    """Download ``url`` to ``destination`` if its MD5 is ``md5``.
+def read_checksums(path: PathLike) -> Dict[str, str]:
+    """File name -> MD5 from a file in the format ``md5sum`` writes (``<md5>  <name>``).
+
+    Only the last part of each name counts (``mnist/t10k-labels-idx1-ubyte.gz`` gives
+    ``t10k-labels-idx1-ubyte.gz``); empty lines and lines starting with ``#`` are skipped.
+
+    Raises:
+        ConfigurationError: a line that is not ``<32 hex digits> <name>``, or a name given
+            two different checksums.
+        OSError: the file cannot be read.
+    """
+    table: Dict[str, str] = {}
+    for number, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        match = _MD5_LINE.match(line.strip())
+        if match is None:
+            raise ConfigurationError(
+                f"{path}, line {number}: expected '<md5> <file name>' as md5sum writes it; got {line.strip()!r}")
+        md5, name = match.group(1).lower(), match.group(2).replace("\\", "/").rsplit("/", 1)[-1]
+        if table.get(name, md5) != md5:
+            raise ConfigurationError(f"{path} gives {name} two checksums ({table[name]} and {md5}); keep one")
+        table[name] = md5
+    return table
+
+
+# ---------------------------------------------------------------------------------------------
+# one file
+# ---------------------------------------------------------------------------------------------
+def format_bytes(count: Optional[float]) -> str:
+    """A size for people: ``'512 bytes'``, ``'170.5 MB'`` (powers of 1000), ``'? bytes'`` for None."""
+    if count is None:
+        return "? bytes"
+    for unit in ("bytes", "kB", "MB", "GB"):
+        if count < 1000 or unit == "GB":
+            return f"{count:.0f} {unit}" if unit == "bytes" else f"{count:.1f} {unit}"
+        count /= 1000
+    return ""  # pragma: no cover
+
+
+def _matches(path: Path, md5: str) -> bool:
+    return path.is_file() and file_md5(path) == md5
+
+
+def _lock(stream: BinaryIO, wait: bool) -> bool:
+    """Take the exclusive lock on ``stream``'s file; False when another process holds it."""
+    if fcntl is None:  # pragma: no cover - Windows
+        return True
+    try:
+        fcntl.flock(stream.fileno(), fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+    except OSError as error:
+        if error.errno in (errno.EAGAIN, errno.EACCES) and not wait:
+            return False
+        # a file system without locks (some network file systems): go on unlocked
+        logger.debug("no lock on %s (%s); concurrent downloads of it are not serialised", stream.name, error)
+    return True
+
+
+def _claim(part: Path, destination: Path, md5: str, progress: DownloadProgress) -> Optional[BinaryIO]:
+    """The ``.part`` file, open for appending under an exclusive lock; None when the destination
+    turned up complete while this process waited for the lock."""
+    while True:
+        if _matches(destination, md5):
+            return None
+        stream = open(part, "a+b")
+        try:
+            if not _lock(stream, wait=False):
+                progress.note(destination.name, "another process is downloading it; waiting for it to finish")
+                _lock(stream, wait=True)
+            if not (part.exists() and os.path.samestat(os.fstat(stream.fileno()), part.stat())):
+                stream.close()   # the holder renamed or deleted the .part before it let go: look again
+                continue
+            if not _matches(destination, md5):
+                return stream
+            # another process finished between the first look and the open
+            if os.fstat(stream.fileno()).st_size == 0:
+                part.unlink(missing_ok=True)
+            stream.close()
+            return None
+        except BaseException:
+            stream.close()
+            raise
+
+
+def _content_range(header: Optional[str]) -> Tuple[Optional[int], Optional[int]]:
+    """(first byte, total size) of a ``Content-Range`` header; None where it does not say."""
+    match = _CONTENT_RANGE.match(header or "")
+    if match is None:
+        return None, None
+    first = int(match.group(1)) if match.group(1) is not None else None
+    total = int(match.group(3)) if match.group(3) != "*" else None
+    return first, total
+
+
+def _length(response) -> Optional[int]:
+    value = response.headers.get("Content-Length")
+    return int(value) if value and value.strip().isdigit() else None
+
+
+class _LocalError(DataError):
+    """The disk, not the server, failed: another URL would not help."""
+
+
+def _file_error(error: OSError, path: Path) -> DataError:
+    if error.errno in (errno.ENOSPC, errno.EDQUOT):
+        return _LocalError(f"the disk holding {path.parent} is full ({error.strerror}). Free some space, or "
+                           "download into another root (--root DIR on the command line, root=... in Python)")
+    return _LocalError(f"cannot write {path}: {error.strerror or error}. Choose a data root you can write "
+                       "(--root DIR on the command line, root=... in Python)")
+
+
+def _open(url: str, offset: int, timeout: float):
+    headers = {"User-Agent": "nord-data/0.1"}
+    if offset:
+        headers["Range"] = f"bytes={offset}-"
+    return urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=timeout)
+
+
+def _network_error(url: str, error: BaseException, timeout: float) -> DataError:
+    if isinstance(error, urllib.error.HTTPError):
+        return DataError(f"{url}: the server answered {error.code} {error.reason}")
+    if isinstance(error, ValueError):
+        return DataError(f"{url} is not a URL nord can fetch ({error}); URLs start with http://, https:// "
+                         "or file://")
+    reason = error.reason if isinstance(error, urllib.error.URLError) else error
+    if isinstance(reason, (socket.timeout, TimeoutError)):
+        return DataError(f"{url}: no answer within {timeout:g} s")
+    if isinstance(error, urllib.error.URLError):
+        return DataError(f"cannot reach {url} ({getattr(reason, 'strerror', None) or reason})")
+    return DataError(f"{url}: the connection broke ({type(error).__name__}: {error})")
+
+
+def _transfer(url: str, stream: BinaryIO, part: Path, md5: str, timeout: float,
+              progress: DownloadProgress) -> Tuple[str, int]:
+    """Bring ``part`` (open as ``stream``) to the whole file at ``url``, continuing what it
+    holds where the server allows. Returns the file's MD5 and the bytes it held before."""
+    name = part.name[: -len(".part")]
+    kept = os.fstat(stream.fileno()).st_size
+    digest = hashlib.md5(usedforsecurity=False)
+    stream.seek(0)
+    for chunk in iter(lambda: stream.read(_CHUNK), b""):
+        digest.update(chunk)
+
+    def start_over(reason: str) -> None:
+        nonlocal kept, digest
+        progress.note(name, f"{reason}; starting over")
+        stream.truncate(0)
+        kept, digest = 0, hashlib.md5(usedforsecurity=False)
+
+    try:
+        try:
+            response = _open(url, kept, timeout)
+        except urllib.error.HTTPError as error:
+            if error.code != 416 or not kept:
+                raise
+            _, total = _content_range(error.headers.get("Content-Range"))
+            error.close()
+            if total == kept and digest.hexdigest() == md5:
+                return md5, kept  # the partial file was complete already
+            start_over(f"the partial file ({format_bytes(kept)}) does not fit the server's "
+                       f"({format_bytes(total)})")
+            response = _open(url, 0, timeout)
+        with response:
+            total = _length(response)
+            if kept and response.status == 206:
+                first, whole = _content_range(response.headers.get("Content-Range"))
+                if first != kept:
+                    response.close()
+                    start_over(f"the server sent the file from byte {first}, not from byte {kept}")
+                    return _transfer(url, stream, part, md5, timeout, progress)
+                total = whole if whole is not None else (None if total is None else kept + total)
+            elif kept:
+                start_over("the server does not support resuming (it ignored the Range request)")
+            progress.start(name, url, kept, total)
+            if total is not None:
+                free = shutil.disk_usage(part.parent).free
+                if free < total - kept:
+                    raise _LocalError(
+                        f"not enough space for {name} in {part.parent}: it needs {format_bytes(total - kept)} more, "
+                        f"{format_bytes(free)} are free. Free some space, or download into another root "
+                        "(--root DIR on the command line, root=... in Python)")
+            written = kept
+            # read1: what has arrived, so that progress moves and a broken transfer keeps it all
+            read = getattr(response, "read1", response.read)
+            while True:
+                try:
+                    chunk = read(_CHUNK)
+                except (OSError, http.client.HTTPException) as error:
+                    raise _network_error(url, error, timeout) from error
+                if not chunk:
+                    break
+                try:
+                    stream.write(chunk)
+                    stream.flush()
+                except OSError as error:
+                    raise _file_error(error, part) from error
+                digest.update(chunk)
+                written += len(chunk)
+                progress.advance(len(chunk))
+            if total is not None and written != total:
+                raise DataError(f"{url}: the connection closed after {format_bytes(written)} of {format_bytes(total)}")
+    except DataError:
+        raise
+    except (urllib.error.URLError, http.client.HTTPException, OSError, ValueError) as error:
+        raise _network_error(url, error, timeout) from error
+    return digest.hexdigest(), kept
+
+
+def download_file(url: str, destination: PathLike, md5: str, timeout: float = 60.0,
+                  progress: Optional[DownloadProgress] = None) -> Path:
+    """Download ``url`` to ``destination`` and keep it if its MD5 is ``md5``.
+
+    A destination already there with this MD5 is not downloaded again; one with another MD5
+    is replaced. A ``<destination>.part`` left by a download that broke off is continued.
 
     Args:
         url: what to fetch (http, https or file).
         destination: the final path; its folder is created.
         md5: expected hex MD5; a download is never kept unverified.
         timeout: seconds without progress before giving up.
+        progress: told what happens (see :class:`DownloadProgress`).
 
     Returns:
         ``destination``.
 
     Raises:
-        CorruptDataError: the checksum does not match; the partial file is deleted.
-        DataError: the download failed (network, HTTP status); nothing is left behind.
+        CorruptDataError: the checksum does not match; the downloaded file is deleted.
+        DataError: the download failed (network, HTTP status, disk); what was received is
+            kept in ``<destination>.part`` for the next try.
     """
     if not md5:
         raise ConfigurationError(f"no checksum given for {url}; nord keeps no unverified download")
+    md5 = md5.lower()
+    progress = progress if progress is not None else DownloadProgress()
     destination = Path(destination)
-    destination.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(prefix=destination.name + ".", suffix=".part", dir=destination.parent)
-    temporary = Path(temporary)
-    digest = hashlib.md5(usedforsecurity=False)
-    received = 0
+    name = destination.name
+    part = destination.with_name(name + ".part")
     try:
-        with os.fdopen(handle, "wb") as out:
-            request = urllib.request.Request(url, headers={"User-Agent": "nord-data/0.1"})
-            with urllib.request.urlopen(request, timeout=timeout) as response:
-                for chunk in iter(lambda: response.read(_CHUNK), b""):
-                    out.write(chunk)
-                    digest.update(chunk)
-                    received += len(chunk)
-        got = digest.hexdigest()
-        if got != md5.lower():
-            raise CorruptDataError(
-                f"downloaded {url} ({received} bytes) has MD5 {got}, expected {md5}; the partial file was "
-                f"deleted. The server sent a different or damaged file: try again, or another mirror "
-                f"(argument mirror=... or ${MIRROR_ENV})."
-            )
-        os.replace(temporary, destination)
-    except CorruptDataError:
-        temporary.unlink(missing_ok=True)
-        raise
-    except (urllib.error.URLError, http.client.HTTPException, OSError, ValueError) as error:
-        temporary.unlink(missing_ok=True)
-        raise DataError(f"could not download {url}: {error}") from error
-    except BaseException:
-        temporary.unlink(missing_ok=True)
-        raise
-    logger.info("downloaded %s (%d bytes) to %s", url, received, destination)
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        stream = _claim(part, destination, md5, progress)
+    except OSError as error:
+        raise _file_error(error, destination) from error
+    if stream is None:
+        progress.present(name, destination)
+        return destination
+    with stream:  # closing it lets a waiting process in: only after the rename below
+        try:
+            if destination.exists():
+                progress.note(name, f"{destination} has MD5 {file_md5(destination)}, not {md5}: "
+                                    "downloading it again")
+            got, resumed = _transfer(url, stream, part, md5, timeout, progress)
+            if got != md5:
+                part.unlink(missing_ok=True)
+                stale = (f" It continued a partial download of {format_bytes(resumed)}, which may have come from "
+                         "another version of the file." if resumed else "")
+                raise CorruptDataError(
+                    f"{name} downloaded from {url} has MD5 {got}, expected {md5}; the file was deleted.{stale} "
+                    f"Run the download again to fetch it afresh, or use another mirror ({MIRROR_HINT})")
+            os.replace(part, destination)
+        except CorruptDataError:
+            raise
+        except DataError as error:
+            kept = os.fstat(stream.fileno()).st_size
+            if not kept:
+                part.unlink(missing_ok=True)  # an empty .part helps no one
+                raise
+            raise type(error)(f"{error}. The {format_bytes(kept)} received are kept in {part}; the next download "
+                              "continues from there") from error.__cause__
+        except BaseException:
+            if os.fstat(stream.fileno()).st_size == 0:
+                part.unlink(missing_ok=True)
+            raise
+    logger.info("downloaded %s to %s", url, destination)
+    progress.finish(name, destination)
     return destination
 
 
 def download_files(checksums: Mapping[str, str], directory: PathLike, urls: Sequence[str],
-                   names: Optional[Iterable[str]] = None, timeout: float = 60.0) -> List[Path]:
+                   names: Optional[Iterable[str]] = None, timeout: float = 60.0,
+                   progress: Optional[DownloadProgress] = None) -> List[Path]:
     """Download several files into ``directory``, trying the base ``urls`` in order.
 
     Args:
@@ -185,27 +465,33 @@ def download_files(checksums: Mapping[str, str], directory: PathLike, urls: Sequ
             when a download fails, never after a checksum mismatch.
         names: which files of ``checksums`` to fetch (default all).
         timeout: per-request timeout in seconds.
+        progress: told what happens to each file (see :class:`DownloadProgress`).
 
     Raises:
         CorruptDataError: a checksum mismatch.
         DataError: a file could be fetched from none of the URLs.
     """
     directory = Path(directory)
+    progress = progress if progress is not None else DownloadProgress()
     paths = []
     for file_name in (list(checksums) if names is None else list(names)):
         if file_name not in checksums:
             raise ConfigurationError(f"no checksum known for {file_name!r}; give one in the checksum table")
         failures = []
-        for base in urls:
+        for number, base in enumerate(urls, 1):
             url = _join(base, file_name)
             try:
-                paths.append(download_file(url, directory / file_name, checksums[file_name], timeout))
+                paths.append(download_file(url, directory / file_name, checksums[file_name], timeout,
+                                           progress))
                 break
-            except CorruptDataError:
+            except (CorruptDataError, _LocalError):
                 raise
             except DataError as error:
-                logger.warning("%s", error)
+                logger.info("%s", error)
                 failures.append(str(error))
+                if number < len(urls):
+                    progress.note(file_name, f"{error}; trying the next URL")
         else:
-            raise DataError(f"could not download {file_name}: " + "; ".join(failures))
+            raise DataError(f"could not download {file_name}: {'; '.join(failures)}. Check the network, or "
+                            f"use a mirror ({MIRROR_HINT})")
     return paths

@@ -15,6 +15,9 @@ Anything wrong raises :class:`~nord.errors.CorruptDataError` naming the file::
 
     images = read_idx("data/MNIST/raw/train-images-idx3-ubyte.gz", ndim=3)   # (60000, 28, 28) uint8
     x_train, y_train, x_test, y_test, classes = read_cifar10("data/cifar-10-batches-py")
+
+Where the files are looked for under a data root is also said here, once, for the curators
+and the command line (``nord data list``) alike: :func:`find_idx_files`, :func:`find_cifar10`.
 """
 from __future__ import annotations
 
@@ -25,7 +28,7 @@ import pickle
 import tarfile
 import zlib
 from pathlib import Path
-from typing import Dict, Optional, Tuple, Union
+from typing import Dict, List, Optional, Tuple, Union
 
 import numpy as np
 
@@ -36,6 +39,11 @@ __all__ = [
     "read_idx",
     "read_idx_labels",
     "read_idx_pair",
+    "IDX_FILES",
+    "MNIST_FOLDER",
+    "FASHION_MNIST_FOLDER",
+    "idx_directories",
+    "find_idx_files",
     "CIFAR10_FOLDER",
     "CIFAR10_ARCHIVE",
     "CIFAR10_TRAIN_BATCHES",
@@ -44,6 +52,8 @@ __all__ = [
     "CIFAR10_CLASSES",
     "read_cifar_batch",
     "read_cifar10",
+    "cifar10_folder_complete",
+    "find_cifar10",
 ]
 
 PathLike = Union[str, os.PathLike]
@@ -147,6 +157,38 @@ def read_idx_pair(images_path: PathLike, labels_path: PathLike, num_classes: int
             "one of them is from another data set or damaged"
         )
     return images, labels
+
+
+IDX_FILES = {
+    "train_images": "train-images-idx3-ubyte",
+    "train_labels": "train-labels-idx1-ubyte",
+    "test_images": "t10k-images-idx3-ubyte",
+    "test_labels": "t10k-labels-idx1-ubyte",
+}
+"""The four IDX files of MNIST and Fashion-MNIST, without their ``.gz``."""
+
+MNIST_FOLDER = "MNIST"
+FASHION_MNIST_FOLDER = "FashionMNIST"
+
+
+def idx_directories(root: PathLike, folder: str) -> List[Path]:
+    """Where IDX files are looked for, in order: ``<root>/<folder>/raw`` (where downloads go, as
+    in torchvision), ``<root>/<folder>``, ``<root>``."""
+    root = Path(root)
+    return [root / folder / "raw", root / folder, root]
+
+
+def find_idx_files(root: PathLike, folder: str) -> Optional[Dict[str, Path]]:
+    """The four IDX files (keys of :data:`IDX_FILES`) from the first of :func:`idx_directories`
+    that holds all of them, each plain or ``.gz``; None when none does. Files are never
+    mixed from two folders."""
+    for directory in idx_directories(root, folder):
+        found = {}
+        for key, stem in IDX_FILES.items():
+            found[key] = next((directory / n for n in (stem + ".gz", stem) if (directory / n).is_file()), None)
+        if all(found.values()):
+            return found
+    return None
 
 
 # --------------------------------------------------------------------------------------
@@ -275,6 +317,21 @@ def _cifar_parts_from_archive(archive: Path) -> Dict[str, bytes]:
             f"{archive}: damaged archive ({type(error).__name__}: {error}); delete it and fetch it again"
         ) from None
     return parts
+
+
+def cifar10_folder_complete(root: PathLike) -> bool:
+    """Whether ``<root>/cifar-10-batches-py`` holds the five training batches and the test batch."""
+    folder = Path(root) / CIFAR10_FOLDER
+    return all((folder / n).is_file() for n in CIFAR10_TRAIN_BATCHES + (CIFAR10_TEST_BATCH,))
+
+
+def find_cifar10(root: PathLike) -> Optional[Path]:
+    """Where CIFAR-10 is read from: the extracted ``<root>/cifar-10-batches-py`` when complete,
+    else the archive ``<root>/cifar-10-python.tar.gz`` (read in place), else None."""
+    root = Path(root)
+    if cifar10_folder_complete(root):
+        return root / CIFAR10_FOLDER
+    return root / CIFAR10_ARCHIVE if (root / CIFAR10_ARCHIVE).is_file() else None
 
 
 def read_cifar10(source: PathLike, num_classes: int = 10

@@ -43,6 +43,7 @@ from typing import List, Optional
 
 import numpy as np
 
+from nord.checks import check_int
 from nord.errors import ConfigurationError
 
 __all__ = [
@@ -61,17 +62,9 @@ _ORDER_STREAM = 0
 _SUBSET_STREAM = 1
 
 
-def _check_int(value, name: str, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise ConfigurationError(f"{name} must be an integer >= {minimum}; got {value!r}")
-    if value < minimum:
-        raise ConfigurationError(f"{name} must be >= {minimum}; got {value}")
-    return int(value)
-
-
 def _check_rank(rank, size) -> None:
-    size = _check_int(size, "size", 1)
-    rank = _check_int(rank, "rank", 0)
+    size = check_int(size, "size", 1)
+    rank = check_int(rank, "rank", 0)
     if rank >= size:
         raise ConfigurationError(
             f"rank must be in 0..size-1; got rank={rank} with size={size}. "
@@ -90,13 +83,13 @@ def num_batches(n: int, size: int = 1, batch_size: Optional[int] = None) -> int:
     Returns:
         ``ceil(n / (size * batch_size))``; 1 when ``batch_size`` is None; 0 when ``n == 0``.
     """
-    n = _check_int(n, "n", 0)
-    size = _check_int(size, "size", 1)
+    n = check_int(n, "n", 0)
+    size = check_int(size, "size", 1)
     if n == 0:
         return 0
     if batch_size is None:
         return 1
-    batch_size = _check_int(batch_size, "batch_size", 1)
+    batch_size = check_int(batch_size, "batch_size", 1)
     return math.ceil(n / (size * batch_size))
 
 
@@ -106,11 +99,11 @@ def epoch_order(n: int, seed: Optional[int] = None, epoch: int = 0) -> np.ndarra
     The permutation depends only on ``n``, ``seed`` and ``epoch`` -- never on the rank --
     so every rank computes the same order and the shards cut from it stay disjoint.
     """
-    n = _check_int(n, "n", 0)
+    n = check_int(n, "n", 0)
     if seed is None:
         return np.arange(n, dtype=np.int64)
-    seed = _check_int(seed, "seed", 0)
-    epoch = _check_int(epoch, "epoch", 0)
+    seed = check_int(seed, "seed", 0)
+    epoch = check_int(epoch, "epoch", 0)
     rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(_ORDER_STREAM, epoch)))
     return rng.permutation(n).astype(np.int64, copy=False)
 
@@ -185,7 +178,7 @@ def contiguous_shard(n: int, rank: int = 0, size: int = 1) -> range:
         A ``range``; the blocks of all ranks are consecutive, disjoint, cover ``0..n-1``
         and differ in length by at most one.
     """
-    n = _check_int(n, "n", 0)
+    n = check_int(n, "n", 0)
     _check_rank(rank, size)
     starts = _chunk_starts(n, size)
     return range(int(starts[rank]), int(starts[rank + 1]))
@@ -201,14 +194,14 @@ def subset_indices(n: int, fraction: float = 1.0, seed: int = 0) -> np.ndarray:
     Raises:
         ConfigurationError: ``fraction`` outside ``(0, 1]``.
     """
-    n = _check_int(n, "n", 0)
+    n = check_int(n, "n", 0)
     if isinstance(fraction, bool) or not isinstance(fraction, numbers.Real) or not 0 < fraction <= 1:
         raise ConfigurationError(
             f"fraction must be a number in (0, 1] (the share of the training set to use); got {fraction!r}"
         )
     if fraction == 1 or n == 0:
         return np.arange(n, dtype=np.int64)
-    seed = _check_int(seed, "seed", 0)
+    seed = check_int(seed, "seed", 0)
     keep = min(n, max(1, int(round(fraction * n))))
     rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(_SUBSET_STREAM,)))
     return np.sort(rng.choice(n, size=keep, replace=False)).astype(np.int64, copy=False)

@@ -21,12 +21,14 @@ Backends: ``'horovod'`` (``hvd.DistributedOptimizer``, parameters and optimizer 
 broadcast from the root) and ``'torch'`` (``torch.distributed``: gloo on the CPU, NCCL on
 GPUs, for stacks where Horovod cannot be built); ``'auto'`` takes Horovod when installed.
 
-Sound failure handling: at agreement points (after building the network, at every
-training step between the backward pass and the optimizer step, and with the test
-counts) the ranks exchange their errors. A rank that failed first completes the gradient
-all-reduce its peers started (Horovod starts it during the backward pass), so a network
-that fails on any rank is 'failed' on all ranks of the group, with the reason, and no
-rank is left waiting in a collective.
+Sound failure handling, at one collective per training step: a failure flag (an
+exception on this rank, or a NaN or infinite loss) travels with the gradients, as one more
+element of the torch backend's fused all-reduce, or as a one-element tensor that Horovod
+fuses into the same cycle as the gradients. A rank that failed keeps contributing zeros
+and the flag, so no rank is left waiting in a collective; when the flag says that a rank
+failed, the ranks exchange their reasons once, and the network is 'failed' on every rank
+of the group, with the failing rank's reason. Building the network and the test counts
+are agreement points of their own (once per network).
 
 Test accuracy is exact: correct predictions and sample counts are summed over the
 ranks before dividing. ``batch_size`` is per rank, so the global batch is
@@ -35,6 +37,7 @@ ranks (the linear scaling rule of Goyal et al., 2017).
 """
 from __future__ import annotations
 
+import ipaddress
 import logging
 import os
 import socket
@@ -53,6 +56,7 @@ logger = logging.getLogger(__name__)
 
 BACKENDS = ("auto", "horovod", "torch")
 _EVALUATE, _STOP = "evaluate", "stop"
+_GROUP_TAG = 74   # the root's messages to its group's other ranks
 _horovod_comm = None  # the communicator Horovod was started with in this process
 
 
@@ -122,21 +126,28 @@ class DistributedEvaluator(LocalEvaluator):
 
     # --- the public protocol ------------------------------------------------------------
     def descriptor_evaluate(self, descriptor: Optional[NeuralDescriptor] = None) -> EvaluationResult:
-        """Evaluate the group root's descriptor on every rank; all return the same result."""
+        """Evaluate the group root's descriptor on every rank; all return the same result.
+
+        The root sends the descriptor (and the leg of training a search engine's task asked
+        for) to the other ranks, once; they wait for it in ``serve()``, or here.
+        """
         if self._size() == 1:
             return super().descriptor_evaluate(descriptor)
         if self.is_root:
-            if descriptor is None:
-                raise ConfigurationError("the group root must pass the descriptor to evaluate")
-            self.comm.bcast((_EVALUATE, descriptor.to_dict()), root=0)
-        else:
-            command, payload = self.comm.bcast(None, root=0)
-            if command != _EVALUATE:
-                raise DistributedError(
-                    "the group root released the workers while this rank was still calling "
-                    "descriptor_evaluate; non-root ranks should call serve() instead")
-            descriptor = NeuralDescriptor.from_dict(payload)
-        return self._evaluate_broadcast(descriptor)
+            if not isinstance(descriptor, NeuralDescriptor):
+                return super().descriptor_evaluate(descriptor)   # the base class says why
+            leg = self._leg
+            message = (_EVALUATE, (descriptor.to_dict(), None if leg is None else
+                                   (leg.epochs, leg.resume_from, leg.checkpoint)))
+            for member in range(1, self._size()):
+                self.comm.send(message, dest=member, tag=_GROUP_TAG)
+            return self._evaluate_broadcast(descriptor)
+        command, payload = self._receive()
+        if command != _EVALUATE:
+            raise DistributedError(
+                "the group root released the workers while this rank was still calling "
+                "descriptor_evaluate; non-root ranks should call serve() instead")
+        return self._follow(payload)
 
     def serve(self) -> int:
         """Non-root ranks: evaluate whatever the root sends until ``release``; returns the count."""
@@ -144,16 +155,37 @@ class DistributedEvaluator(LocalEvaluator):
             raise DistributedError("serve() is for the non-root ranks of the group")
         count = 0
         while True:
-            command, payload = self.comm.bcast(None, root=0)
+            command, payload = self._receive()
             if command == _STOP:
                 return count
-            self._evaluate_broadcast(NeuralDescriptor.from_dict(payload))
+            self._follow(payload)
             count += 1
 
     def release(self) -> None:
         """Root: let the ranks waiting in ``serve()`` return."""
         if self._size() > 1 and self.is_root:
-            self.comm.bcast((_STOP, None), root=0)
+            for member in range(1, self._size()):
+                self.comm.send((_STOP, None), dest=member, tag=_GROUP_TAG)
+
+    def _receive(self):
+        """The root's next message, waited for without spinning a core (between networks
+        the root may wait long for its own next task)."""
+        from nord.environments import import_mpi, wait_for_message
+
+        status = import_mpi().Status()
+        wait_for_message(self.comm, 0, _GROUP_TAG, status)
+        return self.comm.recv(source=0, tag=_GROUP_TAG)
+
+    def _follow(self, payload) -> EvaluationResult:
+        descriptor_dict, leg = payload
+        previous = self._leg
+        if leg is not None:
+            from nord.evaluators.local import _Leg
+            self._leg = _Leg(*leg)
+        try:
+            return self._evaluate_broadcast(NeuralDescriptor.from_dict(descriptor_dict))
+        finally:
+            self._leg = previous
 
     def _evaluate_broadcast(self, descriptor: NeuralDescriptor) -> EvaluationResult:
         self._start()
@@ -189,7 +221,9 @@ class DistributedEvaluator(LocalEvaluator):
             import horovod.torch as hvd
             hvd.broadcast_parameters(model.state_dict(), root_rank=0)
             hvd.broadcast_optimizer_state(optimizer, root_rank=0)
-            return hvd.DistributedOptimizer(optimizer, named_parameters=model.named_parameters())
+            return _HorovodStep(
+                hvd.DistributedOptimizer(optimizer, named_parameters=model.named_parameters()),
+                model)
         import torch.distributed as dist
         for tensor in model.state_dict().values():
             dist.broadcast(tensor, src=0)
@@ -218,12 +252,12 @@ class DistributedEvaluator(LocalEvaluator):
                     "use one DistributedEvaluator per process")
             return
         address = None
+        hosts = self.comm.allgather(socket.gethostname())
         if self.is_root:
-            host = os.environ.get("NORD_MASTER_ADDR") or _this_host_address()
-            with socket.socket() as probe:
-                probe.bind(("", 0))
-                address = (host, probe.getsockname()[1])
+            address = _master_address(spans_hosts=len(set(hosts)) > 1)
         host, port = self.comm.bcast(address, root=0)
+        if port is None:  # the root found no address the other hosts can reach: fail together
+            raise DistributedError(host)
         device = resolve_device(self.device, self._local_rank())
         dist.init_process_group("nccl" if device.type == "cuda" else "gloo",
                                 init_method=f"tcp://{host}:{port}", rank=self._rank(),
@@ -239,35 +273,134 @@ class DistributedEvaluator(LocalEvaluator):
 
 
 class _GradientAveraging:
-    """Wraps an optimizer: ``step`` first averages the gradients over the ranks (one bucket)."""
+    """Wraps an optimizer for torch.distributed: one all-reduce per step.
+
+    The gradients live in one flat buffer, each parameter's ``grad`` a view of it, with
+    one more element for the failure flag: the backward pass writes straight into what is
+    all-reduced, and the flag costs no collective of its own (see DataParallelOptimizer).
+    """
 
     def __init__(self, optimizer: torch.optim.Optimizer, size: int):
         self.optimizer = optimizer
         self.size = size
+        self._params = [p for group in optimizer.param_groups for p in group["params"]
+                        if p.requires_grad]
+        kinds = {(p.dtype, p.device) for p in self._params}
+        if len(kinds) > 1:
+            raise ConfigurationError(
+                "data-parallel training with the torch backend keeps the gradients in one "
+                f"buffer, so all parameters need one dtype and device; got {sorted(map(str, kinds))}")
+        dtype, device = kinds.pop() if kinds else (torch.float32, torch.device("cpu"))
+        self._buffer = torch.zeros(sum(p.numel() for p in self._params) + 1, dtype=dtype,
+                                   device=device)
+        self._gradients, self._flag = self._buffer[:-1], self._buffer[-1]
+        self._views, offset = [], 0
+        for p in self._params:
+            self._views.append(self._buffer[offset:offset + p.numel()].view_as(p))
+            offset += p.numel()
+        self._adopt_gradients()
 
     @property
     def param_groups(self):
         return self.optimizer.param_groups
 
+    def state_dict(self):
+        return self.optimizer.state_dict()
+
     def zero_grad(self) -> None:
-        self.optimizer.zero_grad()
+        self._adopt_gradients()
+        self._buffer.zero_()
+
+    def backward(self, loss: torch.Tensor) -> torch.Tensor:
+        self._flag.copy_(~torch.isfinite(loss.detach()))
+        loss.backward()
+        return self._flag.clone()
+
+    def reduce(self, failed: bool = False) -> torch.Tensor:
+        import torch.distributed as dist
+        self._adopt_gradients()
+        if failed:
+            self._buffer.zero_()
+            self._flag.fill_(1)
+        dist.all_reduce(self._buffer)  # collective: gradients and flag, summed
+        self._gradients.div_(self.size)
+        return self._flag.clone()
 
     def step(self) -> None:
-        import torch.distributed as dist
-        grads = [p.grad for group in self.optimizer.param_groups for p in group["params"]
-                 if p.grad is not None]
-        if grads:
-            flat = torch.cat([g.reshape(-1) for g in grads])
-            dist.all_reduce(flat)
-            flat /= self.size
-            offset = 0
-            for g in grads:
-                g.copy_(flat[offset:offset + g.numel()].view_as(g))
-                offset += g.numel()
         self.optimizer.step()
+
+    def _adopt_gradients(self) -> None:
+        """Point every ``grad`` back at the buffer (where something replaced it)."""
+        for p, view in zip(self._params, self._views):
+            if p.grad is not view:
+                if p.grad is None:
+                    view.zero_()
+                else:
+                    view.copy_(p.grad)
+                p.grad = view
+
+
+class _HorovodStep:
+    """Wraps ``hvd.DistributedOptimizer``: the failure flag joins the last gradients' cycle.
+
+    The backward pass submits each gradient as it is produced; a hook after Horovod's own
+    submits the flag as soon as the last gradient is submitted, with the same operation
+    and type, so Horovod fuses it into the same cycle's buffer. ``reduce`` submits what
+    the backward pass did not reach (zero gradients, the flag), so a rank that failed
+    before or during it still completes every all-reduce, then waits for them.
+    """
+
+    def __init__(self, optimizer, model: torch.nn.Module):
+        self.optimizer = optimizer
+        params = [p for p in model.parameters() if p.requires_grad]
+        first = params[0] if params else torch.zeros(())
+        self._flag = torch.zeros(1, dtype=first.dtype, device=first.device)
+        self._one = torch.ones(1, dtype=first.dtype, device=first.device)  # ready before a failure
+        self._handle = None
+        self._expected, self._seen = len(params), 0
+        self._accumulators = []  # hooks live as long as their gradient accumulators
+        for p in params:
+            accumulator = p.expand_as(p).grad_fn.next_functions[0][0]
+            accumulator.register_hook(self._gradient_submitted)
+            self._accumulators.append(accumulator)
+
+    @property
+    def param_groups(self):
+        return self.optimizer.param_groups
 
     def state_dict(self):
         return self.optimizer.state_dict()
+
+    def zero_grad(self) -> None:
+        self.optimizer.zero_grad()
+
+    def backward(self, loss: torch.Tensor) -> torch.Tensor:
+        self._flag.copy_(~torch.isfinite(loss.detach()).reshape(1))
+        self._seen = 0
+        loss.backward()
+        return self._flag[0].clone()
+
+    def reduce(self, failed: bool = False) -> torch.Tensor:
+        import horovod.torch as hvd
+        if self._handle is None:  # the backward pass did not reach every gradient
+            self._submit(self._one if failed else self._flag)
+        self.optimizer.synchronize()  # collective: the gradients it did not reach, zeros
+        handle, self._handle, self._seen = self._handle, None, 0
+        return hvd.synchronize(handle).reshape(())
+
+    def step(self) -> None:
+        with self.optimizer.skip_synchronize():
+            self.optimizer.step()
+
+    def _gradient_submitted(self, *_) -> None:
+        self._seen += 1
+        if self._seen == self._expected:
+            self._submit(self._flag)
+
+    def _submit(self, flag: torch.Tensor) -> None:
+        import horovod.torch as hvd
+        # collective: fused with the gradients' (same operation, type and device)
+        self._handle = hvd.allreduce_async(flag, op=hvd.Average, name="nord.failed")
 
 
 def _world_comm():
@@ -307,13 +440,118 @@ def _start_horovod(comm) -> None:
                 "Horovod is already started with another communicator in this process; "
                 "a process can train in one group only")
         return
+    _warn_if_mpi_polls_shared_cores(comm)
     hvd.init(comm=comm)
+    if hvd.size() != comm.Get_size():
+        # e.g. HOROVOD_CONTROLLER=gloo under mpirun without horovodrun's rendezvous: each
+        # rank would silently train alone
+        raise DistributedError(
+            f"Horovod started with {hvd.size()} rank(s) but the group has {comm.Get_size()}; "
+            "under mpirun leave HOROVOD_CONTROLLER and HOROVOD_CPU_OPERATIONS unset (Horovod's "
+            "Gloo controller needs horovodrun --gloo)")
     _horovod_comm = comm
 
 
-def _this_host_address() -> str:
-    name = socket.gethostname()
+def cores_are_shared(ranks_on_host: int, threads: int, cores_of_rank: int,
+                     cores_on_host: int) -> bool:
+    """Whether the ranks on a host want more cores than they have.
+
+    Each rank runs ``threads`` torch threads and Horovod's background thread. A rank bound
+    to some of the cores (mpirun's ``--bind-to``) has those to itself; unbound ranks share
+    all of the host's.
+    """
+    share = cores_of_rank if cores_of_rank < cores_on_host else cores_on_host / ranks_on_host
+    return threads + 1 > share
+
+
+def mpi_yields_when_idle(environ=None) -> bool:
+    """Whether Open MPI was told to yield the core while it waits (or found it oversubscribed)."""
+    environ = os.environ if environ is None else environ
+    on = ("1", "true", "yes", "on")
+    return (environ.get("OMPI_MCA_mpi_yield_when_idle", "").lower() in on
+            or environ.get("OMPI_MCA_mpi_oversubscribe", "").lower() in on)
+
+
+def _warn_if_mpi_polls_shared_cores(comm) -> None:
+    """Say how to stop MPI's busy polling from taking the cores that training needs.
+
+    Horovod's background thread waits for its peers inside MPI every cycle (1 ms), and
+    Open MPI waits by polling: where the ranks' threads outnumber the cores, that polling
+    takes CPU time from training (measured: 2 ranks on 2 cores train 4x slower). Yielding
+    must be chosen before MPI starts, so it is the launcher's to set, not the evaluator's.
+    """
+    if "OMPI_COMM_WORLD_SIZE" not in os.environ or mpi_yields_when_idle():
+        return
+    local_size = os.environ.get("OMPI_COMM_WORLD_LOCAL_SIZE", "")
+    ranks = int(local_size) if local_size.isdigit() else comm.Get_size()
+    cores = os.cpu_count() or 1
+    mine = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else cores
+    threads = torch.get_num_threads()
+    if comm.Get_rank() == 0 and cores_are_shared(ranks, threads, mine, cores):
+        logger.warning(
+            "%d ranks with %d torch thread(s) and Horovod's background thread each share %d "
+            "core(s) on this host, and Open MPI polls busily while it waits, taking the cores "
+            "from training; start mpirun with --mca mpi_yield_when_idle 1 (or set "
+            "OMPI_MCA_mpi_yield_when_idle=1), or use backend='torch'", ranks, threads, cores)
+
+
+def _master_address(spans_hosts: bool):
+    """``(host, free port)`` for torch.distributed's rendezvous, or ``(reason, None)``.
+
+    The host is ``NORD_MASTER_ADDR`` when set, else this host's address as gloo finds its
+    own: the interface named by ``GLOO_SOCKET_IFNAME``, else what the host name resolves
+    to. A loopback address cannot be reached from another host, so a group that spans
+    hosts gets a reason to fail with instead of waiting for a connection that never comes.
+    """
+    given = os.environ.get("NORD_MASTER_ADDR")
     try:
-        return socket.gethostbyname(name)
+        host = given or _this_host_address()
+    except DistributedError as error:
+        return str(error), None
+    if spans_hosts and _is_loopback(host):
+        why = ("NORD_MASTER_ADDR is a loopback address" if given
+               else "its host name resolves to a loopback address")
+        return (f"the group spans several hosts, but the rendezvous address of host "
+                f"{socket.gethostname()} is {host}, which the other hosts cannot reach ({why}). "
+                "Set GLOO_SOCKET_IFNAME to the interface of the cluster network (e.g. `mpirun -x "
+                "GLOO_SOCKET_IFNAME=eth0`), or fix the name resolution of the hosts."), None
+    with socket.socket() as probe:
+        probe.bind(("", 0))
+        return host, probe.getsockname()[1]
+
+
+def _is_loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:  # a host name: what it resolves to here
+        try:
+            return ipaddress.ip_address(socket.gethostbyname(host)).is_loopback
+        except OSError:
+            return False
+
+
+def _this_host_address() -> str:
+    interface = os.environ.get("GLOO_SOCKET_IFNAME", "").split(",")[0].strip()
+    if interface:
+        return _interface_address(interface)
+    try:
+        return socket.gethostbyname(socket.gethostname())
     except OSError:
         return "127.0.0.1"
+
+
+def _interface_address(interface: str) -> str:
+    """The IPv4 address of a network interface (Linux)."""
+    import fcntl
+    import struct
+
+    siocgifaddr = 0x8915
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        try:
+            request = struct.pack("256s", interface.encode()[:15])
+            return socket.inet_ntoa(fcntl.ioctl(probe.fileno(), siocgifaddr, request)[20:24])
+        except OSError as error:
+            raise DistributedError(
+                f"GLOO_SOCKET_IFNAME={interface!r} names no network interface with an IPv4 "
+                f"address on host {socket.gethostname()} ({error.strerror}); list them with "
+                "`ip -4 addr` and pass one, e.g. `mpirun -x GLOO_SOCKET_IFNAME=eth0`") from None

@@ -2,37 +2,79 @@
 
     evaluator = LocalEvaluator(curator=Digits(), epochs=5, seed=0)
     result = evaluator.descriptor_evaluate(descriptor)     # -> EvaluationResult
+    result.accuracy            # validation accuracy: the search signal
+    result.reported_accuracy   # test accuracy: what is reported, never shown to the search
 
-A network that does not build, diverges (NaN or infinite loss) or runs out of memory
-comes back as ``status='failed'`` with the reason, and the evaluator stays usable.
-Seeded runs on the CPU are reproducible: the same seed gives the same initial weights,
-the same batches and so the same accuracy.
+**The protocol.** A network is trained on the curator's training split, selected by its
+accuracy on the validation split (held out of the training data, see ``DataCurator``) and
+reported by its test accuracy. A curator without a validation split (``valid_fraction=0``)
+makes the test accuracy the search signal too; ``metrics['selection']`` then says 'test'
+instead of 'validation', and journals and reports warn of it.
 
-The distributed evaluator subclasses this one and overrides the small hooks
-(``_rank``, ``_size``, ``_prepare``, ``_reduce_counts``), so training is written once.
+**Every epoch** is validated, and its figures (training loss, validation accuracy and loss,
+wall time, and the scalars of the training ``callbacks``) go to the task's ``report``: the
+journal's learning curve. A callback that raises fails that candidate, with its reason.
+
+**Legs of training.** A search engine's task may ask for a number of epochs, to go on from a
+checkpoint, and to leave one (``Task.epochs``, ``resume_from``, ``checkpoint``): early
+stopping pauses candidates and resumes them later. A checkpoint holds the weights, the
+optimizer's state, the random generators and the epochs done; the data order of an epoch
+depends only on the seed and the epoch's number. So training resumed from a checkpoint gives,
+on the CPU, bit for bit the weights of uninterrupted training. A checkpoint that cannot be
+read is a clear failure when it is missing (over several hosts the checkpoint folder must be
+shared); one that is damaged is trained again from scratch, and the result says so.
+
+A network that does not build, diverges (NaN or infinite loss) or runs out of memory comes
+back as ``status='failed'`` with the reason, and the evaluator stays usable. Seeded runs on
+the CPU are reproducible: the same seed gives the same initial weights, the same batches and
+so the same accuracy.
+
+The distributed evaluator subclasses this one and overrides the small hooks (``_rank``,
+``_size``, ``_prepare``, ``_reduce_counts``, ``_agree``), so training is written once.
 """
 from __future__ import annotations
 
 import gc
 import logging
+import os
 import time
-from typing import Any, Dict, Optional
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, List, Optional, Sequence
 
 import torch
 
 from nord.descriptors import NeuralDescriptor
-from nord.errors import ConfigurationError
+from nord.errors import ConfigurationError, NordError
 from nord.evaluators.base import Evaluator
-from nord.evaluators.result import EvaluationResult
+from nord.evaluators.callbacks import TrainingCallback, TrainingState, run_callbacks
+from nord.evaluators.result import EpochRecord, EvaluationResult
 from nord.networks import NeuralNet
 from nord.training import (ProgressBar, make_optimizer, optimizer_class, resolve_device,
                            test_counts, train_epoch)
 
 logger = logging.getLogger(__name__)
 
+CHECKPOINT_FORMAT = "nord.checkpoint/1"
+
+
+class CheckpointError(NordError):
+    """A checkpoint that cannot be used (missing, damaged, or of another network)."""
+
+
+@dataclass
+class _Leg:
+    """How far one call trains: the target epochs, a checkpoint to start from and one to
+    leave, and where finished epochs are reported."""
+
+    epochs: Optional[int] = None
+    resume_from: Optional[str] = None
+    checkpoint: Optional[str] = None
+    report: Optional[Callable[[EpochRecord], None]] = None
+
 
 class LocalEvaluator(Evaluator):
-    """Train a descriptor on a curator's training split and test it on its test split.
+    """Train a descriptor on a curator's training split, select by its validation split,
+    report its test split.
 
     Args:
         curator: the DataCurator; ``Digits()`` (built in, no download) when None.
@@ -42,7 +84,7 @@ class LocalEvaluator(Evaluator):
         lr: learning rate.
         optimizer_kwargs: further optimizer arguments, e.g. ``{'momentum': 0.9}``.
         data_fraction: fraction of the training split to use (a seeded subset), in (0, 1].
-        test_batch_size: samples per test step.
+        test_batch_size: samples per validation and test step.
         device: 'auto' (a GPU when there is one), 'cpu', 'cuda' or 'cuda:N'.
         seed: seeds weights and batch order; same seed, same result on the CPU.
         threads: torch CPU threads (None leaves torch's setting alone).
@@ -51,13 +93,18 @@ class LocalEvaluator(Evaluator):
             default 1 on the CPU and 25 on a GPU.
         keep_model: keep the last trained network in ``self.model`` (to inspect or export
             it); off by default so that memory is freed after each evaluation.
+        callbacks: :class:`~nord.evaluators.callbacks.TrainingCallback` s called every epoch
+            (and every ``every_steps`` steps).
     """
+
+    trains_in_legs = True
 
     def __init__(self, curator=None, epochs: int = 1, batch_size: int = 128,
                  optimizer="adam", lr: float = 1e-3, optimizer_kwargs: Optional[Dict] = None,
                  data_fraction: float = 1.0, test_batch_size: int = 1024, device="auto",
                  seed: int = 0, threads: Optional[int] = None, progress: bool = False,
-                 check_every: Optional[int] = None, keep_model: bool = False):
+                 check_every: Optional[int] = None, keep_model: bool = False,
+                 callbacks: Sequence[TrainingCallback] = ()):
         if epochs < 0:
             raise ConfigurationError(f"epochs must be 0 or more; got {epochs}")
         if batch_size < 1 or test_batch_size < 1:
@@ -67,6 +114,10 @@ class LocalEvaluator(Evaluator):
             raise ConfigurationError(f"data_fraction must be in (0, 1]; got {data_fraction}")
         if threads is not None and threads < 1:
             raise ConfigurationError(f"threads must be at least 1; got {threads}")
+        for callback in callbacks:
+            if not isinstance(callback, TrainingCallback):
+                raise ConfigurationError(
+                    f"callbacks must be TrainingCallback instances; got {type(callback).__name__}")
         # settings that would fail every candidate are refused now, not spent as failures
         optimizer_class(optimizer, lr)
         resolve_device(device)
@@ -84,7 +135,9 @@ class LocalEvaluator(Evaluator):
         self.progress = progress
         self.check_every = check_every
         self.keep_model = keep_model
+        self.callbacks: List[TrainingCallback] = list(callbacks)
         self.model: Optional[torch.nn.Module] = None
+        self._leg: Optional[_Leg] = None
 
     # --- hooks for distributed subclasses -----------------------------------------------
     def _rank(self) -> int:
@@ -110,7 +163,7 @@ class LocalEvaluator(Evaluator):
 
     def _reduce_counts(self, correct: int, seen: int, loss_sum: float,
                        error: Optional[BaseException] = None):
-        """Sums of the test counts over the ranks sharing the test set (raises on failure)."""
+        """Sums of the evaluation counts over the ranks sharing the set (raises on failure)."""
         self._agree(error)
         return correct, seen, loss_sum
 
@@ -128,52 +181,82 @@ class LocalEvaluator(Evaluator):
                 "epochs": self.epochs, "batch_size": self.batch_size,
                 "optimizer": self.optimizer if isinstance(self.optimizer, str) else self.optimizer.__name__,
                 "lr": self.lr, "optimizer_kwargs": self.optimizer_kwargs,
-                "data_fraction": self.data_fraction, "seed": self.seed, "ranks": self._size()}
+                "data_fraction": self.data_fraction, "seed": self.seed, "ranks": self._size(),
+                "callbacks": [callback.describe() for callback in self.callbacks]}
+
+    def evaluate_task(self, task) -> EvaluationResult:
+        """A search engine's task: its descriptor, trained as far as the task says."""
+        self._leg = _Leg(getattr(task, "epochs", None), getattr(task, "resume_from", None),
+                         getattr(task, "checkpoint", None), getattr(task, "report", None))
+        try:
+            return super().evaluate_task(task)
+        finally:
+            self._leg = None
 
     def _evaluate(self, descriptor: NeuralDescriptor) -> EvaluationResult:
+        leg = self._leg or _Leg()
+        target = self.epochs if leg.epochs is None else int(leg.epochs)
         curator = self.get_curator()
         device = resolve_device(self.device, self._local_rank())
         if self.threads is not None:
             torch.set_num_threads(self.threads)
         check_every = self.check_every or (1 if device.type == "cpu" else 25)
-        torch.manual_seed(self.seed)  # equal initial weights for equal seeds, on every rank
         model = optimizer = None
         distributed = self._size() > 1
+        root = self._rank() == 0
         try:
-            error = None
-            try:
-                model = NeuralNet(descriptor, curator.input_shape, curator.num_classes).to(device)
-                optimizer = make_optimizer(self.optimizer, model.parameters(),
-                                           self._learning_rate(), **self.optimizer_kwargs)
-            except Exception as failure:  # noqa: BLE001 - every rank must learn of it
-                error = failure
-            self._agree(error)
+            model, optimizer = self._build(descriptor, curator, device)
+            start, note = 0, ""
+            if leg.resume_from is not None:
+                start, note, model, optimizer = self._resume(leg.resume_from, descriptor,
+                                                             model, optimizer, curator, device)
             n_params = model.count_parameters()
             optimizer = self._prepare(model, optimizer)
             loader = curator.train_loader(batch_size=self.batch_size, rank=self._rank(),
                                           size=self._size(), shuffle=True, seed=self.seed,
                                           fraction=self.data_fraction, device=device)
-            started = time.perf_counter()
-            train_loss = float("nan")
-            for epoch in range(self.epochs):
-                if hasattr(loader, "set_epoch"):
-                    loader.set_epoch(epoch)
-                bar = (ProgressBar(len(loader), f"epoch {epoch + 1}/{self.epochs}")
-                       if self.progress and self._rank() == 0 else None)
+            has_valid = curator.n_valid > 0
+            probe = self._probe(curator, device) if self.callbacks and has_valid else None
+            train_time = 0.0
+            train_loss = valid = float("nan")
+            valid_loss = float("nan")
+            for epoch in range(start, target):
+                started = time.perf_counter()
+                loader.set_epoch(epoch)
+                bar = (ProgressBar(len(loader), f"epoch {epoch + 1}/{target}")
+                       if self.progress and root else None)
+                step_hook = self._step_hook(model, optimizer, epoch, bar)
                 train_loss = train_epoch(model, loader, optimizer, device,
-                                         check_every=check_every, progress=bar,
+                                         check_every=check_every, progress=step_hook,
                                          agree=self._agree if distributed else None)
-            train_time = time.perf_counter() - started
+                train_time += time.perf_counter() - started
+                if has_valid:
+                    valid, valid_loss = self._accuracy(model, curator, "valid", device)
+                metrics = {"train_loss": train_loss, "valid_accuracy": valid,
+                           "valid_loss": valid_loss}
+                extra, error = {}, None
+                if self.callbacks:
+                    try:
+                        extra = run_callbacks(self.callbacks, "on_epoch_end", TrainingState(
+                            epoch + 1, len(loader), model, optimizer, dict(metrics), probe))
+                    except Exception as failure:  # noqa: BLE001 - every rank must learn of it
+                        error = failure
+                    self._agree(error)
+                if leg.report is not None and root:
+                    leg.report(EpochRecord(epoch + 1, train_loss, valid, valid_loss,
+                                           time.perf_counter() - started, extra))
+            if leg.checkpoint is not None:
+                error = None
+                try:
+                    if root:
+                        save_checkpoint(leg.checkpoint, descriptor, model, optimizer, target)
+                except Exception as failure:  # noqa: BLE001 - every rank must learn of it
+                    error = failure
+                self._agree(error)
             started = time.perf_counter()
-            counts, error = (0, 0, 0.0), None
-            try:
-                test_loader = curator.test_loader(batch_size=self.test_batch_size,
-                                                  rank=self._rank(), size=self._size(),
-                                                  device=device)
-                counts = test_counts(model, test_loader, device)
-            except Exception as failure:  # noqa: BLE001 - every rank must learn of it
-                error = failure
-            correct, seen, loss_sum = self._reduce_counts(*counts, error=error)
+            test, test_loss = self._accuracy(model, curator, "test", device)
+            if has_valid and target == start:      # nothing trained in this call
+                valid, valid_loss = self._accuracy(model, curator, "valid", device)
             eval_time = time.perf_counter() - started
             if self.keep_model:
                 self.model = model
@@ -183,11 +266,123 @@ class LocalEvaluator(Evaluator):
             if device.type == "cuda":
                 gc.collect()
                 torch.cuda.empty_cache()
+        selection = "validation" if has_valid else "test"
+        metrics = {"train_loss": train_loss, "selection": selection,
+                   "valid_samples": curator.n_valid, "test_samples": curator.n_test,
+                   "test_loss": test_loss, "epochs_resumed": start}
+        if note:
+            metrics["checkpoint"] = note
         return EvaluationResult(
-            accuracy=correct / seen if seen else float("nan"),
-            loss=loss_sum / seen if seen else float("nan"),
-            train_time=train_time, eval_time=eval_time, n_params=n_params, epochs=self.epochs,
-            metrics={"train_loss": train_loss, "test_samples": seen})
+            accuracy=valid if has_valid else test, loss=valid_loss if has_valid else test_loss,
+            train_time=train_time, eval_time=eval_time, n_params=n_params, epochs=target,
+            reported_accuracy=test, metrics=metrics)
+
+    # --- parts ---------------------------------------------------------------------------
+    def _build(self, descriptor, curator, device):
+        torch.manual_seed(self.seed)  # equal initial weights for equal seeds, on every rank
+        model = optimizer = error = None
+        try:
+            model = NeuralNet(descriptor, curator.input_shape, curator.num_classes).to(device)
+            optimizer = make_optimizer(self.optimizer, model.parameters(),
+                                       self._learning_rate(), **self.optimizer_kwargs)
+        except Exception as failure:  # noqa: BLE001 - every rank must learn of it
+            error = failure
+        self._agree(error)
+        return model, optimizer
+
+    def _resume(self, path, descriptor, model, optimizer, curator, device):
+        """Load a checkpoint into a fresh model and optimizer: the epochs it holds, a note
+        for the result, and the model and optimizer to train. A damaged checkpoint is
+        trained again from scratch (the note says so); a missing one is an error."""
+        error, start, note = None, 0, ""
+        try:
+            start = load_checkpoint(path, descriptor, model, optimizer, device)
+        except FileNotFoundError:
+            error = CheckpointError(
+                f"the checkpoint {path} does not exist on this host ({os.uname().nodename}); "
+                "workers on several hosts need the journal's checkpoint folder on a file "
+                "system they all see")
+        except CheckpointError as damaged:
+            note = f"checkpoint {path} could not be used ({damaged}); trained again from scratch"
+            logger.warning("%s", note)
+        self._agree(error)
+        if note:
+            model, optimizer = self._build(descriptor, curator, device)
+        return start, note, model, optimizer
+
+    def _accuracy(self, model, curator, split: str, device):
+        """Exact accuracy and mean loss of ``model`` on a split, summed over the ranks."""
+        counts, error = (0, 0, 0.0), None
+        try:
+            loader = curator.test_loader(batch_size=self.test_batch_size, rank=self._rank(),
+                                         size=self._size(), device=device, split=split)
+            counts = test_counts(model, loader, device)
+        except Exception as failure:  # noqa: BLE001 - every rank must learn of it
+            error = failure
+        correct, seen, loss_sum = self._reduce_counts(*counts, error=error)
+        if not seen:
+            return float("nan"), float("nan")
+        return correct / seen, loss_sum / seen
+
+    def _probe(self, curator, device):
+        x, _ = curator.tensors("valid", device)
+        return x[:min(len(x), self.test_batch_size, 256)]
+
+    def _step_hook(self, model, optimizer, epoch, bar):
+        callbacks = [c for c in self.callbacks if c.every_steps]
+        if not callbacks and bar is None:
+            return None
+
+        def hook(step: int, loss: float) -> None:
+            if bar is not None:
+                bar(step, loss)
+            due = [c for c in callbacks if step % c.every_steps == 0]
+            if due:
+                run_callbacks(due, "on_step",
+                              TrainingState(epoch + 1, step, model, optimizer, {"loss": loss}))
+        return hook
+
+
+def save_checkpoint(path: str, descriptor: NeuralDescriptor, model, optimizer,
+                    epochs: int) -> None:
+    """Write a checkpoint atomically: a reader sees the old file or the whole new one."""
+    state = {"format": CHECKPOINT_FORMAT, "architecture": descriptor.hash, "epochs": int(epochs),
+             "model": model.state_dict(), "optimizer": optimizer.state_dict(),
+             "torch_rng": torch.get_rng_state(),
+             "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None}
+    folder = os.path.dirname(os.path.abspath(path))
+    os.makedirs(folder, exist_ok=True)
+    partial = f"{path}.{os.getpid()}.partial"
+    torch.save(state, partial)
+    os.replace(partial, path)
+
+
+def load_checkpoint(path: str, descriptor: NeuralDescriptor, model, optimizer, device) -> int:
+    """Load a checkpoint into ``model`` and ``optimizer``; returns the epochs it holds.
+
+    Raises:
+        FileNotFoundError: there is no such file.
+        CheckpointError: it is damaged, of another format, or of another architecture.
+    """
+    if not os.path.exists(path):
+        raise FileNotFoundError(path)
+    try:
+        state = torch.load(path, map_location=device, weights_only=False)
+    except Exception as error:  # noqa: BLE001 - any unreadable file is a damaged checkpoint
+        raise CheckpointError(f"it does not load: {type(error).__name__}: {error}") from error
+    if not isinstance(state, dict) or state.get("format") != CHECKPOINT_FORMAT:
+        raise CheckpointError(f"it is not a {CHECKPOINT_FORMAT} file")
+    if state.get("architecture") != descriptor.hash:
+        raise CheckpointError("it holds another architecture")
+    try:
+        model.load_state_dict(state["model"])
+        optimizer.load_state_dict(state["optimizer"])
+        torch.set_rng_state(state["torch_rng"].cpu())
+        if state.get("cuda_rng") is not None and torch.cuda.is_available():
+            torch.cuda.set_rng_state_all(state["cuda_rng"])
+        return int(state["epochs"])
+    except Exception as error:  # noqa: BLE001 - a damaged checkpoint is retrained
+        raise CheckpointError(f"its contents do not fit: {type(error).__name__}: {error}") from error
 
 
 NeuralEvaluator = LocalEvaluator

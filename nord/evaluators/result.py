@@ -28,10 +28,12 @@ class EvaluationResult:
     """The outcome of evaluating one descriptor.
 
     Attributes:
-        accuracy: the search signal, a fraction in [0, 1]: accuracy on the test split for
-            evaluators that train, the benchmark's cheap validation accuracy for tabular
-            ones. NaN when the evaluation failed.
-        loss: mean loss on the test split (NaN when unknown or failed).
+        accuracy: the search signal, a fraction in [0, 1]: the validation accuracy (for
+            evaluators that train, on a held-out part of the training data; for tabular
+            benchmarks, the cheap validation accuracy). Only where no validation split exists
+            is it the test accuracy (``metrics['selection'] == 'test'`` then says so). NaN
+            when the evaluation failed.
+        loss: mean loss on the split ``accuracy`` comes from (NaN when unknown or failed).
         train_time: seconds spent training.
         eval_time: seconds spent testing.
         n_params: trainable parameters of the network (0 when it did not build).
@@ -39,9 +41,9 @@ class EvaluationResult:
         status: 'ok' or 'failed'.
         error: why it failed ('' when ok).
         descriptor_hash: ``NeuralDescriptor.hash`` of what was evaluated.
-        reported_accuracy: the figure reported for an architecture when it differs from the
-            search signal (tabular benchmarks: the 200-epoch test accuracy). Search
-            algorithms must not read it; None when the search signal is the reported figure.
+        reported_accuracy: the figure reported for an architecture: its test accuracy (for
+            tabular benchmarks the 200-epoch test accuracy). Search algorithms must not read
+            it; None when the search signal is the reported figure.
         metrics: further named measurements, stored in the journal.
     """
 
@@ -64,9 +66,10 @@ class EvaluationResult:
     @property
     def fitness(self) -> float:
         """Value to minimise: ``1 - accuracy``, or ``FAILED_FITNESS`` (2.0) when failed."""
-        if not self.ok or not math.isfinite(self.accuracy):
+        accuracy = self.accuracy
+        if self.status != "ok" or not math.isfinite(accuracy):
             return FAILED_FITNESS
-        return 1.0 - self.accuracy
+        return 1.0 - accuracy
 
     @property
     def final_accuracy(self) -> float:
@@ -78,10 +81,46 @@ class EvaluationResult:
         """A failed result carrying the reason."""
         return cls(status="failed", error=str(error), descriptor_hash=descriptor_hash, **values)
 
+    def copy(self) -> "EvaluationResult":
+        """An independent copy (its metrics dict too), e.g. for a cached repeat."""
+        clone = object.__new__(EvaluationResult)
+        clone.__dict__.update(self.__dict__)
+        clone.metrics = dict(self.metrics)
+        return clone
+
     def to_dict(self) -> Dict[str, Any]:
         return asdict(self)
 
     @classmethod
     def from_dict(cls, data: Dict[str, Any]) -> "EvaluationResult":
+        known = {f.name for f in fields(cls)}
+        return cls(**{key: value for key, value in data.items() if key in known})
+
+
+@dataclass
+class EpochRecord:
+    """One epoch of a candidate's training, as the journal keeps it (its learning curve).
+
+    Attributes:
+        epoch: epochs completed (1 after the first).
+        train_loss: mean training loss of the epoch.
+        valid_accuracy: validation accuracy after the epoch (NaN without a validation split).
+        valid_loss: mean validation loss.
+        seconds: the epoch's wall time, training and validation.
+        metrics: the training callbacks' scalars.
+    """
+
+    epoch: int
+    train_loss: float
+    valid_accuracy: float
+    valid_loss: float
+    seconds: float
+    metrics: Dict[str, float] = field(default_factory=dict)
+
+    def to_dict(self) -> Dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Dict[str, Any]) -> "EpochRecord":
         known = {f.name for f in fields(cls)}
         return cls(**{key: value for key, value in data.items() if key in known})

@@ -10,17 +10,23 @@ formats always say the same::
     page.paragraph("Read from ", Code("runs/ga.db"), ".")
     page.table(["run", "best accuracy"], [["ga", "93.10 %"], [Link("random", "#random"), "91.00 %"]])
     page.image("accuracy.png", "accuracy per generation")
-    page.to_markdown()      # GitHub-flavoured Markdown
-    page.to_html()          # one self-contained HTML file (images linked, not embedded)
+    page.warning("Selected on test data: ", Code("ga"), ".")
+    page.to_markdown()      # GitHub-flavoured Markdown (images are linked files)
+    page.to_html(root)      # one self-contained HTML file: images read from ``root`` and
+                            # embedded as data URIs, tables sortable by a click on a header
 
 Inline content is a sequence of plain strings (escaped for the format), :class:`Code`
 (monospace) and :class:`Link` parts.
 """
 from __future__ import annotations
 
+import base64
 import html
+import mimetypes
+import os
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import List, Optional, Sequence, Tuple, Union
 
 __all__ = ["Page", "Link", "Code", "Inline", "anchor"]
@@ -109,6 +115,10 @@ class Page:
         """Add a paragraph made of inline parts."""
         self.blocks.append(("paragraph", (list(parts),)))
 
+    def warning(self, *parts: Inline) -> None:
+        """Add a warning that must not be missed (a framed box in HTML, a quote in Markdown)."""
+        self.blocks.append(("warning", (list(parts),)))
+
     def bullets(self, items: Sequence[Cell]) -> None:
         """Add a bulleted list; each item is inline content."""
         self.blocks.append(("bullets", ([_parts(item) for item in items],)))
@@ -148,6 +158,8 @@ class Page:
                 out += ["#" * level + " " + _md_text(text), ""]
             elif kind == "paragraph":
                 out += ["".join(_md_inline(p, False) for p in args[0]), ""]
+            elif kind == "warning":
+                out += ["> **Warning:** " + "".join(_md_inline(p, False) for p in args[0]), ""]
             elif kind == "bullets":
                 out += ["- " + "".join(_md_inline(p, False) for p in item) for item in args[0]]
                 out.append("")
@@ -171,8 +183,14 @@ class Page:
                 out += [fence + language, text.rstrip("\n"), fence, ""]
         return "\n".join(out).rstrip("\n") + "\n"
 
-    def to_html(self) -> str:
-        """One HTML5 page with a small embedded style sheet (images are linked files)."""
+    def to_html(self, root: Optional[Union[str, os.PathLike]] = None) -> str:
+        """One HTML5 page with its style sheet and a few lines of script (click a table's
+        header to sort by that column), needing no server and nothing from the network.
+
+        Args:
+            root: the folder image paths are relative to: each image is read from it and
+                embedded as a data URI, so the page is one file. None links the files.
+        """
         body: List[str] = [f"<h1>{html.escape(self.title)}</h1>"]
         for kind, args in self.blocks:
             if kind == "heading":
@@ -180,6 +198,9 @@ class Page:
                 body.append(f'<h{level} id="{anchor(text)}">{html.escape(text)}</h{level}>')
             elif kind == "paragraph":
                 body.append("<p>" + "".join(_html_inline(p) for p in args[0]) + "</p>")
+            elif kind == "warning":
+                body.append('<p class="warning" role="alert"><strong>Warning:</strong> '
+                            + "".join(_html_inline(p) for p in args[0]) + "</p>")
             elif kind == "bullets":
                 items = "".join("<li>" + "".join(_html_inline(p) for p in item) + "</li>"
                                 for item in args[0])
@@ -192,18 +213,63 @@ class Page:
                         f'<{tag} class="{a}">' + "".join(_html_inline(p) for p in cell) + f"</{tag}>"
                         for cell, a in zip(row, align))
 
-                body.append("<table><thead><tr>" + cells(header, "th") + "</tr></thead><tbody>"
+                body.append('<div class="wide"><table class="sortable"><thead><tr>'
+                            + cells(header, "th") + "</tr></thead><tbody>"
                             + "".join("<tr>" + cells(row, "td") + "</tr>" for row in rows)
-                            + "</tbody></table>")
+                            + "</tbody></table></div>")
             elif kind == "image":
                 src, alt, width = args
                 style = f' style="max-width: {int(width)}px"' if width else ""
-                body.append(f'<p><a href="{html.escape(src, quote=True)}"><img src="'
-                            f'{html.escape(src, quote=True)}" alt="{html.escape(alt, quote=True)}"'
-                            f"{style}></a></p>")
+                data = _data_uri(Path(root) / src) if root is not None else src
+                img = (f'<img src="{html.escape(data, quote=True)}" '
+                       f'alt="{html.escape(alt, quote=True)}"{style}>')
+                body.append(f"<figure>{img}<figcaption>{html.escape(alt)}</figcaption></figure>"
+                            if root is not None else
+                            f'<p><a href="{html.escape(src, quote=True)}">{img}</a></p>')
             elif kind == "code":
                 body.append(f"<pre>{html.escape(args[0].rstrip())}</pre>")
-        return _HTML.format(title=html.escape(self.title), body="\n".join(body))
+        return _HTML.format(title=html.escape(self.title), body="\n".join(body),
+                            script=_SORT_SCRIPT)
+
+
+def _data_uri(path: Path) -> str:
+    """The file as a ``data:`` URI (its type guessed from its name)."""
+    kind = mimetypes.guess_type(path.name)[0] or "application/octet-stream"
+    return f"data:{kind};base64," + base64.b64encode(path.read_bytes()).decode("ascii")
+
+
+# Sorting reads a cell's number when it has one ("93.10 %", "12,345", "4.5 min" sort by
+# their numbers; units are not converted, a column holds one unit per row in practice) and
+# its text otherwise; "n/a" sorts last. A second click reverses the order.
+_SORT_SCRIPT = """
+document.querySelectorAll("table.sortable").forEach(function (table) {
+  var headers = table.tHead ? table.tHead.rows[0].cells : [];
+  Array.prototype.forEach.call(headers, function (header, column) {
+    header.title = "click to sort";
+    header.addEventListener("click", function () {
+      var descending = header.getAttribute("aria-sort") === "ascending";
+      Array.prototype.forEach.call(headers, function (h) { h.removeAttribute("aria-sort"); });
+      header.setAttribute("aria-sort", descending ? "descending" : "ascending");
+      var body = table.tBodies[0];
+      var rows = Array.prototype.slice.call(body.rows);
+      function key(row) {
+        var text = row.cells[column] ? row.cells[column].textContent.trim() : "";
+        var number = parseFloat(text.replace(/,/g, ""));
+        return {text: text, number: isNaN(number) ? null : number};
+      }
+      rows.sort(function (a, b) {
+        var x = key(a), y = key(b), order;
+        if (x.number !== null && y.number !== null) { order = x.number - y.number; }
+        else if (x.number !== null) { return -1; }
+        else if (y.number !== null) { return 1; }
+        else { order = x.text.localeCompare(y.text); }
+        return descending ? -order : order;
+      });
+      rows.forEach(function (row) { body.appendChild(row); });
+    });
+  });
+});
+"""
 
 
 _HTML = """<!DOCTYPE html>
@@ -214,10 +280,18 @@ _HTML = """<!DOCTYPE html>
 <style>
 body {{ font-family: system-ui, sans-serif; max-width: 1200px; margin: 2em auto; padding: 0 1em;
        color: #222; line-height: 1.4; }}
-table {{ border-collapse: collapse; margin: 1em 0; font-size: 0.9em; }}
+table {{ border-collapse: collapse; margin: 1em 0; font-size: 0.85em; }}
+div.wide {{ overflow-x: auto; }}
 th, td {{ border: 1px solid #ccc; padding: 0.25em 0.6em; vertical-align: top; }}
 th {{ background: #f2f2f2; }}
+table.sortable th {{ cursor: pointer; }}
+th[aria-sort=ascending]::after {{ content: " \\25B2"; }}
+th[aria-sort=descending]::after {{ content: " \\25BC"; }}
+.warning {{ border: 2px solid #c62828; background: #fdecea; padding: 0.6em 0.9em; }}
+figure {{ margin: 1em 0; }}
+figcaption {{ font-size: 0.85em; color: #555; }}
 td.right, th.right {{ text-align: right; }}
+td.right {{ white-space: nowrap; }}
 img {{ max-width: 100%; height: auto; border: 1px solid #eee; }}
 code, pre {{ font-family: ui-monospace, monospace; font-size: 0.9em; background: #f6f6f6; }}
 pre {{ padding: 0.6em; overflow-x: auto; }}
@@ -225,6 +299,7 @@ pre {{ padding: 0.6em; overflow-x: auto; }}
 </head>
 <body>
 {body}
+<script>{script}</script>
 </body>
 </html>
 """

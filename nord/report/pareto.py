@@ -17,13 +17,16 @@ point dominates.
 The hypervolume is the area that the front dominates inside the box bounded by the
 reference point: every point ``(p, a)`` of the front dominates the rectangle
 ``[p, ref_params] x [ref_accuracy, a]``, and the hypervolume is the area of the union of
-those rectangles. Larger is better. It is computed exactly (a sweep over the points sorted
-by parameters). With ``normalise=True`` (the default) the area is divided by the area of the
-whole box ``[0, ref_params] x [ref_accuracy, 1]``: parameters are measured as a fraction of
-``ref_params`` and accuracy as a fraction in ``[ref_accuracy, 1]``, so the value lies in
-``[0, 1]`` and 1 would be a network with no parameters and perfect accuracy. With the usual
-``ref_accuracy = 0`` this is simply "parameters divided by the reference parameters,
-accuracy as a fraction". Compare hypervolumes only when they share a reference point.
+those rectangles. Larger is better. With ``normalise=True`` (the default) the area is divided
+by the area of the whole box ``[0, ref_params] x [ref_accuracy, 1]``: parameters are measured
+as a fraction of ``ref_params`` and accuracy as a fraction in ``[ref_accuracy, 1]``, so the
+value lies in ``[0, 1]`` and 1 would be a network with no parameters and perfect accuracy.
+Compare hypervolumes only when they share a reference point.
+
+Both computations are pygmo's (``non_dominated_front_2d``, ``hypervolume``), which are
+tested at scale; nord only turns accuracy into a quantity to minimise (its negative) and
+handles what pygmo leaves to the caller: points with NaN, repeated points, and points
+outside the reference box.
 """
 from __future__ import annotations
 
@@ -35,6 +38,11 @@ from nord.errors import ConfigurationError
 __all__ = ["pareto_indices", "pareto_front", "hypervolume", "dominates"]
 
 Point = Tuple[float, float]
+
+
+def _pygmo():
+    from nord.search.pygmo_adapter import import_pygmo
+    return import_pygmo()
 
 
 def _as_points(points: Iterable[Sequence[float]]) -> List[Point]:
@@ -52,7 +60,8 @@ def _as_points(points: Iterable[Sequence[float]]) -> List[Point]:
 def dominates(a: Sequence[float], b: Sequence[float]) -> bool:
     """Whether point ``a`` dominates ``b``: no more parameters, no less accuracy, and
     strictly better in at least one of them."""
-    return a[0] <= b[0] and a[1] >= b[1] and (a[0] < b[0] or a[1] > b[1])
+    return bool(_pygmo().pareto_dominance([float(a[0]), -float(a[1])],
+                                          [float(b[0]), -float(b[1])]))
 
 
 def pareto_indices(points: Iterable[Sequence[float]]) -> List[int]:
@@ -68,17 +77,18 @@ def pareto_indices(points: Iterable[Sequence[float]]) -> List[int]:
         Indices into ``points``; along them parameters and accuracy both increase strictly.
     """
     values = _as_points(points)
-    order = sorted((i for i, (p, a) in enumerate(values) if math.isfinite(p) and math.isfinite(a)),
-                   key=lambda i: (values[i][0], -values[i][1], i))
-    front: List[int] = []
-    best = -math.inf
-    for index in order:
-        # Sorted by parameters, then by accuracy descending: a point is on the front exactly
-        # when it is more accurate than every point with no more parameters seen before it.
-        if values[index][1] > best:
-            front.append(index)
-            best = values[index][1]
-    return front
+    finite = [i for i, (p, a) in enumerate(values) if math.isfinite(p) and math.isfinite(a)]
+    if not finite:
+        return []
+    if len(finite) == 1:
+        return finite
+    front = _pygmo().non_dominated_front_2d([[values[i][0], -values[i][1]] for i in finite])
+    chosen, seen = [], set()
+    for index in sorted((finite[int(j)] for j in front), key=lambda i: (values[i], i)):
+        if values[index] not in seen:
+            seen.add(values[index])
+            chosen.append(index)
+    return chosen
 
 
 def pareto_front(points: Iterable[Sequence[float]]) -> List[Point]:
@@ -124,15 +134,11 @@ def hypervolume(front: Iterable[Sequence[float]], reference_point: Sequence[floa
             "a normalised hypervolume divides by the box [0, ref_params] x [ref_accuracy, 1], "
             f"so it needs ref_params > 0 and ref_accuracy < 1; got {reference_point!r}. Pass "
             "normalise=False for the raw area")
-    inside = sorted((p, a) for p, a in _as_points(front)
-                    if math.isfinite(p) and math.isfinite(a) and p < ref_params and a > ref_accuracy)
-    area, best = 0.0, ref_accuracy
-    for index, (p, a) in enumerate(inside):
-        best = max(best, a)
-        # Between this point's parameters and the next one's, the dominated region reaches up to
-        # the best accuracy among points with no more parameters.
-        right = inside[index + 1][0] if index + 1 < len(inside) else ref_params
-        area += (right - p) * (best - ref_accuracy)
+    inside = [[p, -a] for p, a in _as_points(front)
+              if math.isfinite(p) and math.isfinite(a) and p < ref_params and a > ref_accuracy]
+    if not inside:
+        return 0.0
+    area = float(_pygmo().hypervolume(inside).compute([ref_params, -ref_accuracy]))
     if normalise:
         area /= ref_params * (1.0 - ref_accuracy)
     return area

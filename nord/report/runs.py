@@ -25,6 +25,9 @@ Definitions used throughout the report:
   up to more than the total.
 * **Evaluation time**: training plus testing seconds summed over the evaluations that were
   really run (cached ones excluded): the compute the run spent, over all its workers.
+* **Accuracy** is the search signal (normally validation accuracy; see
+  :mod:`nord.report.protocol`); **reported accuracy** the figure the search never saw
+  (normally test accuracy).
 """
 from __future__ import annotations
 
@@ -35,10 +38,11 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Union
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 from nord.errors import ConfigurationError
 from nord.journal import Journal, list_runs
+from nord.report.protocol import Protocol, protocol_of
 
 __all__ = ["RunData", "load_run", "load_runs", "run_numbers", "is_multi_objective",
            "accuracies_by_generation", "journal_paths", "slug"]
@@ -62,6 +66,8 @@ class RunData:
         generations: ``Journal.generation_stats()``, one dict per generation.
         best: ``Journal.best(count)``: the best distinct architectures, best first (at
             least the best one, when any evaluation succeeded).
+        epochs: ``Journal.epochs()``: the learning curves (empty when none were recorded).
+        legs: ``Journal.legs()``: the legs of training under a scheduler (empty without one).
     """
 
     path: Path
@@ -71,6 +77,18 @@ class RunData:
     evaluations: List[Dict[str, Any]]
     generations: List[Dict[str, Any]]
     best: List[Dict[str, Any]] = field(default_factory=list)
+    epochs: List[Dict[str, Any]] = field(default_factory=list)
+    legs: List[Dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def protocol(self) -> Protocol:
+        """What the accuracies measure, and whether selection used test data."""
+        return protocol_of(self.metadata, self.evaluations)
+
+    @property
+    def scheduled(self) -> bool:
+        """Whether a scheduler trained the candidates in legs."""
+        return bool(self.legs or self.metadata.get("scheduler"))
 
     @property
     def slug(self) -> str:
@@ -79,7 +97,9 @@ class RunData:
 
     @property
     def status(self) -> str:
-        return str(self.metadata.get("status", "unknown"))
+        """The run's state: its journaled status, or 'killed' when it was left 'running' by
+        a writer that is gone (see ``Journal.state``)."""
+        return str(self.summary.get("state") or self.metadata.get("status", "unknown"))
 
     @property
     def ok_evaluations(self) -> List[Dict[str, Any]]:
@@ -99,9 +119,15 @@ def _is_ok(row: Mapping[str, Any]) -> bool:
             and math.isfinite(float(accuracy)))
 
 
-def journal_paths(paths: Union[PathLike, Iterable[PathLike]]) -> List[Path]:
+def journal_paths(paths: Union[PathLike, Iterable[PathLike]],
+                  skipped: Optional[List[Tuple[Path, str]]] = None) -> List[Path]:
     """The journal files named by ``paths``: files as given, folders expanded to the
-    journals (``*.db``) they hold, oldest run first.
+    journals (``*.db``) they and their sub-folders hold, oldest run first.
+
+    Args:
+        paths: files or folders.
+        skipped: a list that receives ``(path, reason)`` for each file of a folder that is
+            not a readable journal (it is left out; a file named on its own is not skipped).
 
     Raises:
         ConfigurationError: nothing given, or a folder that holds no journal.
@@ -112,7 +138,10 @@ def journal_paths(paths: Union[PathLike, Iterable[PathLike]]) -> List[Path]:
     for path in paths:
         path = Path(path)
         if path.is_dir():
-            found = [Path(run["path"]) for run in list_runs(path)]
+            runs, unreadable = list_runs(path)
+            if skipped is not None:
+                skipped.extend(unreadable)
+            found = [Path(run["path"]) for run in runs]
             if not found:
                 raise ConfigurationError(
                     f"'{path}' is a folder without run journals (*.db files written by a "
@@ -147,18 +176,22 @@ def load_run(path: PathLike, label: Optional[str] = None, best_count: int = 3) -
             evaluations = journal.evaluations()
             generations = journal.generation_stats()
             best = journal.best(count=max(1, int(best_count)))
+            epochs, legs = journal.epochs(), journal.legs()
             counts = {len(evaluations), int(summary.get("evaluations") or 0),
                       sum(g["evaluations"] for g in generations), journal.count()}
             if len(counts) == 1:
                 break
             logger.debug("%s changed while it was read (attempt %d)", path, attempt + 1)
     return RunData(path=path, label=label or path.stem, metadata=metadata, summary=summary,
-                   evaluations=evaluations, generations=generations, best=list(best))
+                   evaluations=evaluations, generations=generations, best=list(best),
+                   epochs=epochs, legs=legs)
 
 
 def load_runs(paths: Union[PathLike, Iterable[PathLike]],
-              labels: Optional[Sequence[str]] = None, best_count: int = 3) -> List[RunData]:
-    """Read several journals (folders are expanded, see :func:`journal_paths`).
+              labels: Optional[Sequence[str]] = None, best_count: int = 3,
+              skipped: Optional[List[Tuple[Path, str]]] = None) -> List[RunData]:
+    """Read several journals (folders are expanded, see :func:`journal_paths`, which also
+    says what ``skipped`` receives).
 
     Labels default to the file names; a label already taken (also one that differs only
     in characters that file names drop) gets a suffix (``ga``, ``ga-2``), so every run has
@@ -168,7 +201,7 @@ def load_runs(paths: Union[PathLike, Iterable[PathLike]],
         ConfigurationError: ``labels`` does not have one label per journal.
         JournalError: a file is missing or is not a journal.
     """
-    files = journal_paths(paths)
+    files = journal_paths(paths, skipped)
     if labels is not None and len(labels) != len(files):
         raise ConfigurationError(
             f"labels must name every run: {len(files)} journals but {len(labels)} labels "
@@ -256,8 +289,18 @@ def algorithm_parameters(metadata: Mapping[str, Any]) -> Dict[str, Any]:
             if key not in ("algorithm", "seed")}
 
 
+def architecture_key(row: Mapping[str, Any]) -> Optional[str]:
+    """The architecture's identity in the run's space (``key``; older journals: the
+    descriptor's hash), as text."""
+    key = row.get("key", row.get("descriptor_hash"))
+    return None if key is None else str(key)
+
+
 def best_entry(row: Mapping[str, Any], rank: int) -> Dict[str, Any]:
-    """One of the best architectures, as stored in ``summary.json``."""
+    """One of the best architectures, as stored in ``summary.json``. ``cell`` is the
+    benchmark's cell string when the evaluator gave one (tabular benchmarks build no
+    descriptor)."""
+    metrics = row.get("metrics") if isinstance(row.get("metrics"), Mapping) else {}
     return {
         "rank": rank,
         "accuracy": _finite(row.get("accuracy")),
@@ -266,8 +309,10 @@ def best_entry(row: Mapping[str, Any], rank: int) -> Dict[str, Any]:
         "generation": row.get("generation"),
         "candidate": row.get("candidate"),
         "sequence": row.get("sequence"),
-        "descriptor_hash": row.get("descriptor_hash"),
+        "descriptor_hash": architecture_key(row),
+        "epochs": row.get("epochs"),
         "genome": row.get("genome"),
+        "cell": metrics.get("cell"),
     }
 
 
@@ -279,7 +324,9 @@ def run_numbers(run: RunData) -> Dict[str, Any]:
     ``batch_size``, ``budget``, ``status``, ``resumed``, ``multi_objective``,
     ``evaluations``, ``ok``, ``failed``, ``cached``, ``generations`` (how many),
     ``best_accuracy``, ``best_reported_accuracy``, ``best_n_params``, ``best_generation``,
-    ``best_candidate``, ``best_hash``, ``wall_time``, ``evaluation_time`` and
+    ``best_candidate``, ``best_hash``, ``best_epochs``, ``protocol`` (what ``accuracy`` and
+    ``reported_accuracy`` measure and whether selection used test data:
+    :meth:`nord.report.protocol.Protocol.to_json`), ``wall_time``, ``evaluation_time`` and
     ``per_generation`` (one dict per generation: ``generation``, ``evaluations``, ``ok``,
     ``failed``, ``cached``, ``accuracy_mean``, ``accuracy_median``, ``accuracy_min``,
     ``accuracy_max``, ``accuracy_std``, ``best_so_far``, ``n_params_mean``, ``wall_time``).
@@ -315,6 +362,7 @@ def run_numbers(run: RunData) -> Dict[str, Any]:
         "batch_size": meta.get("batch_size"),
         "budget": meta.get("budget"),
         "status": run.status,
+        "protocol": run.protocol.to_json(),
         "resumed": meta.get("resumed", 0),
         "multi_objective": is_multi_objective(meta),
         "evaluations": int(summary.get("evaluations") or 0),
@@ -327,7 +375,8 @@ def run_numbers(run: RunData) -> Dict[str, Any]:
         "best_n_params": best.get("n_params") if best else None,
         "best_generation": best.get("generation") if best else None,
         "best_candidate": best.get("candidate") if best else None,
-        "best_hash": best.get("descriptor_hash") if best else None,
+        "best_hash": architecture_key(best) if best else None,
+        "best_epochs": best.get("epochs") if best else None,
         "wall_time": _finite(summary.get("wall_time")),
         "evaluation_time": evaluation_time,
         "per_generation": per_generation,

@@ -36,12 +36,15 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 from nord.descriptors import NeuralDescriptor
 from nord.errors import ConfigurationError, NordError
 from nord.report.architecture import draw_descriptor
+from nord.report.curves import has_curves, has_introspection, plot_introspection, \
+    plot_learning_curves
 from nord.report.page import Code, Link, Page, anchor
 from nord.report.pareto import hypervolume, pareto_indices
-from nord.report.plots import (plot_accuracy, plot_parameters, plot_pareto, plot_wall_time,
-                               run_colour)
+from nord.report.plots import (plot_accuracy, plot_comparison, plot_parameters, plot_pareto,
+                               plot_wall_time, run_colour)
 from nord.report.runs import (RunData, best_entry, dumps, is_multi_objective, load_runs,
                               run_numbers)
+from nord.report.schedule import STATES, schedule_numbers
 
 __all__ = ["write_report", "FORMATS", "format_duration", "default_reference_point"]
 
@@ -54,11 +57,15 @@ REFERENCE_MARGIN = 1.1
 """The default hypervolume reference point lies this factor beyond the largest network."""
 
 DEFINITIONS = [
-    "Accuracy is the search signal (the evaluator's test or validation accuracy). Box plots "
-    "and means are over each generation's ok evaluations, cached ones included; failed "
-    "evaluations are counted in the tables but left out of the boxes.",
-    "Reported accuracy: the figure an evaluator reports besides the search signal (tabular "
-    "benchmarks: the 200-epoch test accuracy), never seen by the search.",
+    "Accuracy is the search signal: what the search selected architectures by, normally the "
+    "validation accuracy (each run's section names it). A run without a validation split "
+    "selected on test accuracy, and its best test accuracy is optimistically biased; the page "
+    "warns about such runs at the top. Box plots and means are over each generation's (or "
+    "bin's) ok evaluations, cached ones included; failed evaluations are counted in the "
+    "tables but left out of the boxes.",
+    "Reported accuracy: the figure an evaluator reports besides the search signal, never seen "
+    "by the search (the test accuracy; tabular benchmarks: the 200-epoch test accuracy). "
+    "Report this one.",
     "Total wall time: last end minus first start over the run's evaluations (a run stopped "
     "and resumed includes the pause). Wall time of a generation: last end minus first start "
     "over its evaluations; in asynchronous runs generations overlap.",
@@ -87,6 +94,11 @@ def _count(value: Any) -> str:
     return "n/a" if value is None else f"{int(value):,}"
 
 
+def _selected_on(numbers: Dict[str, Any]) -> str:
+    return ("TEST data (biased)" if numbers["protocol"]["selected_on_test"]
+            else "validation data")
+
+
 def _plain(value: Any) -> str:
     if value is None:
         return "n/a"
@@ -113,6 +125,9 @@ def _draw_best(run: RunData, out_dir: Path, count: int) -> List[Dict[str, Any]]:
     entries = []
     for rank, row in enumerate(run.best[:count], start=1):
         entry = best_entry(row, rank)
+        if row.get("descriptor") is None:   # a benchmark's cell: its string says it all
+            entries.append(entry)
+            continue
         stem = f"architectures/{run.slug}-best{rank}"
         title = (f"{run.label} #{rank}: accuracy {_percent(entry['accuracy'])}, "
                  f"{_count(entry['n_params'])} parameters")
@@ -140,7 +155,8 @@ def write_report(journal_paths: Union[PathLike, Iterable[PathLike]], out_dir: Pa
                  reference_front: Optional[Sequence[Tuple[float, float]]] = None,
                  reference_label: str = "exact front",
                  reference_point: Optional[Tuple[float, float]] = None,
-                 best_count: int = 3, labels: Optional[Sequence[str]] = None) -> Path:
+                 best_count: int = 3, labels: Optional[Sequence[str]] = None,
+                 skipped: Optional[List[Tuple[Path, str]]] = None) -> Path:
     """Write a report comparing the runs in ``journal_paths`` into ``out_dir``.
 
     Args:
@@ -163,6 +179,8 @@ def write_report(journal_paths: Union[PathLike, Iterable[PathLike]], out_dir: Pa
             hypervolumes of a report share it, so they compare.
         best_count: the best distinct architectures drawn per run.
         labels: the runs' names (default: the journals' file names).
+        skipped: a list that receives ``(path, reason)`` for each file of a folder that was
+            left out because it is not a readable journal (the page names them too).
 
     Returns:
         The path of the summary page.
@@ -177,7 +195,10 @@ def write_report(journal_paths: Union[PathLike, Iterable[PathLike]], out_dir: Pa
             f"the report format must be one of {sorted(FORMATS)}; got {fmt!r}")
     if isinstance(best_count, bool) or not isinstance(best_count, int) or best_count < 0:
         raise ConfigurationError(f"best_count must be an integer >= 0; got {best_count!r}")
-    runs = load_runs(journal_paths, labels=labels, best_count=best_count)
+    left_out: List[Tuple[Path, str]] = []
+    runs = load_runs(journal_paths, labels=labels, best_count=best_count, skipped=left_out)
+    if skipped is not None:
+        skipped.extend(left_out)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     title = title or f"Comparison of {len(runs)} run{'s' if len(runs) != 1 else ''}"
@@ -185,8 +206,17 @@ def write_report(journal_paths: Union[PathLike, Iterable[PathLike]], out_dir: Pa
                  if reference_front else None)
 
     files = {"accuracy": plot_accuracy(runs, out / "accuracy.png").name,
+             "comparison": plot_comparison(runs, out / "comparison.png").name,
              "wall_time": plot_wall_time(runs, out / "wall_time.png").name,
              "parameters": plot_parameters(runs, out / "parameters.png").name}
+    if any(has_curves(run) for run in runs):
+        files["learning_curves"] = plot_learning_curves(runs, out / "learning_curves.png").name
+    introspected = [run for run in runs if has_introspection(run)]
+    if introspected:
+        files["introspection"] = {
+            run.label: plot_introspection(run, out / f"introspection-{run.slug}.png",
+                                          count=max(1, best_count)).name
+            for run in introspected}
 
     if pareto is None:
         pareto_runs = [run for run in runs
@@ -194,6 +224,8 @@ def write_report(journal_paths: Union[PathLike, Iterable[PathLike]], out_dir: Pa
     else:
         pareto_runs = list(runs) if pareto else []
     numbers = [run_numbers(run) for run in runs]
+    for run, entry in zip(runs, numbers):
+        entry["schedule"] = schedule_numbers(run)
     pareto_info: Dict[str, Any] = {}
     if pareto_runs:
         point = reference_point or default_reference_point(
@@ -223,11 +255,15 @@ def write_report(journal_paths: Union[PathLike, Iterable[PathLike]], out_dir: Pa
 
     page_path = out / f"report.{extension}"
     summary = {"title": title, "generated": datetime.datetime.now().isoformat(timespec="seconds"),
-               "nord_version": _nord_version(), "page": page_path.name, "files": files,
-               "pareto": pareto_info or None, "definitions": DEFINITIONS, "runs": numbers}
+               "nord_version": _nord_version(), "page": page_path.name,
+               "selected_on_test": [n["label"] for n in numbers
+                                    if n["protocol"]["selected_on_test"]],
+               "files": files,
+               "pareto": pareto_info or None, "definitions": DEFINITIONS, "runs": numbers,
+               "skipped": [{"path": str(path), "reason": reason} for path, reason in left_out]}
     (out / "summary.json").write_text(dumps(summary) + "\n", encoding="utf-8")
-    page = _page(title, runs, numbers, files, pareto_info)
-    page_path.write_text(page.to_html() if extension == "html" else page.to_markdown(),
+    page = _page(title, runs, numbers, files, pareto_info, left_out)
+    page_path.write_text(page.to_html(out) if extension == "html" else page.to_markdown(),
                          encoding="utf-8")
     logger.info("report on %d runs written to %s", len(runs), page_path)
     return page_path
@@ -240,30 +276,52 @@ def _nord_version() -> Optional[str]:
 
 
 def _page(title: str, runs: List[RunData], numbers: List[Dict[str, Any]],
-          files: Dict[str, Any], pareto_info: Dict[str, Any]) -> Page:
+          files: Dict[str, Any], pareto_info: Dict[str, Any],
+          skipped: Sequence[Tuple[Path, str]] = ()) -> Page:
     page = Page(title)
     generated = datetime.datetime.now().strftime("%Y-%m-%d %H:%M")
     page.paragraph(f"{len(runs)} run{'s' if len(runs) != 1 else ''} compared, generated "
                    f"{generated} by nord {_nord_version() or ''}. The same numbers are in ",
                    Link("summary.json", "summary.json"), ".")
+    for n in numbers:
+        protocol = n["protocol"]
+        if protocol["selected_on_test"]:
+            page.warning(f"{n['label']} selected its architectures on TEST data ("
+                         f"{'; '.join(protocol['reasons'])}). Its best test accuracy "
+                         f"({_percent(n['best_reported_accuracy'])}) is optimistically biased: "
+                         "do not report it as a held-out result. Run again with a validation "
+                         "split (nord run --valid-fraction 0.1).")
+        for warning in protocol["warnings"]:
+            if not protocol["selected_on_test"]:
+                page.warning(f"{n['label']}: {warning}")
     running = [n["label"] for n in numbers if n["status"] == "running"]
     if running:
-        page.paragraph("Still running (or stopped without finishing): "
-                       f"{', '.join(running)}; their figures are a snapshot.")
+        page.paragraph(f"Still running: {', '.join(running)}; their figures are a snapshot.")
+    killed = [n["label"] for n in numbers if n["status"] == "killed"]
+    if killed:
+        page.paragraph(f"Stopped without a final status (killed, a lost host or a power cut): "
+                       f"{', '.join(killed)}; 'nord resume' continues them.")
+    for path, reason in skipped:
+        page.paragraph(f"Left out: {path}: {reason}")
 
     page.heading("Runs")
+    page.paragraph("Search signal: the accuracy the search selected architectures by "
+                   "(validation accuracy, unless the run had no validation split). Reported: "
+                   "the test accuracy of that best architecture, which the search never saw.")
     header = ["run", "algorithm", "seed", "data set", "ranks", "mode", "evaluations", "ok",
-              "failed", "cached", "best accuracy", "reported accuracy", "parameters of best",
-              "wall time", "status"]
+              "failed", "cached", "selected on", "best accuracy (search signal)",
+              "its test accuracy (reported)", "parameters of best", "wall time", "status"]
     rows = []
     for n in numbers:
         rows.append([Link(n["label"], f"#{anchor(n['label'])}"), n["algorithm_label"],
                      _plain(n["seed"]), _plain(n["dataset"]), _plain(n["ranks"]),
                      _plain(n["mode"]), _count(n["evaluations"]), _count(n["ok"]),
-                     _count(n["failed"]), _count(n["cached"]), _percent(n["best_accuracy"]),
-                     _percent(n["best_reported_accuracy"]), _count(n["best_n_params"]),
-                     format_duration(n["wall_time"]), n["status"]])
-    page.table(header, rows, align=["left"] * 6 + ["right"] * 8 + ["left"])
+                     _count(n["failed"]), _count(n["cached"]), _selected_on(n),
+                     _percent(n["best_accuracy"]), _percent(n["best_reported_accuracy"]),
+                     _count(n["best_n_params"]), format_duration(n["wall_time"]),
+                     n["status"]])
+    page.table(header, rows, align=["left"] * 6 + ["right"] * 4 + ["left"] + ["right"] * 4
+               + ["left"])
 
     for run, n in zip(runs, numbers):
         page.heading(run.label, level=3)
@@ -283,9 +341,13 @@ def _page(title: str, runs: List[RunData], numbers: List[Dict[str, Any]],
             ("evaluations (ok / failed / cached)",
              f"{_count(n['evaluations'])} ({_count(n['ok'])} / {_count(n['failed'])} / "
              f"{_count(n['cached'])})"),
-            ("generations", _count(n["generations"])),
-            ("best accuracy", _percent(n["best_accuracy"])),
-            ("its reported accuracy", _percent(n["best_reported_accuracy"])),
+            ("generations", "none (asynchronous: results are told in the order they come)"
+             if n.get("mode") == "async" else _count(n["generations"])),
+            ("search signal", n["protocol"]["signal"]),
+            ("selected on", _selected_on(n)),
+            ("reported accuracy", n["protocol"]["reported"]),
+            ("best accuracy (search signal)", _percent(n["best_accuracy"])),
+            ("its test accuracy (reported)", _percent(n["best_reported_accuracy"])),
             ("its trainable parameters", _count(n["best_n_params"])),
             ("found in generation / candidate",
              f"{_plain(n['best_generation'])} / {_plain(n['best_candidate'])}"),
@@ -297,19 +359,68 @@ def _page(title: str, runs: List[RunData], numbers: List[Dict[str, Any]],
             fields.append(("Pareto front / hypervolume",
                            f"{len(n['pareto']['front'])} points / "
                            f"{'n/a' if hv is None else f'{hv:.4f}'}"))
+        if run.metadata.get("scheduler"):
+            fields.append(("scheduler", Code(json.dumps(run.metadata["scheduler"],
+                                                        sort_keys=True, default=str))))
+        if run.metadata.get("config"):
+            fields.append(("configuration", Code(json.dumps(run.metadata["config"],
+                                                            sort_keys=True, default=str))))
+        for warning in n["protocol"]["warnings"]:
+            fields.append(("warning", warning))
         if not n["ok"]:
             fields.append(("note", "no evaluation succeeded: the plots show an empty panel"))
         page.table(["", "value"], [[name, value] for name, value in fields])
 
-    page.heading("Accuracy per generation")
-    page.image(files["accuracy"], "accuracy per generation, box plots with the mean", 1200)
-    page.paragraph("Boxes: accuracies of each generation's ok evaluations (median, quartiles, "
-                   "whiskers at 1.5 times the interquartile range). Line: the generation's mean; "
-                   "dashed: the best accuracy found so far.")
+    page.heading("Best so far")
+    page.image(files["comparison"], "best accuracy so far of every run, against evaluations "
+               "and against wall time", 1200)
+    page.paragraph("Solid: the best search-signal accuracy found so far; dotted: the test "
+                   "(reported) accuracy of that same architecture. Left against the results "
+                   "told, right against wall time since the run's first evaluation started.")
+    page.heading("Accuracy as the runs went on")
+    page.image(files["accuracy"], "accuracy per generation or per bin of evaluations", 1200)
+    page.paragraph("Synchronous runs of a few generations: a box per generation (median, "
+                   "quartiles, whiskers at 1.5 times the interquartile range) and the line of "
+                   "the generation means. Asynchronous and long runs: every ok evaluation as a "
+                   "dot in the order results were told, and boxes of the quartiles of equal "
+                   "bins of evaluations (whiskers to the 10th and 90th percentiles); their "
+                   "generations are no order. Dashed: the best accuracy so far.")
+    if files.get("learning_curves"):
+        page.heading("Learning curves")
+        page.image(files["learning_curves"], "validation accuracy against epoch, every "
+                   "candidate, coloured by its final value", 1200)
+        page.paragraph("Each line is one candidate's validation accuracy after each epoch it "
+                       "trained, coloured by the accuracy it ended with. Under a scheduler, "
+                       "line style and end marker say how the candidate ended (finished, "
+                       "promoted, paused, stopped); triangles mark promotions.")
+    for label, name in (files.get("introspection") or {}).items():
+        page.heading(f"Inside the training: {label}", level=3)
+        page.image(name, f"per-layer training metrics of the best candidates of {label}", 1200)
+    scheduled = [(run, n) for run, n in zip(runs, numbers) if n.get("schedule")]
+    if scheduled:
+        page.heading("Scheduled training")
+        page.paragraph("Epochs trained: over every leg of training that ended well. A full "
+                       "search: the same candidates each trained to the scheduler's last rung "
+                       "(max epochs), as without a scheduler.")
+        rows = []
+        for run, n in scheduled:
+            numbers_of = n["schedule"]
+            fraction = numbers_of["fraction"]
+            rows.append([n["label"], _plain(numbers_of["scheduler"]),
+                         _plain(numbers_of["max_epochs"]), _count(numbers_of["candidates"]),
+                         _count(numbers_of["legs"]), _count(numbers_of["epochs_trained"]),
+                         _count(numbers_of["epochs_full"]),
+                         "n/a" if fraction is None else f"{100 * fraction:.1f} %"]
+                        + [_count(numbers_of["states"][state]) for state in STATES])
+        page.table(["run", "scheduler", "max epochs", "candidates", "legs", "epochs trained",
+                    "epochs of a full search", "trained / full"] + list(STATES), rows,
+                   align=["left", "left"] + ["right"] * (6 + len(STATES)))
     page.heading("Wall time")
-    page.image(files["wall_time"], "total and per-generation wall time", 1200)
+    page.image(files["wall_time"], "total wall time, and evaluations finished against wall time",
+               1200)
     page.heading("Trainable parameters")
-    page.image(files["parameters"], "mean trainable parameters per generation", 900)
+    page.image(files["parameters"],
+               "mean trainable parameters per generation or per bin of evaluations", 900)
 
     if pareto_info:
         page.heading("Pareto fronts")
@@ -349,14 +460,19 @@ def _page(title: str, runs: List[RunData], numbers: List[Dict[str, Any]],
             for kind in ("png", "dot", "json"):
                 if "files" in entry:
                     links += ([", "] if links else []) + [Link(kind.upper(), entry["files"][kind])]
+            architecture: Any = links or entry.get("error", "")
+            if entry.get("cell"):
+                architecture = Code(str(entry["cell"]))
+            elif not architecture:
+                architecture = Code(json.dumps(entry["genome"], default=str))
             rows.append([str(entry["rank"]), _percent(entry["accuracy"]),
                          _percent(entry["reported_accuracy"]), _count(entry["n_params"]),
-                         _plain(entry["generation"]), _plain(entry["candidate"]),
-                         Code((entry["descriptor_hash"] or "")[:12]),
-                         links or entry.get("error", "")])
-        page.table(["rank", "accuracy", "reported accuracy", "parameters", "generation",
-                    "candidate", "hash", "files"], rows,
-                   align=["right"] * 6 + ["left", "left"])
+                         _plain(entry["epochs"]), _plain(entry["generation"]),
+                         _plain(entry["candidate"]),
+                         Code((entry["descriptor_hash"] or "")[:12]), architecture])
+        page.table(["rank", "accuracy (search signal)", "test accuracy (reported)",
+                    "parameters", "epochs", "generation", "candidate", "key", "architecture"],
+                   rows, align=["right"] * 7 + ["left", "left"])
         for entry in n["best"]:
             if "files" in entry:
                 page.image(entry["files"]["png"], f"{run.label} best {entry['rank']}", 700)

@@ -41,6 +41,18 @@ class Candidate:
     number: int = -1
 
 
+def generational_budget(population_size: int, generations: int) -> int:
+    """Evaluations of a generational run: the initial population, then ``generations``
+    generations of ``population_size`` children (how pygmo's algorithms count)."""
+    return population_size * (generations + 1)
+
+
+def generations_within(budget: int, population_size: int) -> int:
+    """Generations after the initial population so that at least ``budget`` candidates are
+    proposed (at least one): the inverse of :func:`generational_budget`, rounded up."""
+    return max(1, -(-budget // population_size) - 1)
+
+
 class SearchAlgorithm:
     """Base class: ask for candidates, tell results."""
 
@@ -72,8 +84,10 @@ class SearchAlgorithm:
                 f"tell() takes the candidate and its EvaluationResult; got "
                 f"{type(result).__name__}: {result!r}")
         self.told += 1
-        if result.ok and (self.best_result is None or result.fitness < self.best_result.fitness):
-            self.best, self.best_result = candidate, result
+        if result.status == "ok":
+            best = self.best_result
+            if best is None or result.fitness < best.fitness:
+                self.best, self.best_result = candidate, result
         self._tell(candidate, result)
 
     @property

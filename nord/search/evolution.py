@@ -44,7 +44,7 @@ class Member(NamedTuple):
 
 def mutable_dimensions(space: SearchSpace) -> List[int]:
     """Indices of the dimensions that can take more than one value."""
-    return [index for index, (low, high) in enumerate(zip(space.lower, space.upper)) if high > low]
+    return list(space.mutable_dimensions())
 
 
 def mutate_value(space: SearchSpace, index: int, value: Union[int, float],
@@ -58,7 +58,8 @@ def mutate_value(space: SearchSpace, index: int, value: Union[int, float],
     low, high = space.lower[index], space.upper[index]
     if high <= low:
         return value
-    if space.integer_mask[index]:
+    integer = space.integer
+    if integer if integer.__class__ is bool else space.integer_mask[index]:
         low, high, value = int(low), int(high), int(value)
         other = int(rng.integers(low, high))   # high excluded: one value fewer than the range
         return other + 1 if other >= value else other
@@ -68,7 +69,7 @@ def mutate_value(space: SearchSpace, index: int, value: Union[int, float],
 def mutate_one(space: SearchSpace, genome: Sequence[Union[int, float]],
                rng: np.random.Generator) -> Genome:
     """The genome with exactly one gene, chosen uniformly among the mutable ones, changed."""
-    choices = mutable_dimensions(space)
+    choices = space.mutable_dimensions()
     child = list(genome)
     if choices:
         index = choices[int(rng.integers(len(choices)))]
@@ -133,6 +134,11 @@ class RegularizedEvolution(SearchAlgorithm):
     def _select_parent(self) -> Member:
         members = self._population
         size = min(self.sample_size, len(members))
-        picks = self.rng.choice(len(members), size=size, replace=False)
-        # min keeps the first of equal fitnesses in draw order: ties go to chance, not age
-        return min((members[int(i)] for i in picks), key=lambda member: member.fitness)
+        picks = self.rng.choice(len(members), size=size, replace=False).tolist()
+        # the first of equal fitnesses in draw order wins: ties go to chance, not age
+        best = members[picks[0]]
+        for index in picks[1:]:
+            member = members[index]
+            if member.fitness < best.fitness:
+                best = member
+        return best

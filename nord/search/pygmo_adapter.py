@@ -1,38 +1,31 @@
-"""pygmo in nord: a pygmo problem over a search space, and any pygmo algorithm as ask/tell.
-
-Straight pygmo, with an evaluator (serial, or parallel through ``evaluate_many``)::
-
-    import pygmo as pg
-    problem = pg.problem(PygmoProblem(space, evaluator))            # minimises 1 - accuracy
-    population = pg.population(problem, 10, seed=0)
-    population = pg.algorithm(pg.sga(gen=10, cr=0.9, m=0.2)).evolve(population)
-
-As a nord search algorithm, for the search loop (it never imports MPI)::
+"""pygmo in nord: any pygmo algorithm, asked for genomes and told results like nord's own.
 
     algorithm = PygmoAlgorithm(space, seed=0)        # the paper: sga, cr 0.9, m 0.2, 10 x 10
-    while not algorithm.finished:
-        candidate = algorithm.ask()                  # None while a batch is being evaluated
-        ...
-        algorithm.tell(candidate, result)
-    algorithm.close()
+    summary = run_search(algorithm, evaluator, budget=algorithm.evaluations)
 
     PygmoAlgorithm(space, 'nsga2', population_size=12, objectives=2, seed=0)  # accuracy vs size
+    PygmoAlgorithm(space, 'nsga2', objectives=2, second_objective='latency_ms')  # vs a metric
 
-How ``PygmoAlgorithm`` works: pygmo drives its own loop, so it runs in a background
-thread, and the problem's fitness blocks on a queue until ``tell`` has delivered the
-results. The thread calls ``evolve`` with a one-generation algorithm ``generations``
-times, so each candidate's generation is known (0 is the initial population); for ``sga``
-this gives exactly the candidates of one ``sga(gen=generations)`` run with the same seed.
-Algorithms that accept a batch fitness evaluator (``nsga2``, ``cmaes``, ``gaco``,
-``pso_gen``, ``moead_gen``, ``maco``, ``nspso``: those with ``set_bfe``) get one, and then
-``ask`` hands out a whole population before any result is needed, so a loop can evaluate
-it in parallel; ``sga`` and the others evaluate one genome at a time. Waiting on a queue
-releases the GIL, so the caller's thread runs while pygmo waits.
+How it works: pygmo drives its own loop, so it runs in a background thread, on a pygmo
+problem (:class:`PygmoProblem`) whose fitness blocks on a queue until ``tell`` has delivered
+the results; the search engine evaluates, as for every other algorithm. The thread calls
+``evolve`` with a one-generation algorithm ``generations`` times, so each candidate's
+generation is known (0 is the initial population); for ``sga`` this gives exactly the
+candidates of one ``sga(gen=generations)`` run with the same seed. Algorithms that accept a
+batch fitness evaluator (``nsga2``, ``cmaes``, ``gaco``, ``pso_gen``, ``moead_gen``, ``maco``,
+``nspso``: those with ``set_bfe``) get one, and then ``ask`` hands out a whole population
+before any result is needed, so the engine can evaluate it in parallel; ``sga`` and the others
+evaluate one genome at a time. Waiting on a queue releases the GIL, so the caller's thread
+runs while pygmo waits.
+
+pygmo's own rules (a population size an algorithm cannot evolve, arguments it refuses) are
+checked when the algorithm is made, by evolving a throw-away population on a problem of the
+same shape, so a bad setting fails before the run starts rather than after its first
+evaluations.
 
 The thread is a daemon and stops at ``close()``, when the algorithm is garbage collected,
-or at interpreter exit; an exception raised in it (a pygmo error such as an invalid
-population size) is raised again by ``ask``. Only threads are used: no pygmo islands, so
-nothing re-imports the main script.
+or at interpreter exit; an exception raised in it (a pygmo error) is raised again by
+``ask``. Only threads are used: no pygmo islands, so nothing re-imports the main script.
 """
 from __future__ import annotations
 
@@ -47,7 +40,7 @@ import numpy as np
 
 from nord.errors import ConfigurationError, MissingDependencyError, NordError
 from nord.evaluators.result import FAILED_FITNESS, EvaluationResult
-from nord.search.algorithm import Candidate, SearchAlgorithm
+from nord.search.algorithm import Candidate, SearchAlgorithm, generational_budget
 from nord.search.space import Genome, SearchSpace
 
 logger = logging.getLogger(__name__)
@@ -86,33 +79,27 @@ class PygmoProblem:
 
     Args:
         space: the search space.
-        evaluate: an ``Evaluator`` (its ``descriptor_evaluate`` gets the decoded genome), or
-            a callable ``genome -> EvaluationResult``.
+        evaluate: ``[genome, ...] -> [EvaluationResult, ...]``, called by ``fitness`` (with one
+            genome) and ``batch_fitness``.
         objectives: 1 minimises ``result.fitness`` (``1 - accuracy``, 2.0 when failed);
-            2 minimises ``[result.fitness, result.n_params]`` (``FAILED_N_PARAMS`` when
-            failed).
-        evaluate_batch: callable ``[genome, ...] -> [EvaluationResult, ...]`` for
-            ``batch_fitness``; by default an evaluator's ``evaluate_many`` (parallel in
-            MPI evaluators), else ``evaluate`` on each genome.
+            2 minimises ``[result.fitness, second]`` (``FAILED_N_PARAMS`` when failed).
+        second_objective: what ``second`` is: ``'n_params'`` (the default: the parameter
+            count) or the name of a value in ``result.metrics`` (e.g. ``'latency_ms'``).
 
-    pygmo deep-copies problems; a copy shares the evaluator (which holds data sets, MPI
-    communicators or queues) instead of duplicating it.
+    pygmo deep-copies problems; a copy shares ``evaluate`` instead of duplicating it.
     """
 
-    def __init__(self, space: SearchSpace, evaluate, objectives: int = 1,
-                 evaluate_batch: Optional[Callable[[List[Genome]], List[EvaluationResult]]] = None):
+    def __init__(self, space: SearchSpace,
+                 evaluate: Callable[[List[Genome]], List[EvaluationResult]],
+                 objectives: int = 1, second_objective: str = "n_params"):
         if objectives not in (1, 2):
             raise ConfigurationError(
                 f"objectives must be 1 (1 - accuracy) or 2 (1 - accuracy, parameters); "
                 f"got {objectives!r}")
-        if not (callable(evaluate) or hasattr(evaluate, "descriptor_evaluate")):
-            raise ConfigurationError(
-                "evaluate must be an Evaluator or a callable genome -> EvaluationResult; "
-                f"got {type(evaluate).__name__}")
         self.space = space
         self.evaluate = evaluate
-        self.evaluate_batch = evaluate_batch
         self.objectives = objectives
+        self.second_objective = _check_second_objective(second_objective)
         mask = space.integer_mask
         self.order: Tuple[int, ...] = tuple([i for i, flag in enumerate(mask) if not flag]
                                             + [i for i, flag in enumerate(mask) if flag])
@@ -131,15 +118,12 @@ class PygmoProblem:
     def get_name(self) -> str:
         return f"nord {type(self.space).__name__}"
 
-    def get_extra_info(self) -> str:
-        return str(self.space.describe())
-
     def fitness(self, x) -> List[float]:
-        return self.objective_values(self._evaluate_one(self.to_genome(x)))
+        return self.objective_values(self._evaluate([self.to_genome(x)])[0])
 
     def batch_fitness(self, dvs) -> np.ndarray:
         vectors = np.asarray(dvs, dtype=float).reshape(-1, self.space.dimension)
-        results = self._evaluate_all([self.to_genome(x) for x in vectors])
+        results = self._evaluate([self.to_genome(x) for x in vectors])
         return np.asarray([self.objective_values(r) for r in results], dtype=float).ravel()
 
     def __deepcopy__(self, memo):
@@ -164,40 +148,25 @@ class PygmoProblem:
                 f"an evaluation must return an EvaluationResult; got {type(result).__name__}")
         if self.objectives == 1:
             return [result.fitness]
-        n_params = float(result.n_params) if result.ok and result.fitness < FAILED_FITNESS \
-            else FAILED_N_PARAMS
-        return [result.fitness, n_params]
+        if not result.ok or result.fitness >= FAILED_FITNESS:
+            return [result.fitness, FAILED_N_PARAMS]
+        if self.second_objective == "n_params":
+            return [result.fitness, float(result.n_params)]
+        value = result.metrics.get(self.second_objective)
+        if value is None:
+            raise ConfigurationError(
+                f"the second objective {self.second_objective!r} is not among the metrics of a "
+                f"result ({', '.join(sorted(result.metrics)) or 'none'}); use an evaluator that "
+                "reports it (for NAS-Bench-201 latencies, nord.benchmarks.hardware."
+                "LatencyEvaluator), or second_objective='n_params'")
+        return [result.fitness, float(value)]
 
-    def _evaluate_one(self, genome: Genome) -> EvaluationResult:
-        if hasattr(self.evaluate, "descriptor_evaluate"):
-            descriptor = _decode(self.space, genome)
-            if isinstance(descriptor, EvaluationResult):
-                return descriptor
-            return self.evaluate.descriptor_evaluate(descriptor)
-        return self.evaluate(genome)
-
-    def _evaluate_all(self, genomes: List[Genome]) -> List[EvaluationResult]:
-        if self.evaluate_batch is not None:
-            results = list(self.evaluate_batch(genomes))
-        elif hasattr(self.evaluate, "evaluate_many"):
-            decoded = [_decode(self.space, genome) for genome in genomes]
-            todo = [d for d in decoded if not isinstance(d, EvaluationResult)]
-            done = iter(self.evaluate.evaluate_many(todo))
-            results = [d if isinstance(d, EvaluationResult) else next(done) for d in decoded]
-        else:
-            results = [self._evaluate_one(genome) for genome in genomes]
+    def _evaluate(self, genomes: List[Genome]) -> List[EvaluationResult]:
+        results = list(self.evaluate(genomes))
         if len(results) != len(genomes):
             raise ConfigurationError(
                 f"a batch evaluation returned {len(results)} results for {len(genomes)} genomes")
         return results
-
-
-def _decode(space: SearchSpace, genome: Genome):
-    """The descriptor, or a failed result when the genome cannot be decoded."""
-    try:
-        return space.decode(genome)
-    except NordError as error:
-        return EvaluationResult.failure(f"{type(error).__name__}: {error}")
 
 
 # --- the ask/tell algorithm ----------------------------------------------------------------
@@ -242,16 +211,23 @@ def _shutdown(exchange: _Exchange, holder: List[Optional[threading.Thread]]) -> 
             logger.warning("pygmo's thread did not stop within 10 s; it is a daemon and is left")
 
 
+def _check_second_objective(name: Any) -> str:
+    if not isinstance(name, str) or not name:
+        raise ConfigurationError(
+            "second_objective must be 'n_params' or the name of a value in the results' "
+            f"metrics, e.g. 'latency_ms'; got {name!r}")
+    return name
+
+
 def _run_pygmo(exchange: _Exchange, space: SearchSpace, make_algorithm: Callable,
                population_size: int, generations: int, objectives: int,
-               population_seed: Optional[int]) -> None:
+               population_seed: Optional[int], second_objective: str = "n_params") -> None:
     """Body of pygmo's thread: build the population, evolve one generation at a time."""
     try:
         pygmo = import_pygmo()
         algorithm, uses_bfe = make_algorithm()
-        problem = pygmo.problem(PygmoProblem(
-            space, lambda genome: exchange.evaluate([genome])[0], objectives,
-            evaluate_batch=exchange.evaluate))
+        problem = pygmo.problem(PygmoProblem(space, exchange.evaluate, objectives,
+                                             second_objective))
         bfe = pygmo.bfe(pygmo.member_bfe()) if uses_bfe else None
         exchange.generation = 0
         population = pygmo.population(problem, population_size, b=bfe, seed=population_seed)
@@ -281,8 +257,10 @@ class PygmoAlgorithm(SearchAlgorithm):
             ``finished`` after the last.
         seed: seeds the initial population and (through ``set_seed``) the algorithm,
             also one passed as an instance; None lets pygmo choose.
-        objectives: 1 (``1 - accuracy``) or 2 (``1 - accuracy`` and the parameter count,
+        objectives: 1 (``1 - accuracy``) or 2 (``1 - accuracy`` and ``second_objective``,
             for multi-objective algorithms such as 'nsga2').
+        second_objective: with 2 objectives, 'n_params' (the parameter count, default) or
+            the name of a value the evaluator puts in ``result.metrics`` ('latency_ms').
         batch: None uses a batch fitness evaluator when the algorithm accepts one; True
             requires one; False never uses one (one genome at a time).
         **algo_kwargs: the pygmo algorithm's own arguments; with 'sga', ``SGA_DEFAULTS``
@@ -297,7 +275,8 @@ class PygmoAlgorithm(SearchAlgorithm):
 
     def __init__(self, space: SearchSpace, algorithm: Any = "sga", population_size: int = 10,
                  generations: int = 10, seed: Optional[int] = None, objectives: int = 1,
-                 batch: Optional[bool] = None, **algo_kwargs):
+                 batch: Optional[bool] = None, second_objective: str = "n_params",
+                 **algo_kwargs):
         pygmo = import_pygmo()
         if not isinstance(population_size, int) or population_size < 1:
             raise ConfigurationError(
@@ -314,6 +293,7 @@ class PygmoAlgorithm(SearchAlgorithm):
         self.population_size = population_size
         self.generations = generations
         self.objectives = objectives
+        self.second_objective = _check_second_objective(second_objective)
         self.algo_kwargs = dict(algo_kwargs)
         if seed is None:
             self._population_seed, self._algorithm_seed = None, None
@@ -322,6 +302,8 @@ class PygmoAlgorithm(SearchAlgorithm):
                 int(v) for v in np.random.SeedSequence(seed).generate_state(2))
         # Build once here so that a wrong name or argument fails now, not in the thread.
         probe, accepts_bfe = _build_algorithm(pygmo, algorithm, self.algo_kwargs, None)
+        if isinstance(algorithm, str):   # pygmo's own rules; a UDA of yours runs as it is
+            _check_evolves(pygmo, probe, space, population_size, objectives)
         if batch and not accepts_bfe:
             raise ConfigurationError(
                 f"pygmo algorithm {probe.get_name()!r} cannot take a batch fitness evaluator; "
@@ -354,7 +336,7 @@ class PygmoAlgorithm(SearchAlgorithm):
     def evaluations(self) -> int:
         """Evaluations pygmo asks for in all: known for sga-like algorithms and nsga2,
         ``population_size * (generations + 1)``; other algorithms may differ."""
-        return self.population_size * (self.generations + 1)
+        return generational_budget(self.population_size, self.generations)
 
     def parameters(self) -> Dict[str, Any]:
         kwargs = {key: value if isinstance(value, (bool, int, float, str, type(None)))
@@ -363,7 +345,9 @@ class PygmoAlgorithm(SearchAlgorithm):
             kwargs = {**SGA_DEFAULTS, **kwargs}
         return {**super().parameters(), "pygmo_algorithm": self.algorithm_name,
                 "population_size": self.population_size, "generations": self.generations,
-                "objectives": self.objectives, "batch": self.batch, "algo_kwargs": kwargs}
+                "objectives": self.objectives, "batch": self.batch, "algo_kwargs": kwargs,
+                **({"second_objective": self.second_objective}
+                   if self.second_objective != "n_params" else {})}
 
     def close(self) -> None:
         """Stop pygmo's thread (also done on garbage collection and at exit); afterwards
@@ -439,9 +423,61 @@ class PygmoAlgorithm(SearchAlgorithm):
         thread = threading.Thread(
             target=_run_pygmo, name="nord-pygmo", daemon=True,
             args=(self._exchange, self.space, make_algorithm, self.population_size,
-                  self.generations, self.objectives, self._population_seed))
+                  self.generations, self.objectives, self._population_seed,
+                  self.second_objective))
         self._thread_holder[0] = thread
         thread.start()
+
+
+class _ShapeOnly:
+    """A problem with a space's bounds and objectives whose every fitness is 0: enough for
+    pygmo to check that an algorithm can evolve a population of a given size."""
+
+    def __init__(self, space: SearchSpace, objectives: int):
+        self.bounds = PygmoProblem(space, list, objectives).get_bounds()
+        self.nix, self.objectives = int(sum(space.integer_mask)), objectives
+
+    def fitness(self, x) -> List[float]:
+        return [0.0] * self.objectives
+
+    def get_bounds(self):
+        return self.bounds
+
+    def get_nix(self) -> int:
+        return self.nix
+
+    def get_nobj(self) -> int:
+        return self.objectives
+
+
+_SMALLEST_SAFE_POPULATION = {"pso": 2, "pso_gen": 2}
+"""pygmo algorithms that crash the process (a segmentation fault, pygmo 2.20) instead of
+raising on a population below this size: refused before pygmo is asked."""
+
+
+def _check_evolves(pygmo, algorithm, space: SearchSpace, population_size: int,
+                   objectives: int) -> None:
+    """Raise ConfigurationError when pygmo refuses to evolve a population of this size (each
+    algorithm has its own rules: sga needs 2 individuals, de 5, gaco at least its kernel ...)."""
+    name = algorithm.get_name().split(":")[0].strip()
+    for uda, smallest in _SMALLEST_SAFE_POPULATION.items():
+        if algorithm.is_(getattr(pygmo, uda)) and population_size < smallest:
+            raise ConfigurationError(
+                f"pygmo's {name} cannot run with population_size={population_size}: it needs at "
+                f"least {smallest} particles; choose a larger population size (--population)")
+    try:
+        population = pygmo.population(pygmo.problem(_ShapeOnly(space, objectives)),
+                                      population_size, seed=0)
+        copy.deepcopy(algorithm).evolve(population)
+    except ValueError as error:
+        lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+        reason = next((line[len("what:"):].strip() for line in lines
+                       if line.startswith("what:")), lines[-1] if lines else str(error))
+        reason = reason.replace(repr(_ShapeOnly), "the problem")
+        raise ConfigurationError(
+            f"pygmo's {name} cannot run this search (population_size={population_size}, "
+            f"{objectives} objective(s)): {reason}. Choose a population size (--population) or "
+            "an algorithm that fits") from None
 
 
 def _build_algorithm(pygmo, spec, kwargs: Dict[str, Any], seed: Optional[int]):

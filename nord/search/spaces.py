@@ -21,11 +21,14 @@ a failed result with the reason.
 """
 from __future__ import annotations
 
-from typing import List, Optional, Sequence, Tuple
+import importlib
+import inspect
+from typing import Any, List, Optional, Sequence, Tuple, Union
 
 from nord.descriptors import NeuralDescriptor
 from nord.errors import ConfigurationError
 from nord.layers import get_layer_spec
+from nord.registry import Registry
 from nord.search.space import Genome, SearchSpace
 
 PAPER_LAYERS = 2
@@ -144,3 +147,38 @@ def _check_bounds(what: str, bounds: Sequence[int]) -> Tuple[int, int]:
             f"{what} must be inclusive integer bounds (low, high) with 1 <= low <= high, "
             f"e.g. (1, 50); got {bounds!r}")
     return low, high
+
+
+SPACES: Registry[Union[str, type]] = Registry(
+    "search space", hint="Register yours with nord.search.SPACES.register(name, cls)")
+"""Search spaces by name: 'conv' (the paper's, :class:`ConvSpace`) and 'nasbench201'."""
+SPACES.register("conv", ConvSpace, description="the NORD paper's chain of convolutions")
+SPACES.register("nasbench201", "nord.benchmarks.nasbench201.space.NASBench201Space",
+                aliases=("nas-bench-201", "nats-tss"),
+                description="the NAS-Bench-201 cell (table look-ups, no training)")
+
+
+def space_class(name: str) -> type:
+    """The SearchSpace class registered as ``name`` (imports it)."""
+    target = SPACES.get(name)
+    if isinstance(target, str):
+        module, _, attribute = target.rpartition(".")
+        target = getattr(importlib.import_module(module), attribute)
+    return target
+
+
+def make_space(name: str, **params: Any) -> SearchSpace:
+    """A new search space ``name`` with its keyword parameters.
+
+    Raises:
+        ConfigurationError: unknown name, or a parameter the space does not take (the message
+            lists those it takes).
+    """
+    cls = space_class(name)
+    accepted = [p for p in inspect.signature(cls.__init__).parameters if p != "self"]
+    unknown = sorted(set(params) - set(accepted))
+    if unknown:
+        raise ConfigurationError(
+            f"search space '{SPACES.canonical(name)}' does not take {', '.join(unknown)}; its "
+            f"parameters are {', '.join(accepted) or 'none'}")
+    return cls(**params)

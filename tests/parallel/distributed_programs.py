@@ -158,6 +158,182 @@ def backward_failure(env, backend):
     env.log("backward failure on one rank: consistent, next network ok")
 
 
+class NaNOnLastRank(torch.nn.Module):
+    """Identity, except on the last rank, where the output becomes NaN (a diverging shard)."""
+
+    def forward(self, x):
+        from mpi4py import MPI
+        if MPI.COMM_WORLD.Get_rank() == MPI.COMM_WORLD.Get_size() - 1:
+            return x * float("nan")
+        return x
+
+
+def nan_on_one_rank(env, backend):
+    """A NaN loss on one rank only fails the network everywhere, read at every step or
+    every few steps, and the next network trains."""
+    from nord.layers import register_layer
+    register_layer("nan_on_last_rank", NaNOnLastRank, overwrite=True)
+    d = NeuralDescriptor()
+    d.add_layer_sequential("conv2d", {"out_channels": 4, "kernel_size": 3})
+    d.add_layer_sequential("nan_on_last_rank")
+    for check_every in (1, 3):
+        evaluator = DistributedEvaluator(env, curator=Digits(seed=0), backend=backend, epochs=1,
+                                         batch_size=32, check_every=check_every)
+        result = evaluator.descriptor_evaluate(d if env.is_root else None)
+        statuses = env.allgather((result.status, result.error))
+        require(all(s == statuses[0] for s in statuses), f"not consistent: {statuses}")
+        require(statuses[0][0] == "failed" and "NonFiniteLossError" in statuses[0][1]
+                and f"rank {env.size - 1}" in statuses[0][1], statuses[0][1])
+        after = evaluator.descriptor_evaluate(network() if env.is_root else None)
+        require(after.ok, f"the evaluator did not recover: {after.error}")
+    env.log("NaN on one rank: failed on all ranks, next network ok")
+
+
+def failure_between_checks(env, backend):
+    """A rank that fails between two reads of the flag keeps taking part in the
+    collectives until the read; then all ranks fail together, and the next network trains."""
+
+    class FailsAtSecondStepOnLastRank(DistributedEvaluator):
+        def _prepare(self, model, optimizer):
+            optimizer = super()._prepare(model, optimizer)
+            if self._rank() == self._size() - 1:
+                calls = []
+
+                def hook(*_):
+                    calls.append(1)
+                    if len(calls) == 2:
+                        raise RuntimeError("simulated out of memory at the second step")
+
+                model.register_forward_hook(hook)
+            return optimizer
+
+    evaluator = FailsAtSecondStepOnLastRank(env, curator=Digits(seed=0), backend=backend,
+                                            epochs=1, batch_size=32, check_every=5)
+    result = evaluator.descriptor_evaluate(network() if env.is_root else None)
+    statuses = env.allgather((result.status, result.error))
+    require(all(s == statuses[0] for s in statuses), f"not consistent: {statuses}")
+    require(statuses[0][0] == "failed" and "second step" in statuses[0][1]
+            and f"rank {env.size - 1}" in statuses[0][1], statuses[0][1])
+    plain = DistributedEvaluator(env, curator=Digits(seed=0), backend=backend, epochs=1,
+                                 check_every=5)
+    after = plain.descriptor_evaluate(network() if env.is_root else None)
+    require(after.ok, f"the evaluator did not recover: {after.error}")
+    env.log("failure between checks: consistent, next network ok")
+
+
+class CountingComm:
+    """An mpi4py communicator that counts its collective calls."""
+
+    COLLECTIVES = {"bcast", "allgather", "allreduce", "gather", "scatter", "barrier", "alltoall",
+                   "Bcast", "Allgather", "Allreduce", "Gather", "Scatter", "Barrier", "Alltoall"}
+
+    def __init__(self, comm):
+        self.comm, self.calls = comm, 0
+
+    def __getattr__(self, name):
+        attribute = getattr(self.comm, name)
+        if name not in self.COLLECTIVES:
+            return attribute
+
+        def counted(*args, **kwargs):
+            self.calls += 1
+            return attribute(*args, **kwargs)
+        return counted
+
+
+def _horovod_timeline_counts(path):
+    """(reductions of the failure flag, of them those that shared a cycle with gradients)."""
+    import bisect
+    import json
+    text = open(path).read().rstrip().rstrip(",")
+    events = json.loads(text if text.endswith("]") else text + "]")
+    names = {e["pid"]: e["args"]["name"] for e in events
+             if e.get("name") == "process_name" and "name" in e.get("args", {})}
+    cycles = sorted(e["ts"] for e in events if e.get("name") == "CYCLE_START")
+    by_cycle = {}
+    for e in events:
+        if e.get("ph") == "B" and e.get("name") == "ALLREDUCE":
+            cycle = bisect.bisect_right(cycles, e["ts"]) - 1
+            by_cycle.setdefault(cycle, []).append(names[e["pid"]])
+    flagged = [tensors for tensors in by_cycle.values() if any("nord.failed" in t for t in tensors)]
+    return len(flagged), sum(len(tensors) > 1 for tensors in flagged)
+
+
+def one_collective_per_step(env, backend):
+    """Training takes one all-reduce per step, with the failure flag inside it, and no
+    collective of Python objects: the communicator's calls do not grow with the steps.
+    (Horovod: run with HOROVOD_TIMELINE=DYNAMIC, so that its cycles can be recorded.) The
+    data has no validation split, so that no per-epoch validation adds calls of its own."""
+    import os
+    import tempfile
+    curator = Digits(seed=0, valid_fraction=0)
+    evaluator = DistributedEvaluator(env, curator=curator, backend=backend, epochs=1,
+                                     batch_size=64)
+    evaluator.descriptor_evaluate(network() if env.is_root else None)  # starts the backend
+    evaluator.comm = counting = CountingComm(evaluator.comm)
+    steps = len(curator.train_loader(batch_size=64, rank=env.rank, size=env.size))
+    calls, reductions = {}, {}
+    for epochs in (1, 3):
+        evaluator.epochs = epochs
+        counting.calls = 0
+        if backend == "horovod":
+            import horovod.torch as hvd
+            path = os.path.join(tempfile.gettempdir(),
+                                f"nord-timeline-{os.getppid()}-{env.rank}.json")
+            hvd.start_timeline(path, mark_cycles=True)
+            result = evaluator.descriptor_evaluate(network() if env.is_root else None)
+            hvd.stop_timeline()
+            reductions[epochs] = env.bcast(_horovod_timeline_counts(path) if env.is_root else None)
+            if os.path.exists(path):
+                os.remove(path)
+        else:
+            import torch.distributed as dist
+            real, seen = dist.all_reduce, []
+            dist.all_reduce = lambda tensor, *a, **k: (seen.append(tensor.numel()), real(tensor, *a, **k))[1]
+            try:
+                result = evaluator.descriptor_evaluate(network() if env.is_root else None)
+            finally:
+                dist.all_reduce = real
+            reductions[epochs] = seen
+        require(result.ok, result.error)
+        calls[epochs] = counting.calls
+    require(calls[1] == calls[3], f"communicator calls grow with the steps: {calls}")
+    if backend == "horovod":
+        (flags1, fused1), (flags3, fused3) = reductions[1], reductions[3]
+        require((flags1, flags3) == (steps, 3 * steps),
+                f"flag reductions {flags1}, {flags3} for {steps} and {3 * steps} steps")
+        require(fused1 + fused3 > 0, "the failure flag never shared a cycle with gradients")
+        env.log(f"one collective per step: the flag shared the gradients' cycle in "
+                f"{fused1 + fused3} of {flags1 + flags3} steps")
+    else:
+        n_parameters = sum(p.numel() for p in network_model(curator).parameters())
+        require(len(reductions[3]) - len(reductions[1]) == 2 * steps,
+                f"all-reduces: {len(reductions[1])} and {len(reductions[3])} for 1 and 3 "
+                f"epochs of {steps} steps")
+        require(reductions[3].count(n_parameters + 1) == 3 * steps,
+                f"the step's all-reduce is not gradients + flag: {reductions[3]}")
+        env.log(f"one collective per step: {len(reductions[3])} all-reduces for 3 x {steps} steps")
+
+
+def network_model(curator):
+    from nord.networks import NeuralNet
+    return NeuralNet(network(), curator.input_shape, curator.num_classes)
+
+
+def horovod_alone_is_refused(env, backend):
+    """Horovod started with fewer ranks than the group (its Gloo controller under mpirun,
+    without horovodrun's rendezvous) is an error on every rank, not each rank training alone."""
+    from nord.errors import DistributedError
+    evaluator = DistributedEvaluator(env, curator=Digits(seed=0), backend=backend, epochs=1)
+    try:
+        evaluator.descriptor_evaluate(network() if env.is_root else None)
+    except DistributedError as error:
+        require("Horovod started with 1 rank(s)" in str(error), str(error))
+    else:
+        raise AssertionError("Horovod of one rank in a group of several was accepted")
+    env.log("Horovod started alone: refused on every rank")
+
+
 def serve_and_release(env, backend):
     """Only the root drives; the others serve until released."""
     evaluator = DistributedEvaluator(env, curator=Digits(seed=0), backend=backend, epochs=1)
@@ -212,7 +388,9 @@ def groups_of_two(env, backend):
 
 
 CHECKS = {f.__name__: f for f in (fixed_weights, trained_identical, uneven_data, failing_network,
-                                  rank_specific_failure, backward_failure, serve_and_release, groups_of_one,
+                                  rank_specific_failure, backward_failure, nan_on_one_rank,
+                                  failure_between_checks, one_collective_per_step, horovod_alone_is_refused,
+                                  serve_and_release, groups_of_one,
                                   groups_of_two)}
 
 if __name__ == "__main__":

@@ -51,7 +51,7 @@ def test_experiment2_data_parallel_smoke(tmp_path):
     summary = finished_run(journal, evaluations=4 * (2 + 1))
     assert summary["ranks"] == 2 and summary["groups"] == 1
     with Journal(journal) as record:
-        assert record.metadata()["evaluator"]["ranks"] == 2  # trained on both ranks
+        assert record.metadata()["evaluator"]["ranks_per_network"] == 2  # on both ranks
 
 
 @requires_mpirun
@@ -74,12 +74,12 @@ def test_experiment_resume_continues_a_finished_run(tmp_path):
     first = run_python([EXPERIMENTS / "experiment1_local.py", "--smoke", "--journal", journal])
     assert first.returncode == 0, first.stdout
     with Journal(journal) as record:
-        before = [(r["candidate"], r["descriptor_hash"], r["accuracy"]) for r in record.evaluations()]
+        before = [(r["candidate"], r["key"], r["accuracy"]) for r in record.evaluations()]
     again = run_python([EXPERIMENTS / "experiment1_local.py", "--smoke", "--journal", journal,
                         "--resume"])
     assert again.returncode == 0, again.stdout
     with Journal(journal) as record:
-        after = [(r["candidate"], r["descriptor_hash"], r["accuracy"]) for r in record.evaluations()]
+        after = [(r["candidate"], r["key"], r["accuracy"]) for r in record.evaluations()]
     assert after == before
 
 
@@ -87,9 +87,72 @@ def test_experiment_refuses_to_overwrite_a_journal_without_resume(tmp_path):
     journal = tmp_path / "e1.db"
     assert run_python([EXPERIMENTS / "experiment1_local.py", "--smoke", "--journal",
                        journal]).returncode == 0
+    before = journal.read_bytes()
     again = run_python([EXPERIMENTS / "experiment1_local.py", "--smoke", "--journal", journal])
-    assert again.returncode != 0
-    assert "resume" in again.stdout
+    assert again.returncode == 2
+    lines = again.stdout.strip().splitlines()
+    assert len(lines) == 1 and "already holds a run" in lines[0] and "--resume" in lines[0]
+    assert journal.read_bytes() == before
+
+
+@requires_mpirun
+@pytest.mark.mpi
+def test_a_refusal_under_mpirun_is_one_line_and_ends_every_rank(tmp_path):
+    journal = tmp_path / "e3.db"
+    assert run_python([EXPERIMENTS / "experiment1_local.py", "--smoke", "--journal",
+                       journal]).returncode == 0
+    before = journal.read_bytes()
+    run = run_mpi([EXPERIMENTS / "experiment3_distributed_ga.py", "--smoke", "--journal",
+                   journal], np=3, timeout=120)
+    assert not run.timed_out and run.returncode == 2
+    ours = [line for line in run.output.splitlines() if "experiment3" in line]
+    assert len(ours) == 1 and "already holds a run" in ours[0], run.output
+    assert "Traceback" not in run.output and "MPI_Abort" not in run.output
+    assert journal.read_bytes() == before
+
+
+def legs_and_epochs(journal):
+    with Journal(journal) as record:
+        return record.legs(), record.epochs(), record.metadata()
+
+
+@requires_mpirun
+@pytest.mark.mpi
+@pytest.mark.slow
+def test_experiment2_with_successive_halving_pauses_data_parallel_candidates(tmp_path):
+    """Sync successive halving, every network trained by both ranks together: a paused
+    candidate's checkpoint is written once and read by both ranks when it is promoted."""
+    journal = tmp_path / "e2-sha.db"
+    run = run_mpi([EXPERIMENTS / "experiment2_data_parallel.py", "--smoke", "--journal", journal,
+                   "--scheduler", "sha", "--max-epochs", "3"], np=2, timeout=300)
+    assert run.returncode == 0 and not run.timed_out, run.output[-4000:]
+    finished_run(journal, evaluations=4 * (2 + 1))
+    legs, epochs, meta = legs_and_epochs(journal)
+    assert meta["scheduler"]["scheduler"] == "sha"
+    assert meta["evaluator"]["ranks_per_network"] == 2
+    promoted = [leg for leg in legs if leg["start_epochs"] > 0 and leg["status"] == "ok"]
+    assert promoted and all(leg["result"]["metrics"]["epochs_resumed"] == leg["start_epochs"]
+                            for leg in promoted)
+    assert len(epochs) == sum(leg["target_epochs"] - leg["start_epochs"] for leg in legs
+                              if leg["status"] == "ok")
+    assert not (tmp_path / "e2-sha.db.checkpoints").exists()
+
+
+@requires_mpirun
+@pytest.mark.mpi
+@pytest.mark.slow
+def test_experiment3_with_asha_resumes_groups_of_two_from_checkpoints(tmp_path):
+    journal = tmp_path / "e3-asha.db"
+    run = run_mpi([EXPERIMENTS / "experiment3_distributed_ga.py", "--smoke", "--mode", "async",
+                   "--group-size", "2", "--scheduler", "asha", "--max-epochs", "3",
+                   "--journal", journal], np=3, timeout=300)
+    assert run.returncode == 0 and not run.timed_out, run.output[-4000:]
+    finished_run(journal, evaluations=4 * (2 + 1))
+    legs, epochs, meta = legs_and_epochs(journal)
+    assert meta["evaluator"]["evaluator"] == "DistributedEvaluator"
+    assert {leg["worker_rank"] for leg in legs} == {1}
+    assert any(leg["start_epochs"] > 0 for leg in legs)
+    assert all(leg["ended_event"] is not None for leg in legs)
 
 
 @requires_mpirun
@@ -104,4 +167,47 @@ def test_experiment3_groups_of_two_train_each_network_on_two_ranks(tmp_path):
     assert summary["workers"] == 1 and summary["worker_ranks"] == [1]  # rank 0 only dispatches
     with Journal(journal) as record:
         evaluator = record.metadata()["evaluator"]
-    assert evaluator["evaluator"] == "DistributedEvaluator" and evaluator["ranks"] == 2
+    assert evaluator["evaluator"] == "DistributedEvaluator" and evaluator["ranks_per_network"] == 2
+
+
+@requires_mpirun
+@pytest.mark.mpi
+@pytest.mark.timeout(600)
+def test_sigterm_to_mpirun_ends_the_run_cleanly_and_resume_finishes_it(tmp_path):
+    import os
+    import signal
+    import time
+
+    journal = tmp_path / "run.db"
+    command = ["mpirun", "-np", "3", "--oversubscribe", "--bind-to", "none", sys.executable,
+               "-m", "nord.cli", "run", "--evaluation", "distributed", "--mode", "async",
+               "--algorithm", "random", "--budget", "200", "--epochs", "2", "--threads", "1",
+               "--space-params", '{"channels": [1, 4], "kernel_size": [1, 3]}',
+               "--journal", str(journal)]
+    process = subprocess.Popen(command, cwd=REPO, env=dict(os.environ, **MPI_ENV), text=True,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               start_new_session=True)
+    deadline = time.monotonic() + 180
+    while not journal.exists() or Journal(journal).count() < 4:
+        assert process.poll() is None, process.communicate()
+        assert time.monotonic() < deadline, "no evaluations in time"
+        time.sleep(0.1)
+    process.send_signal(signal.SIGTERM)
+    _, err = process.communicate(timeout=60)
+    assert process.returncode != 0
+    ours = [line for line in err.splitlines() if line.strip()]
+    assert len(ours) == 1 and "interrupted by SIGTERM" in ours[0], err
+    assert f"nord resume {journal}" in ours[0]
+    with Journal(journal) as record:
+        assert record.state() == "interrupted"
+        before = [row["candidate"] for row in record.evaluations()]
+    resumed = run_mpi(["-m", "nord.cli", "run", "--evaluation", "distributed", "--mode",
+                       "async", "--algorithm", "random", "--budget", "12", "--epochs", "2",
+                       "--threads", "1", "--space-params",
+                       '{"channels": [1, 4], "kernel_size": [1, 3]}', "--journal", journal,
+                       "--resume"], np=3, timeout=300)
+    assert resumed.returncode == 0, resumed.output[-3000:]
+    with Journal(journal) as record:
+        rows = record.evaluations()
+        assert record.state() == "finished" and len(rows) == max(12, len(before))
+        assert [row["candidate"] for row in rows][:len(before)] == before

@@ -1,4 +1,4 @@
-"""The search loop under a real mpirun: rank 0 runs the algorithm, the other ranks evaluate.
+"""The search engine under a real mpirun: rank 0 runs the algorithm, the other ranks evaluate.
 
 Expectations come from the world size: with ``Environment(group_size=1)`` and ``-np N`` there
 are N - 1 workers, world ranks 1 .. N-1.
@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from nord.journal import Journal
-from nord.search.loop import run_search
+from nord.search.engine import run_search
 from tests.mpirun import MPI_ENV, REPO, requires_mpirun, run_mpi
-from tests.parallel.programs.search_toy import (ToyEvaluator, ToyGenerational, ToySpace,
+from tests.helpers.toy import (ToyEvaluator, ToyGenerational, ToySpace,
                                                 journal_rows)
 
 PROGRAM = REPO / "tests" / "parallel" / "programs" / "search_run.py"
@@ -80,11 +80,11 @@ def test_every_worker_evaluates_and_is_recorded(mpi_run):
 def test_each_architecture_is_trained_once_on_the_rank_recorded(mpi_run):
     _, _, journal, summary, log, _ = mpi_run
     rows, _ = journal_rows(journal)
-    trained = {(row["worker_rank"], row["descriptor_hash"]) for row in rows
+    trained = {(row["worker_rank"], row["key"]) for row in rows
                if row["descriptor"] and not row["cached"]}
     assert Counter(hash_ for _, hash_ in log).most_common(1)[0][1] == 1
     assert {(int(rank), hash_) for rank, hash_ in log} == trained
-    assert summary["trained"] == len(trained)
+    assert summary["evaluated"] == len(trained)
 
 
 def test_results_are_told_in_a_contiguous_order(mpi_run):
@@ -115,7 +115,7 @@ def test_random_search_sync_journal_equals_the_serial_journal(tmp_path):
 def test_one_group_of_all_ranks_evaluates_on_rank_0_with_all_ranks(tmp_path):
     journal, summary, log = search(tmp_path, 3, "--group-size", "all", "--mode", "async")
     rows, _ = journal_rows(journal)
-    trained = [row["descriptor_hash"] for row in rows if row["descriptor"] and not row["cached"]]
+    trained = [row["key"] for row in rows if row["descriptor"] and not row["cached"]]
     assert summary["workers"] == 1
     assert {row["worker_rank"] for row in rows if row["worker_rank"] is not None} == {0}
     per_rank = Counter(int(rank) for rank, _ in log)
@@ -143,7 +143,7 @@ def test_prefetch_keeps_every_worker_fed_and_trains_each_architecture_once(tmp_p
     rows, _ = journal_rows(journal)
     trained = [row for row in rows if row["descriptor"] and not row["cached"]]
     assert len(rows) == BUDGET and {row["worker_rank"] for row in trained} == {1, 2}
-    assert len(log) == len(trained) == summary["trained"]
+    assert len(log) == len(trained) == summary["evaluated"]
 
 
 # --- kill -9 of the whole job, then --resume ----------------------------------------------------
@@ -221,7 +221,7 @@ def test_kill_9_of_the_mpi_job_then_resume(tmp_path, mode):
         assert (journal_rows(journal, NO_TIMES_OR_RANKS)
                 == journal_rows(serial_journal(tmp_path), NO_TIMES_OR_RANKS))
     log = [line.split()[1] for line in (tmp_path / "trained.log").read_text().splitlines()]
-    uncached = [row["descriptor_hash"] for row in rows if row["descriptor"] and not row["cached"]]
+    uncached = [row["key"] for row in rows if row["descriptor"] and not row["cached"]]
     assert len(log) - len(uncached) <= 2  # at most the two evaluations in flight ran twice
 
 
@@ -230,4 +230,6 @@ def test_a_refused_resume_ends_the_job_without_a_hang(tmp_path):
     run = run_mpi([PROGRAM, "--journal", tmp_path / "run.db", "--resume", "--seed", "1",
                    "--budget", 4], np=3, timeout=60)
     assert not run.timed_out and run.returncode != 0
-    assert "field 'seed' differs" in run.output
+    assert "its run has seed=0, this one seed=1" in run.output
+    with Journal(tmp_path / "run.db") as journal:   # the refusal left the run as it was
+        assert journal.state() == "finished" and journal.metadata()["resumed"] == 0

@@ -16,6 +16,7 @@ from nord.search import registry
 from nord.search.algorithm import Candidate, SearchAlgorithm
 from nord.search.evolution import RegularizedEvolution, mutate_one, mutate_value
 from nord.search.genetic import GeneticAlgorithm, roulette_probabilities
+from nord.search.local_search import LocalSearch
 from nord.search.random_search import RandomSearch
 from nord.search.space import SearchSpace
 
@@ -100,9 +101,14 @@ FACTORIES = {
     "genetic_steady_state": lambda space, seed: GeneticAlgorithm(space, seed=seed,
                                                                  steady_state=True),
     "pygmo_sga": lambda space, seed: _pygmo(space, seed),
+    "local_search": lambda space, seed: LocalSearch(space, seed=seed),
 }
 BUDGET = 110   # the paper's pygmo run: 10 initial + 10 generations of 10
 GENERATIONAL = ("genetic", "genetic_uniform", "genetic_roulette", "pygmo_sga")
+WAITING = GENERATIONAL + ("local_search",)
+"""Algorithms that wait for results: at generation barriers, or for a whole neighbourhood."""
+NEEDS_NEIGHBOURS = ("local_search",)
+"""Algorithms that refuse spaces with real-valued genes (tested in test_local_search)."""
 
 
 def _pygmo(space, seed):
@@ -144,7 +150,7 @@ def test_different_seeds_give_different_candidates(factory, closing):
     assert runs[0] != runs[1]
 
 
-@pytest.mark.parametrize("factory", factories())
+@pytest.mark.parametrize("factory", factories(exclude=NEEDS_NEIGHBOURS))
 def test_candidates_respect_bounds_and_types(factory, closing):
     space = Mixed()
     algorithm = factory(space, 3)
@@ -212,7 +218,9 @@ def random_search_best(budget, seeds) -> float:
 
 # Accuracy-proportional roulette (the original nord GA's selection) has little pressure when
 # accuracies are close, as here: it is kept for fidelity, not expected to beat random search.
-@pytest.mark.parametrize("factory", factories(exclude=("random", "genetic_roulette")))
+# Local search's first neighbourhood here (196 genomes one gene away) outlasts the budget.
+@pytest.mark.parametrize("factory", factories(exclude=("random", "genetic_roulette",
+                                                       "local_search")))
 def test_beats_random_search_on_the_same_budget(factory, closing):
     seeds = range(5)
     bests = []
@@ -229,7 +237,7 @@ def test_random_search_finds_better_than_a_typical_genome():
     assert best_fitness(run_search(RandomSearch(Grid(), seed=0), synthetic, 30)) < typical
 
 
-@pytest.mark.parametrize("factory", factories(exclude=GENERATIONAL))
+@pytest.mark.parametrize("factory", factories(exclude=WAITING))
 def test_steady_state_algorithms_never_wait(factory):
     algorithm = factory(Grid(), 0)
     asked = [algorithm.ask() for _ in range(35)]          # nothing told yet
@@ -239,7 +247,7 @@ def test_steady_state_algorithms_never_wait(factory):
     assert all(algorithm.ask() is not None for _ in range(35))
 
 
-@pytest.mark.parametrize("factory", factories(exclude=GENERATIONAL))
+@pytest.mark.parametrize("factory", factories(exclude=WAITING))
 def test_steady_state_algorithms_run_asynchronously(factory):
     history = run_search(factory(Grid(), 0), synthetic, BUDGET, workers=8, shuffle_seed=1)
     assert len(history) == BUDGET
@@ -508,7 +516,7 @@ def test_ga_rejects_invalid_settings(kwargs):
 
 # --- the registry ---------------------------------------------------------------------------
 def test_registry_lists_the_built_in_algorithms():
-    assert {"random", "regularized_evolution", "genetic", "pygmo"} <= set(
+    assert {"random", "regularized_evolution", "genetic", "pygmo", "local_search"} <= set(
         registry.list_algorithms())
 
 
@@ -538,29 +546,32 @@ def test_an_unknown_parameter_lists_the_accepted_ones():
 
 
 def test_register_a_new_algorithm(monkeypatch):
-    monkeypatch.setattr(registry, "_ALGORITHMS", dict(registry._ALGORITHMS))
+    monkeypatch.setattr(registry, "ALGORITHMS", registry.ALGORITHMS.copy())
 
     class Constant(RandomSearch):
         name = "constant"
 
-    registry.register_algorithm("constant", Constant)
+    registry.register_algorithm("constant", Constant, aliases=("fixed",))
     assert "constant" in registry.list_algorithms()
     assert isinstance(registry.make_algorithm("constant", Grid(), seed=0), Constant)
+    assert isinstance(registry.make_algorithm("FIXED", Grid(), seed=0), Constant)
 
 
 def test_a_taken_name_needs_overwrite(monkeypatch):
-    monkeypatch.setattr(registry, "_ALGORITHMS", dict(registry._ALGORITHMS))
+    monkeypatch.setattr(registry, "ALGORITHMS", registry.ALGORITHMS.copy())
 
     class Other(RandomSearch):
         pass
 
     with pytest.raises(ConfigurationError, match="overwrite=True"):
         registry.register_algorithm("random", Other)
+    with pytest.raises(ConfigurationError, match="taken by 'regularized_evolution'"):
+        registry.register_algorithm("other", Other, aliases=("rea",))
     registry.register_algorithm("random", Other, overwrite=True)
     assert registry.get_algorithm("random") is Other
 
 
 def test_only_search_algorithms_can_be_registered(monkeypatch):
-    monkeypatch.setattr(registry, "_ALGORITHMS", dict(registry._ALGORITHMS))
+    monkeypatch.setattr(registry, "ALGORITHMS", registry.ALGORITHMS.copy())
     with pytest.raises(ConfigurationError):
         registry.register_algorithm("dict", dict)

@@ -13,17 +13,16 @@ import numpy as np
 import pytest
 
 from nord.benchmarks import BenchmarkEvaluator, NASBench201Space, load_table
-from nord.benchmarks.compare import (COMPARE_ALGORITHMS, REFERENCE_RESULTS, ComparisonResult,
-                                     SeedRun, drive, get_compare_algorithm,
-                                     list_compare_algorithms, load_json,
-                                     register_compare_algorithm, run_comparison, run_seed)
-from nord.errors import ConfigurationError, NordError
+from nord.benchmarks.compare import (REFERENCE_RESULTS, ComparisonResult, SeedRun,
+                                     evaluated_cells, load_json, run_comparison, run_seed)
+from nord.errors import ConfigurationError
 from nord.journal import Journal
 from nord.report import write_report
 from nord.search.algorithm import Candidate, SearchAlgorithm
+from nord.search.engine import run_search
 from nord.search.evolution import RegularizedEvolution
-from nord.search.loop import run_search
 from nord.search.random_search import RandomSearch
+from nord.search.registry import ALGORITHMS, make_algorithm, register_algorithm
 
 SPACE = NASBench201Space()
 
@@ -34,44 +33,46 @@ def arrays():
 
 
 # --- the algorithms --------------------------------------------------------------------------
-def test_the_short_names_of_the_issue_are_offered():
-    assert {"random", "rea", "ga", "pygmo-sga"} <= set(list_compare_algorithms())
+def test_the_comparison_names_and_the_run_names_are_one_registry():
+    assert {"random", "rea", "ga", "pygmo-sga", "pygmo-de"} <= {
+        label for entry in ALGORITHMS.entries() for label in (entry.name, *entry.aliases)}
+    assert ALGORITHMS.canonical("rea") == ALGORITHMS.canonical("Regularized-Evolution")
 
 
 def test_every_algorithm_has_a_description():
-    assert all(spec.description for spec in COMPARE_ALGORITHMS.values())
+    assert all(entry.description for entry in ALGORITHMS.entries())
 
 
 def test_an_unknown_name_lists_the_valid_ones():
     with pytest.raises(ConfigurationError) as error:
-        get_compare_algorithm("evolution")
+        run_comparison("cifar10", ("evolution",), budget=10, seeds=1)
     assert all(name in str(error.value) for name in ("random", "rea", "ga"))
 
 
 def test_rea_is_the_benchmark_papers_setting():
-    algorithm = get_compare_algorithm("rea").make(SPACE, 0, 100)
+    algorithm = make_algorithm("rea", SPACE, seed=0, budget=100)
     assert isinstance(algorithm, RegularizedEvolution)
     assert (algorithm.population_size, algorithm.sample_size) == (10, 3)
 
 
 def test_pygmo_algorithms_get_enough_generations_for_the_budget():
     pytest.importorskip("pygmo")
-    algorithm = get_compare_algorithm("pygmo-sga").make(SPACE, 0, 95)
+    algorithm = make_algorithm("pygmo-sga", SPACE, seed=0, budget=95)
     try:
         assert algorithm.evaluations >= 95
     finally:
         algorithm.close()
 
 
-# --- the lean driver and one run --------------------------------------------------------------
-def test_drive_evaluates_exactly_the_budget_including_repeats():
-    indices = drive(get_compare_algorithm("rea").make(SPACE, 1, 500), BenchmarkEvaluator(), 500)
+# --- one run through the engine ----------------------------------------------------------------
+def test_a_run_evaluates_exactly_the_budget_including_repeats():
+    indices = evaluated_cells(make_algorithm("rea", SPACE, seed=1), "cifar10", 500)
     assert len(indices) == 500
     assert len(set(indices)) < 500      # REA revisits cells; each visit costs one evaluation
 
 
 def test_returned_architecture_is_the_best_search_signal_evaluated(arrays):
-    indices = drive(RandomSearch(SPACE, seed=3), BenchmarkEvaluator(), 200)
+    indices = evaluated_cells(RandomSearch(SPACE, seed=3), "cifar10", 200)
     run = SeedRun.from_indices(3, indices, "cifar10")
     best = max(indices, key=lambda i: arrays.accuracy[i])
     assert run.index == best
@@ -97,17 +98,7 @@ def test_the_search_signal_is_the_12_epoch_validation_accuracy(arrays):
         table.column("cifar10_test_200ep")[run.index] / 100)
 
 
-class Stuck(SearchAlgorithm):
-    """Proposes one genome, then returns None although nothing is outstanding."""
-
-    def _ask(self):
-        return Candidate((0, 1, 2, 3, 4, 0)) if self.asked == 0 else None
-
-    def _tell(self, candidate, result):
-        pass
-
-
-class Finishing(Stuck):
+class Finishing(SearchAlgorithm):
     """Proposes three genomes, then is finished (and its ask returns None)."""
 
     @property
@@ -117,25 +108,24 @@ class Finishing(Stuck):
     def _ask(self):
         return None if self.finished else Candidate((self.asked, 1, 2, 3, 4, 0))
 
-
-def test_drive_refuses_an_algorithm_that_waits_for_nothing():
-    with pytest.raises(NordError, match="proposed nothing"):
-        drive(Stuck(SPACE, seed=0), BenchmarkEvaluator(), 10)
+    def _tell(self, candidate, result):
+        pass
 
 
-def test_drive_stops_when_the_algorithm_finishes():
-    assert len(drive(Finishing(SPACE, seed=0), BenchmarkEvaluator(), 10)) == 3
+def test_a_run_stops_when_the_algorithm_finishes():
+    assert len(evaluated_cells(Finishing(SPACE, seed=0), "cifar10", 10)) == 3
 
 
-def test_the_lean_driver_proposes_what_run_search_proposes(tmp_path):
-    """Same algorithm, same seed: the journaled run and the lean driver see the same cells."""
+def test_a_comparison_run_proposes_what_a_journaled_run_proposes(tmp_path):
+    """One engine: the same algorithm and seed evaluate the same cells with or without a journal."""
     budget = 60
-    lean = drive(RegularizedEvolution(SPACE, seed=5), BenchmarkEvaluator(), budget)
+    lean = evaluated_cells(RegularizedEvolution(SPACE, seed=5), "cifar10", budget)
     run_search(RegularizedEvolution(SPACE, seed=5), BenchmarkEvaluator(), budget=budget,
                journal=tmp_path / "rea.db")
     with Journal(tmp_path / "rea.db") as journal:
-        journaled = [row["metrics"]["index"] for row in journal.evaluations()]
-    assert journaled == lean
+        journaled = [row["key"] for row in journal.evaluations()]
+        indices = [row["metrics"]["index"] for row in journal.evaluations()]
+    assert journaled == indices == lean
 
 
 # --- run_search and reports on the benchmark --------------------------------------------------
@@ -201,27 +191,37 @@ def test_invalid_settings_are_refused(kwargs):
         run_comparison(**{"budget": 10, "seeds": 2, **kwargs})
 
 
+class ShiftedRandom(RandomSearch):
+    """Random search whose seeds are shifted by 20."""
+
+    def __init__(self, space, seed=None):
+        super().__init__(space, seed=None if seed is None else seed + 20)
+
+
 def test_a_registered_algorithm_can_be_compared():
-    register_compare_algorithm(
-        "test-random-20", lambda space, seed, budget: RandomSearch(space, seed=seed + 20),
-        "random search, seeds shifted by 20", overwrite=True)
+    register_algorithm("test-random-20", ShiftedRandom, description="seeds shifted by 20")
     try:
         result = run_comparison("cifar10", ("test-random-20",), budget=15, seeds=2, base_seed=0)
         shifted = run_comparison("cifar10", ("random",), budget=15, seeds=2, base_seed=20)
         assert result.values("test-random-20", "index").tolist() == \
             shifted.values("random", "index").tolist()
     finally:
-        COMPARE_ALGORITHMS.pop("test-random-20", None)
+        ALGORITHMS.unregister("test-random-20")
 
 
 def test_a_taken_name_is_refused():
-    with pytest.raises(ConfigurationError, match="registered already"):
-        register_compare_algorithm("rea", lambda space, seed, budget: None)
+    with pytest.raises(ConfigurationError, match="taken"):
+        register_algorithm("REA", ShiftedRandom)
+
+
+def test_an_alias_and_its_name_are_one_algorithm_in_a_comparison():
+    with pytest.raises(ConfigurationError, match="listed twice"):
+        run_comparison("cifar10", ("rea", "regularized_evolution"), budget=10, seeds=1)
 
 
 # --- against the published numbers -------------------------------------------------------------
 def _within_reference(result, algorithm, budget, standard_errors=3.0):
-    mean, std = REFERENCE_RESULTS[("cifar10", algorithm, budget)]
+    mean, std = REFERENCE_RESULTS[("cifar10", algorithm, budget)]  # by the names given
     values = 100 * result.values(algorithm)
     # the reference mean itself comes from 500 seeds
     band = standard_errors * std * math.sqrt(1 / values.size + 1 / 500)

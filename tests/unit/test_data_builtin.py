@@ -13,7 +13,7 @@ def digits():
 
 
 def test_digits_has_the_bundled_images(digits):
-    assert digits.n_train + digits.n_test == 1797
+    assert digits.n_train + digits.n_valid + digits.n_test == 1797
     assert digits.input_shape == (1, 8, 8)
     assert digits.num_classes == 10
     assert digits.classes == tuple("0123456789")
@@ -82,7 +82,7 @@ def arrays(n_train=20, n_test=6, shape=(3, 5, 5), classes=4, seed=0):
 
 
 def test_tensor_curator_takes_numpy_arrays():
-    data = TensorCurator(*arrays())
+    data = TensorCurator(*arrays(), valid_fraction=0)
     assert data.input_shape == (3, 5, 5)
     assert data.n_train == 20 and data.n_test == 6
 
@@ -112,7 +112,7 @@ def test_tensor_curator_never_writes_into_the_users_arrays():
 def test_tensor_curator_normalises_with_training_statistics():
     x, y, xt, yt = arrays()
     x[:, 0] = x[:, 0] * 10 + 5
-    data = TensorCurator(x, y, xt, yt)
+    data = TensorCurator(x, y, xt, yt, valid_fraction=0)
     expected = (xt[:, 0] - x[:, 0].mean()) / x[:, 0].std()
     assert np.allclose(data.tensors("test")[0][:, 0].numpy(), expected, atol=1e-4)
 

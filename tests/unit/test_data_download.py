@@ -9,7 +9,7 @@ import pytest
 from nord.data import CIFAR10, MNIST
 from nord.data.download import MIRROR_ENV, base_urls, download_file, download_files
 from nord.errors import CorruptDataError, DataError, MissingDataError
-from tests.unit.test_data_files import cifar_parts, cifar_archive_bytes, md5, write_file, write_mnist
+from tests.helpers.datafiles import cifar_archive_bytes, cifar_parts, md5, write_file, write_mnist
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
@@ -86,7 +86,7 @@ def serve_mnist(served):
 def test_mnist_downloads_verifies_and_loads(server, tmp_path):
     served, url = server
     (x, y, _, _), checksums = serve_mnist(served)
-    data = MNIST(tmp_path / "data", download=True, mirror=url, checksums=checksums)
+    data = MNIST(tmp_path / "data", download=True, mirror=url, checksums=checksums, valid_fraction=0)
     assert data.tensors("train")[1].tolist() == y.tolist()
     assert sorted(leftovers(tmp_path / "data" / "MNIST" / "raw")) == sorted(checksums)
 
@@ -96,7 +96,7 @@ def test_mnist_mirror_from_the_environment(server, tmp_path, monkeypatch):
     (served / "mnist").mkdir()
     _, checksums = serve_mnist(served / "mnist")
     monkeypatch.setenv(MIRROR_ENV, url + "{name}/")
-    assert MNIST(tmp_path, download=True, checksums=checksums).n_train == 12
+    assert MNIST(tmp_path, download=True, checksums=checksums, valid_fraction=0).n_train == 12
 
 
 def test_mnist_download_with_a_wrong_checksum_raises_and_keeps_nothing(server, tmp_path):
@@ -104,7 +104,7 @@ def test_mnist_download_with_a_wrong_checksum_raises_and_keeps_nothing(server, t
     _, checksums = serve_mnist(served)
     checksums["t10k-images-idx3-ubyte.gz"] = "f" * 32
     with pytest.raises(CorruptDataError, match="t10k-images-idx3-ubyte.gz"):
-        MNIST(tmp_path / "data", download=True, mirror=url, checksums=checksums).load()
+        MNIST(tmp_path / "data", download=True, mirror=url, checksums=checksums, valid_fraction=0).load()
     kept = leftovers(tmp_path / "data")
     assert "t10k-images-idx3-ubyte.gz" not in kept
     assert not [name for name in kept if name.endswith(".part")]
@@ -128,14 +128,15 @@ def test_only_missing_files_are_downloaded(server, tmp_path):
     for name in list(checksums)[:3]:
         (target / name).write_bytes((served / name).read_bytes())
         (served / name).unlink()  # the server no longer has it: it must not be asked for
-    assert MNIST(tmp_path, download=True, mirror=url, checksums=checksums).n_test == 4
+    assert MNIST(tmp_path, download=True, mirror=url, checksums=checksums, valid_fraction=0).n_test == 4
 
 
 def test_cifar_downloads_the_archive_and_loads_it(server, tmp_path):
     served, url = server
     batches, parts = cifar_parts(per_batch=3, n_test=5)
     archive = write_file(served / "cifar-10-python.tar.gz", cifar_archive_bytes(parts))
-    data = CIFAR10(tmp_path, download=True, mirror=url, checksums={archive.name: md5(archive)})
+    data = CIFAR10(tmp_path, download=True, mirror=url, checksums={archive.name: md5(archive)},
+                   valid_fraction=0)
     assert data.n_train == 15 and data.n_test == 5
     assert (tmp_path / "cifar-10-python.tar.gz").is_file()
 
@@ -144,6 +145,6 @@ def test_cifar_download_with_a_wrong_checksum_deletes_the_partial_archive(server
     served, url = server
     _, parts = cifar_parts()
     write_file(served / "cifar-10-python.tar.gz", cifar_archive_bytes(parts))
-    with pytest.raises(CorruptDataError, match="partial file was deleted"):
-        CIFAR10(tmp_path / "data", download=True, mirror=url, checksums={"cifar-10-python.tar.gz": "1" * 32}).load()
+    with pytest.raises(CorruptDataError, match="file was deleted"):
+        CIFAR10(tmp_path / "data", download=True, mirror=url, checksums={"cifar-10-python.tar.gz": "1" * 32}, valid_fraction=0).load()
     assert leftovers(tmp_path / "data") == []

@@ -1,17 +1,10 @@
 """Readers of the official formats, and the MNIST / Fashion-MNIST / CIFAR-10 curators.
 
-The files are written here, small, exactly in the official layouts: IDX with its
-big-endian header (plain and gzip), CIFAR-10 batches as protocol-2 pickles of dicts with
-bytes keys, in a ``cifar-10-batches-py/`` folder and in a ``.tar.gz`` of it.
+The files are small and written in the official layouts by :mod:`tests.helpers.datafiles`.
 """
 import gzip
-import hashlib
-import io
 import os
 import pickle
-import struct
-import tarfile
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -19,101 +12,17 @@ import pytest
 from nord.data import CIFAR10, MNIST, FashionMNIST
 from nord.data.files import read_cifar10, read_idx, read_idx_labels, read_idx_pair
 from nord.errors import CorruptDataError, MissingDataError
-
-IDX_STEMS = ("train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte",
-             "t10k-labels-idx1-ubyte")
-CIFAR_BATCHES = tuple(f"data_batch_{k}" for k in range(1, 6)) + ("test_batch",)
-
-
-# -- writers of the official formats (also used by test_data_download) ----------------------------
-def idx_bytes(array, type_code=0x08):
-    array = np.asarray(array)
-    dtype = {0x08: ">u1", 0x0B: ">i2", 0x0C: ">i4"}[type_code]
-    header = bytes([0, 0, type_code, array.ndim]) + struct.pack(f">{array.ndim}I", *array.shape)
-    return header + array.astype(dtype).tobytes()
-
-
-def write_file(path, content, gz=False):
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    # mtime=0: the same content gives the same .gz bytes, so checksums are stable
-    path.write_bytes(gzip.compress(content, mtime=0) if gz else content)
-    return path
-
-
-def mnist_arrays(n_train=30, n_test=10, seed=0, side=28):
-    rng = np.random.default_rng(seed)
-    return (rng.integers(0, 256, (n_train, side, side), dtype=np.uint8), rng.integers(0, 10, n_train),
-            rng.integers(0, 256, (n_test, side, side), dtype=np.uint8), rng.integers(0, 10, n_test))
-
-
-def write_mnist(directory, gz=True, seed=0, **sizes):
-    """The four IDX files in ``directory``; returns their arrays and their file names."""
-    arrays = mnist_arrays(seed=seed, **sizes)
-    names = []
-    for stem, array in zip(IDX_STEMS, arrays):
-        name = stem + (".gz" if gz else "")
-        write_file(Path(directory) / name, idx_bytes(array), gz=gz)
-        names.append(name)
-    return arrays, names
-
-
-def cifar_arrays(per_batch=4, n_test=6, seed=0):
-    rng = np.random.default_rng(seed)
-    train = [(rng.integers(0, 256, (per_batch, 3072), dtype=np.uint8), rng.integers(0, 10, per_batch).tolist())
-             for _ in range(5)]
-    test = (rng.integers(0, 256, (n_test, 3072), dtype=np.uint8), rng.integers(0, 10, n_test).tolist())
-    return train + [test]
-
-
-def cifar_batch_bytes(data, labels, index=0):
-    batch = {b"batch_label": b"batch %d" % index, b"labels": list(labels), b"data": data,
-             b"filenames": [b"img_%d.png" % i for i in range(len(labels))]}
-    return pickle.dumps(batch, protocol=2)
-
-
-META_BYTES = pickle.dumps({b"num_cases_per_batch": 4, b"num_vis": 3072,
-                           b"label_names": [b"airplane", b"automobile", b"bird", b"cat", b"deer", b"dog",
-                                            b"frog", b"horse", b"ship", b"truck"]}, protocol=2)
-
-
-def cifar_parts(seed=0, **sizes):
-    batches = cifar_arrays(seed=seed, **sizes)
-    parts = {name: cifar_batch_bytes(d, l, i) for i, (name, (d, l)) in enumerate(zip(CIFAR_BATCHES, batches))}
-    parts["batches.meta"] = META_BYTES
-    parts["readme.html"] = b"<html></html>"
-    return batches, parts
-
-
-def write_cifar_folder(root, seed=0, **sizes):
-    batches, parts = cifar_parts(seed, **sizes)
-    for name, content in parts.items():
-        write_file(Path(root) / "cifar-10-batches-py" / name, content)
-    return batches
-
-
-def cifar_archive_bytes(parts):
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
-        folder = tarfile.TarInfo("cifar-10-batches-py")
-        folder.type = tarfile.DIRTYPE
-        folder.mode = 0o755
-        tar.addfile(folder)
-        for name, content in parts.items():
-            info = tarfile.TarInfo(f"cifar-10-batches-py/{name}")
-            info.size = len(content)
-            tar.addfile(info, io.BytesIO(content))
-    return buffer.getvalue()
-
-
-def write_cifar_archive(root, seed=0, **sizes):
-    batches, parts = cifar_parts(seed, **sizes)
-    path = write_file(Path(root) / "cifar-10-python.tar.gz", cifar_archive_bytes(parts))
-    return batches, path
-
-
-def md5(path):
-    return hashlib.md5(Path(path).read_bytes()).hexdigest()
+from tests.helpers.datafiles import (
+    cifar_archive_bytes,
+    cifar_batch_bytes,
+    cifar_parts,
+    idx_bytes,
+    md5,
+    write_cifar_archive,
+    write_cifar_folder,
+    write_file,
+    write_mnist,
+)
 
 
 # -- IDX -------------------------------------------------------------------------------------
@@ -193,7 +102,7 @@ def test_image_and_label_counts_must_agree(tmp_path):
 # -- MNIST and Fashion-MNIST curators -------------------------------------------------------------
 def test_mnist_loads_from_the_torchvision_folder(tmp_path):
     (x, y, xt, yt), names = write_mnist(tmp_path / "MNIST" / "raw")
-    data = MNIST(tmp_path, verify=False)
+    data = MNIST(tmp_path, verify=False, valid_fraction=0)
     assert data.input_shape == (1, 28, 28)
     assert data.n_train == 30 and data.n_test == 10
     assert data.tensors("train")[1].tolist() == y.tolist()
@@ -201,19 +110,19 @@ def test_mnist_loads_from_the_torchvision_folder(tmp_path):
 
 def test_mnist_pixels_keep_their_values_before_normalisation(tmp_path):
     (x, _, _, _), _ = write_mnist(tmp_path, gz=False)
-    data = MNIST(tmp_path, normalise=False, verify=False)
+    data = MNIST(tmp_path, normalise=False, verify=False, valid_fraction=0)
     assert np.allclose(data.tensors("train")[0][:, 0].numpy(), x / 255.0)
 
 
 def test_fashion_mnist_has_its_class_names(tmp_path):
     write_mnist(tmp_path / "FashionMNIST" / "raw")
-    data = FashionMNIST(tmp_path, verify=False)
+    data = FashionMNIST(tmp_path, verify=False, valid_fraction=0)
     assert data.classes[0] == "T-shirt/top" and data.classes[9] == "Ankle boot"
 
 
 def test_missing_mnist_says_which_files_go_where_and_where_to_get_them(tmp_path):
     with pytest.raises(MissingDataError) as error:
-        MNIST(tmp_path).load()
+        MNIST(tmp_path, valid_fraction=0).load()
     message = str(error.value)
     assert "train-images-idx3-ubyte.gz" in message and "t10k-labels-idx1-ubyte.gz" in message
     assert str(tmp_path / "MNIST" / "raw") in message
@@ -227,7 +136,7 @@ def test_files_come_from_one_complete_folder_never_mixed(tmp_path):
     (x_root, _, _, _), _ = write_mnist(tmp_path, seed=0)
     _, names = write_mnist(tmp_path / "FashionMNIST" / "raw", seed=1)
     (tmp_path / "FashionMNIST" / "raw" / names[3]).unlink()
-    data = FashionMNIST(tmp_path, normalise=False, verify=False)
+    data = FashionMNIST(tmp_path, normalise=False, verify=False, valid_fraction=0)
     assert np.allclose(data.tensors("train")[0][:, 0].numpy(), x_root / 255.0)
 
 
@@ -236,19 +145,19 @@ def test_truncated_mnist_file_gives_corrupt_data_error_naming_it(tmp_path):
     path = tmp_path / "t10k-images-idx3-ubyte"
     path.write_bytes(path.read_bytes()[:-1])
     with pytest.raises(CorruptDataError, match="t10k-images-idx3-ubyte"):
-        MNIST(tmp_path, verify=False).load()
+        MNIST(tmp_path, verify=False, valid_fraction=0).load()
 
 
 def test_verify_refuses_a_file_whose_checksum_differs(tmp_path):
     _, names = write_mnist(tmp_path)
     with pytest.raises(CorruptDataError, match="MD5"):
-        MNIST(tmp_path).load()  # the official checksums do not fit the generated files
+        MNIST(tmp_path, valid_fraction=0).load()  # the official checksums do not fit the generated files
 
 
 def test_verify_accepts_files_matching_the_given_checksums(tmp_path):
     _, names = write_mnist(tmp_path)
     checksums = {name: md5(tmp_path / name) for name in names}
-    assert MNIST(tmp_path, checksums=checksums).n_train == 30
+    assert MNIST(tmp_path, checksums=checksums, valid_fraction=0).n_train == 30
 
 
 # -- CIFAR-10 ------------------------------------------------------------------------------------
@@ -280,12 +189,12 @@ def test_cifar_archive_reads_like_the_folder(tmp_path):
 def test_cifar_curator_prefers_the_extracted_folder(tmp_path):
     write_cifar_folder(tmp_path, per_batch=2)
     write_cifar_archive(tmp_path, per_batch=3)
-    assert CIFAR10(tmp_path, verify=False).n_train == 10
+    assert CIFAR10(tmp_path, verify=False, valid_fraction=0).n_train == 10
 
 
 def test_cifar_curator_reads_the_archive(tmp_path):
     write_cifar_archive(tmp_path)
-    data = CIFAR10(tmp_path, verify=False)
+    data = CIFAR10(tmp_path, verify=False, valid_fraction=0)
     assert data.input_shape == (3, 32, 32)
     assert data.classes[9] == "truck"
 
@@ -294,7 +203,7 @@ def test_truncated_cifar_archive_names_the_file(tmp_path):
     _, path = write_cifar_archive(tmp_path)
     path.write_bytes(path.read_bytes()[: len(path.read_bytes()) // 2])
     with pytest.raises(CorruptDataError, match="cifar-10-python.tar.gz"):
-        CIFAR10(tmp_path, verify=False).load()
+        CIFAR10(tmp_path, verify=False, valid_fraction=0).load()
 
 
 def test_archive_without_a_batch_is_refused(tmp_path):
@@ -355,7 +264,7 @@ def test_pickle_that_would_run_code_is_refused(tmp_path):
 
 def test_missing_cifar_says_where_to_put_it(tmp_path):
     with pytest.raises(MissingDataError) as error:
-        CIFAR10(tmp_path).load()
+        CIFAR10(tmp_path, valid_fraction=0).load()
     message = str(error.value)
     assert str(tmp_path / "cifar-10-python.tar.gz") in message
     assert "https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz" in message
@@ -364,4 +273,4 @@ def test_missing_cifar_says_where_to_put_it(tmp_path):
 def test_cifar_folder_checksums_are_verified(tmp_path):
     write_cifar_folder(tmp_path)
     with pytest.raises(CorruptDataError, match="data_batch_1: MD5"):
-        CIFAR10(tmp_path).load()  # the official per-batch checksums do not fit generated batches
+        CIFAR10(tmp_path, valid_fraction=0).load()  # the official per-batch checksums do not fit generated batches

@@ -116,10 +116,11 @@ def test_rank_outside_size_is_refused():
 
 
 # -- the curator's loaders -------------------------------------------------------------------
-def curator(n_train=37, n_test=11):
+def curator(n_train=37, n_test=11, valid_fraction=0.0):
     rng = np.random.default_rng(0)
     return TensorCurator(rng.normal(size=(n_train, 2, 4, 4)), rng.integers(0, 3, n_train),
-                         rng.normal(size=(n_test, 2, 4, 4)), rng.integers(0, 3, n_test))
+                         rng.normal(size=(n_test, 2, 4, 4)), rng.integers(0, 3, n_test),
+                         valid_fraction=valid_fraction)
 
 
 def test_train_loader_yields_float32_images_and_int64_labels():
@@ -167,3 +168,50 @@ def test_meta_device_loader_slices_on_that_device():
     data = curator()
     xb, yb = next(iter(data.train_loader(batch_size=4, device="meta")))
     assert xb.device.type == "meta" and yb.device.type == "meta"
+
+
+# --- the validation split ----------------------------------------------------------------------
+def test_validation_is_a_stratified_seeded_hold_out_of_the_training_split():
+    rng = np.random.default_rng(1)
+    labels = np.repeat([0, 1, 2], [50, 30, 20])
+    x = rng.normal(size=(100, 1, 2, 2))
+    data = TensorCurator(x, labels, x[:5], labels[:5], valid_fraction=0.2, split_seed=4)
+    assert (data.n_train, data.n_valid) == (80, 20)
+    _, y_valid = data.tensors("valid")
+    assert np.bincount(y_valid.numpy()).tolist() == [10, 6, 4]
+    again = TensorCurator(x, labels, x[:5], labels[:5], valid_fraction=0.2, split_seed=4)
+    assert torch.equal(again.tensors("valid")[0], data.tensors("valid")[0])
+    other = TensorCurator(x, labels, x[:5], labels[:5], valid_fraction=0.2, split_seed=5)
+    assert not torch.equal(other.tensors("valid")[0], data.tensors("valid")[0])
+    assert data.split == {"source": "held out of the training split, stratified",
+                          "fraction": 0.2, "seed": 4, "n_valid": 20}
+
+
+def test_the_held_out_samples_are_not_trained_on_and_normalise_nothing():
+    rng = np.random.default_rng(2)
+    x = rng.normal(size=(60, 1, 3, 3))
+    labels = rng.integers(0, 3, 60)
+    data = TensorCurator(x, labels, x[:4], labels[:4], valid_fraction=0.25, normalise=False)
+    train = {tuple(v.flatten().tolist()) for v in data.tensors("train")[0]}
+    valid = {tuple(v.flatten().tolist()) for v in data.tensors("valid")[0]}
+    assert not train & valid and len(train) + len(valid) == 60
+
+
+def test_an_official_validation_split_is_used_as_given():
+    rng = np.random.default_rng(3)
+    x, y = rng.normal(size=(20, 1, 2, 2)), rng.integers(0, 2, 20)
+    data = TensorCurator(x, y, x[:3], y[:3], x_valid=x[:7], y_valid=y[:7])
+    assert (data.n_train, data.n_valid, data.split["source"]) == (20, 7, "official")
+
+
+def test_validation_shards_cover_the_validation_set_once():
+    data = curator(n_train=60, valid_fraction=0.25)
+    seen = sum(len(yb) for r in range(3)
+               for _, yb in data.test_loader(batch_size=4, rank=r, size=3, split="valid"))
+    assert seen == data.n_valid == 15
+
+
+@pytest.mark.parametrize("fraction", [-0.1, 1.0, 1.5, "0.1", True])
+def test_a_bad_valid_fraction_is_refused(fraction):
+    with pytest.raises(ConfigurationError, match="valid_fraction"):
+        curator(valid_fraction=fraction)

@@ -183,6 +183,53 @@ def test_layer_unreachable_from_input():
     assert "'island'" in message and "connect_layers" in message and "remove_layer" in message
 
 
+def test_input_is_inferred_as_the_unique_source_whatever_was_added_first():
+    d = NeuralDescriptor()
+    d.add_layer("relu", None, "act")
+    d.add_layer("conv2d", {"out_channels": 4, "kernel_size": 3}, "stem")
+    d.connect_layers("stem", "act")
+    assert d.input_layer == "stem"
+    assert d.validate() is d
+    assert d.to_dict()["input"] is None  # inferred, not declared
+
+
+def test_several_sources_without_set_input_are_an_error_naming_set_input():
+    d = chain("relu", "tanh")
+    d.add_layer("sigmoid", None, "second_source")
+    d.connect_layers("second_source", "l1")
+    assert d.input_layer is None
+    with pytest.raises(UnreachableLayerError) as caught:
+        d.validate()
+    message = str(caught.value)
+    assert "ambiguous" in message and "'l0'" in message and "'second_source'" in message
+    assert "set_input" in message
+    with pytest.raises(UnreachableLayerError):
+        d.hash
+
+
+def test_set_input_picks_one_of_several_sources_and_none_infers_again():
+    d = chain("relu", "tanh")
+    d.add_layer("sigmoid", None, "second_source")
+    d.connect_layers("second_source", "l1")
+    d.set_input("l0")
+    assert d.to_dict()["input"] == "l0"
+    with pytest.raises(UnreachableLayerError) as caught:  # second_source is not reached
+        d.validate()
+    assert "'second_source'" in str(caught.value)
+    d.remove_layer("second_source")
+    d.validate()
+    d.set_input(None)
+    assert d.input_layer == "l0" and d.to_dict()["input"] is None
+
+
+def test_removing_the_declared_input_returns_to_inference():
+    d = chain("relu", "tanh", "sigmoid")
+    d.set_input("l0")
+    d.remove_layer("l0")
+    assert d.input_layer == "l1" and d.to_dict()["input"] is None
+    d.validate()
+
+
 def test_input_layer_with_incoming_connection_is_rejected():
     d = chain("relu", "tanh")
     d.set_input("l1")
@@ -245,6 +292,33 @@ def test_non_json_parameter_is_rejected(value):
         NeuralDescriptor().add_layer("conv2d", {"out_channels": 4, "kernel_size": value}, "c")
     message = str(caught.value)
     assert "'c'" in message and "'kernel_size'" in message and "JSON" in message
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), -float("inf"), [3, float("nan")]])
+def test_nan_or_infinite_parameter_is_rejected(value):
+    with pytest.raises(LayerParameterError) as caught:
+        NeuralDescriptor().add_layer("dropout", {"p": value}, "drop")
+    message = str(caught.value)
+    assert "'drop'" in message and "'p'" in message and "finite" in message
+
+
+def test_numpy_nan_parameter_is_rejected():
+    import numpy as np
+    with pytest.raises(LayerParameterError):
+        NeuralDescriptor().add_layer("leaky_relu", {"negative_slope": np.float32("nan")})
+
+
+def test_json_with_nan_parameter_is_rejected_on_reading():
+    text = chain("dropout").to_json().replace('"params": {}', '"params": {"p": NaN}')
+    assert "NaN" in text
+    with pytest.raises(LayerParameterError):
+        NeuralDescriptor.from_json(text)
+
+
+def test_to_json_is_standard_json():
+    d = NeuralDescriptor()
+    d.add_layer("dropout", {"p": 0.25}, "drop")
+    assert json.loads(d.to_json(), parse_constant=lambda name: pytest.fail(name)) == d.to_dict()
 
 
 def test_parameters_that_are_neither_list_nor_dict_are_rejected():
@@ -429,7 +503,7 @@ def dags(draw, max_layers=7):
     return layers, sorted(edges)
 
 
-def build(layers, edges, names=None, layer_order=None, edge_order=None):
+def build(layers, edges, names=None, layer_order=None, edge_order=None, declare_input=True):
     names = names or [f"n{i}" for i in range(len(layers))]
     d = NeuralDescriptor()
     for i in layer_order or range(len(layers)):
@@ -438,7 +512,8 @@ def build(layers, edges, names=None, layer_order=None, edge_order=None):
     for k in edge_order or range(len(edges)):
         source, target = edges[k]
         d.connect_layers(names[source], names[target])
-    d.set_input(names[0])
+    if declare_input:
+        d.set_input(names[0])
     return d
 
 
@@ -456,6 +531,19 @@ def test_hash_ignores_names_and_insertion_order(data):
     layer_order = data.draw(st.permutations(range(n)))
     edge_order = data.draw(st.permutations(range(len(edges))))
     assert build(layers, edges).hash == build(layers, edges, names, layer_order, edge_order).hash
+
+
+@HASH_SETTINGS
+@given(data=st.data())
+def test_inferred_input_gives_the_same_identity_in_any_insertion_order(data):
+    # dags() makes layer 0 the only source, so the input can be left to inference even
+    # when layer 0 is not the first added.
+    layers, edges = data.draw(dags())
+    layer_order = data.draw(st.permutations(range(len(layers))))
+    edge_order = data.draw(st.permutations(range(len(edges))))
+    shuffled = build(layers, edges, None, layer_order, edge_order, declare_input=False)
+    assert shuffled.input_layer == "n0"
+    assert shuffled.canonical_form() == build(layers, edges).canonical_form()
 
 
 @HASH_SETTINGS

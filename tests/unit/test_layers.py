@@ -24,7 +24,7 @@ SENSIBLE = {"out_channels": 4, "kernel_size": 3, "output_size": 2, "out_features
 @pytest.fixture
 def registry(monkeypatch):
     """A private copy of the registry, so layers registered by a test do not leak."""
-    monkeypatch.setattr(nord.layers, "_REGISTRY", dict(nord.layers._REGISTRY))
+    monkeypatch.setattr(nord.layers, "LAYERS", nord.layers.LAYERS.copy())
 
 
 def minimal_params(name):

@@ -1,4 +1,5 @@
-"""Multi-objective NAS-Bench-201: the exact Pareto front, hypervolumes, nsga2 and its report."""
+"""Multi-objective NAS-Bench-201: the exact Pareto front, hypervolumes, nsga2 and its report;
+latency objectives and the latency limit."""
 import importlib.util
 import itertools
 import json
@@ -7,11 +8,14 @@ import numpy as np
 import pytest
 
 from nord.benchmarks import load_table
+from nord.benchmarks.compare import run_comparison
+from nord.benchmarks.hardware import LatencyEvaluator, LatencyLimit, Objective, parse_objectives
 from nord.benchmarks.multiobjective import (EXACT_HYPERVOLUME, REFERENCE_POINT, exact_front,
                                             front_of, make_nsga2, normalised_hypervolume,
-                                            run_nsga2, run_nsga2_seed, write_nsga2_report)
-from nord.benchmarks.cell_space import NASBench201Space
-from nord.errors import ConfigurationError
+                                            reference_point_of, run_nsga2, run_nsga2_seed,
+                                            write_nsga2_report)
+from nord.benchmarks.nasbench201 import DEVICES, BenchmarkEvaluator, NASBench201Space, load_costs
+from nord.errors import BenchmarkError, ConfigurationError
 
 
 @pytest.fixture(scope="module")
@@ -148,14 +152,15 @@ def test_nsga2_table_and_json(tmp_path):
 
 
 @needs_pygmo
-@pytest.mark.parametrize("population_size", [6, 10, 4, 8.0])
-def test_nsga2_population_must_be_a_multiple_of_4(population_size):
-    with pytest.raises(ConfigurationError, match="multiple of 4"):
+@pytest.mark.parametrize("population_size, reason", [(4, "at least 5 individuals"),
+                                                     (8.0, "positive integer")])
+def test_an_nsga2_population_pygmo_refuses_is_refused_before_the_run(population_size, reason):
+    with pytest.raises(ConfigurationError, match=reason):
         make_nsga2(NASBench201Space(), 0, 100, population_size)
 
 
 @needs_pygmo
-def test_report_through_run_search_matches_the_lean_run(tmp_path):
+def test_the_journaled_report_run_matches_the_comparison_run(tmp_path):
     report = write_nsga2_report(tmp_path / "report", "cifar10", budget=120, seed=2)
     lean = run_nsga2_seed("cifar10", budget=120, seed=2)
     assert report.hypervolume == pytest.approx(lean.hypervolume)
@@ -163,3 +168,120 @@ def test_report_through_run_search_matches_the_lean_run(tmp_path):
     assert report.figure.stat().st_size > 10_000
     page = report.page.read_text()
     assert "Pareto" in page and (tmp_path / "report" / "pareto-nsga2-cifar10-seed2.png").exists()
+
+
+# --- hardware-aware objectives -------------------------------------------------------------------
+def test_objectives_are_parsed_with_the_cost_second():
+    assert parse_objectives("accuracy,parameters") == Objective("parameters")
+    latency = parse_objectives("accuracy, latency:pixel3")
+    assert (latency.device, latency.metric, latency.name) == ("pixel3", "latency_ms",
+                                                              "latency:pixel3")
+
+
+@pytest.mark.parametrize("text, error, message", [
+    ("accuracy,latency:pixel9", BenchmarkError, "pixel3, raspi4, eyeriss"),
+    ("accuracy,energy", ConfigurationError, "accuracy,latency:DEVICE"),
+    ("latency:pixel3,accuracy", ConfigurationError, "accuracy first"),
+    ("accuracy", ConfigurationError, "two"),
+])
+def test_bad_objectives_name_the_valid_ones(text, error, message):
+    with pytest.raises(error, match=message):
+        parse_objectives(text)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_latency_reference_point_lies_beyond_every_cell(device):
+    reference, accuracy = reference_point_of(f"accuracy,latency:{device}")
+    slowest = load_costs().latency(device).max()
+    assert accuracy == 0.0 and 1.05 * slowest <= reference < 1.2 * slowest
+
+
+def test_the_pixel3_reference_point_is_the_documented_one():
+    assert reference_point_of("accuracy,latency:pixel3") == (39.0, 0.0)
+    assert reference_point_of("accuracy,parameters") == REFERENCE_POINT
+
+
+def test_the_exact_latency_front_is_the_undominated_cells(arrays):
+    latency = load_costs().latency("pixel3")
+    front = exact_front("cifar10", objectives="accuracy,latency:pixel3")
+    accuracy = arrays.reported_accuracy
+    for index in front.indices:
+        better = (latency <= latency[index]) & (accuracy >= accuracy[index]) & (
+            (latency < latency[index]) | (accuracy > accuracy[index]))
+        assert not better.any()
+    assert [p for p, _ in front.points] == [latency[i] for i in front.indices]
+    assert 0 < front.hypervolume < 1
+    off_front = np.setdiff1d(np.arange(len(latency)), front.indices)[::97]
+    assert all(front_of(list(front.indices) + [int(i)], "cifar10",
+                        objectives="accuracy,latency:pixel3").hypervolume
+               <= front.hypervolume + 1e-12 for i in off_front)
+
+
+def test_a_cell_over_the_latency_limit_is_a_failure_that_says_why():
+    evaluator = LatencyEvaluator(BenchmarkEvaluator("cifar10"), limit=LatencyLimit("pixel3", 10))
+    slow = evaluator.evaluate_genome((3, 3, 4, 1, 3, 1))       # 17.2 ms on a Pixel 3
+    assert not slow.ok and "17.2381 ms on pixel3 exceeds the limit of 10 ms" in slow.error
+    assert slow.metrics["latency_ms"] == pytest.approx(17.2381)
+    fast = evaluator.evaluate_genome((1, 1, 1, 1, 1, 1))
+    assert fast.ok and fast.metrics["latency_ms"] <= 10
+
+
+def test_the_exact_front_under_a_limit_holds_only_cells_within_it():
+    limit = LatencyLimit("pixel3", 8.0)
+    front = exact_front("cifar10", objectives="accuracy,latency:pixel3", limit=limit)
+    assert front.indices and max(p for p, _ in front.points) <= 8.0
+    assert front.hypervolume < exact_front("cifar10",
+                                           objectives="accuracy,latency:pixel3").hypervolume
+
+
+def test_a_limit_no_cell_meets_is_refused():
+    with pytest.raises(ConfigurationError, match="fastest takes 0.0033 ms"):
+        LatencyLimit("pixel3", 1e-4).check_reachable()
+
+
+def test_latency_on_imagenet_is_refused():
+    with pytest.raises(BenchmarkError, match="cifar10 or cifar100"):
+        exact_front("imagenet16", objectives="accuracy,latency:fpga")
+
+
+def test_every_algorithm_returns_a_cell_within_the_latency_limit():
+    result = run_comparison("cifar10", "random,rea,local_search", budget=60, seeds=3,
+                            max_latency_ms=6.0, latency_device="pixel3")
+    latency = load_costs().latency("pixel3")
+    for name in result.algorithms:
+        assert all(latency[run.index] <= 6.0 for run in result.runs[name])
+    assert json.loads(result.to_json())["max_latency"] == {"device": "pixel3",
+                                                           "max_latency_ms": 6.0}
+
+
+def test_a_latency_limit_without_a_device_is_refused():
+    with pytest.raises(ConfigurationError, match="--latency-device"):
+        run_comparison("cifar10", "random", budget=10, seeds=1, max_latency_ms=6.0)
+
+
+@needs_pygmo
+def test_nsga2_on_latency_names_its_objectives_and_approaches_the_exact_front(tmp_path):
+    result = run_nsga2("cifar10", budget=300, seeds=2, objectives="accuracy,latency:pixel3")
+    latency = load_costs().latency("pixel3")
+    assert (result.hypervolumes <= result.exact.hypervolume).all()
+    assert result.mean > 0.97 * result.exact.hypervolume
+    for run in result.runs:
+        assert [p for p, _ in run.points] == [latency[i] for i in run.indices]
+    data = json.loads(result.save_json(tmp_path / "mo.json").read_text())
+    assert data["objectives"] == ["accuracy", "latency:pixel3"]
+    assert data["reference_point"] == [39.0, 0.0]
+    assert "latency on pixel3" in result.table()
+
+
+@needs_pygmo
+def test_nsga2_under_a_limit_returns_fronts_within_it():
+    result = run_nsga2("cifar10", budget=100, seeds=1, objectives="accuracy,latency:pixel3",
+                       max_latency_ms=8.0)
+    assert max(p for p, _ in result.runs[0].points) <= 8.0
+    assert "slower than 8 ms on pixel3" in result.table()
+
+
+def test_the_cli_refuses_an_unknown_device_and_lists_the_devices(capsys):
+    from nord.cli import main
+    assert main(["compare", "--multi-objective", "--objectives", "accuracy,latency:phone"]) == 2
+    assert "pixel3, raspi4" in capsys.readouterr().err

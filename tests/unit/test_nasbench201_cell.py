@@ -2,11 +2,12 @@
 import numpy as np
 import pytest
 
-from nord.benchmarks.cell_space import (CELL_FORMAT, EDGE_NAMES, N_CELLS, NODE_NAMES, OPS,
-                                        NASBench201Space, cell_to_descriptor, cell_to_genome,
+from nord.benchmarks.nasbench201.cells import (CELL_FORMAT, EDGE_NAMES, N_CELLS, NODE_NAMES, OPS,
+                                        cell_to_descriptor, cell_to_genome,
                                         check_genome, code_to_genome, descriptor_to_cell,
                                         descriptor_to_genome, genome_to_cell, genome_to_code,
                                         genome_to_descriptor, is_connected)
+from nord.benchmarks.nasbench201 import NASBench201Space
 from nord.descriptors import NeuralDescriptor
 from nord.errors import BenchmarkError, ConfigurationError, SearchSpaceError
 

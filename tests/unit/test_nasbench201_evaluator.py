@@ -9,7 +9,7 @@ import pytest
 
 from nord.benchmarks import (BenchmarkEvaluator, NASBench201Space, cell_to_descriptor,
                              genome_to_cell, load_table)
-from nord.benchmarks.nasbench201 import TABLE_FILE
+from nord.benchmarks.nasbench201.table import TABLE_FILE
 from nord.descriptors import NeuralDescriptor
 from nord.errors import BenchmarkError
 from nord.evaluators.base import Evaluator
@@ -21,7 +21,7 @@ CLASSES = {"cifar10": 10, "cifar100": 100, "imagenet16": 120}
 @pytest.fixture(scope="module")
 def rows():
     """The packaged CSV read with the csv module alone, independently of nord's reader."""
-    data = resources.files("nord.benchmarks").joinpath("data").joinpath(TABLE_FILE)
+    data = resources.files("nord.benchmarks.nasbench201").joinpath("data").joinpath(TABLE_FILE)
     with data.open("rb") as raw, gzip.open(raw, "rt", newline="") as text:
         return {row["arch"]: row for row in csv.DictReader(text)}
 
@@ -40,11 +40,12 @@ def test_default_dataset_is_cifar10():
     assert BenchmarkEvaluator().dataset == "cifar10"
 
 
-@pytest.mark.parametrize("dataset", ["mnist", "CIFAR10", "imagenet", "", None])
+@pytest.mark.parametrize("dataset", ["mnist", "cifar", "imagenet", "", None])
 def test_unknown_dataset_lists_the_valid_names(dataset):
     with pytest.raises(BenchmarkError) as error:
         BenchmarkEvaluator(dataset=dataset)
-    assert all(f"'{name}'" in str(error.value) for name in CLASSES)
+    assert all(f"{name} (" in str(error.value) for name in CLASSES)
+    assert "ImageNet16-120" in str(error.value)
 
 
 # --- results ------------------------------------------------------------------------------
@@ -158,11 +159,23 @@ def test_every_row_is_reachable_and_finite():
     assert not any(math.isnan(r.accuracy) for r in results)
 
 
-def test_evaluate_many_uses_the_table():
-    evaluator = BenchmarkEvaluator()
-    results = evaluator.evaluate_many([cell_to_descriptor(KNOWN_GENOME),
-                                       cell_to_descriptor((0,) * 6)])
-    assert [r.metrics["index"] for r in results] == [1, load_table().index((0,) * 6)]
+def test_engine_tasks_are_looked_up_by_their_key_without_a_descriptor():
+    from nord.benchmarks.nasbench201 import NASBench201Space
+    from nord.search.executors import Task
+    space = NASBench201Space()
+    key, descriptor = space.identify(KNOWN_GENOME)
+    assert (key, descriptor) == (1, None)
+    task = Task(0, KNOWN_GENOME, key, space)
+    result = BenchmarkEvaluator().evaluate_task(task)
+    assert result.metrics["index"] == 1 and not task.decoded
+    assert result.accuracy == BenchmarkEvaluator().evaluate_genome(KNOWN_GENOME).accuracy
+
+
+def test_a_task_of_another_space_is_read_from_its_descriptor():
+    from nord.search.executors import Task
+    task = Task(0, (9,), "some key", descriptor=cell_to_descriptor((0,) * 6))
+    result = BenchmarkEvaluator().evaluate_task(task)
+    assert result.metrics["index"] == load_table().index((0,) * 6)
 
 
 # --- the same cell, built as a network ----------------------------------------------------

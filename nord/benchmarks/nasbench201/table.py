@@ -1,4 +1,4 @@
-"""NAS-Bench-201, built in: the packaged table and a tabular evaluator.
+"""The NAS-Bench-201 table, built in: every cell's accuracies and parameters, offline.
 
 nord ships a compact table of the benchmark (all 15,625 cells; see ``data/README.md`` for
 its columns, sources and licences), so evaluating an architecture is a look-up that works
@@ -47,12 +47,11 @@ from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tup
 
 import numpy as np
 
-from nord.benchmarks.cell_space import (N_CELLS, N_EDGES, OPS, cell_to_genome, code_to_genome,
-                                        descriptor_to_genome, genome_to_code)
+from nord.benchmarks.nasbench201.cells import (N_CELLS, N_EDGES, OPS, cell_to_genome, code_to_genome,
+                                               descriptor_to_genome, genome_to_code)
 from nord.descriptors import NeuralDescriptor
 from nord.errors import BenchmarkError, CorruptDataError, MissingDataError
-from nord.evaluators.base import Evaluator
-from nord.evaluators.result import EvaluationResult
+from nord.registry import Registry
 
 logger = logging.getLogger(__name__)
 
@@ -101,18 +100,29 @@ DATASETS: Dict[str, Dataset] = {
 }
 
 
+# the names NAS-Bench-201 and NATS-Bench use. 'cifar10-valid' is the benchmark's split whose
+# validation accuracy is the search signal here; its architecture's reported figure is the
+# test accuracy of the network trained on the whole training set ('cifar10'), the protocol
+# of the published comparisons
+DATASET_NAMES: Registry[Dataset] = Registry("NAS-Bench-201 data set")
+for _name, _aliases in (("cifar10", ("cifar-10", "cifar10-valid")), ("cifar100", ("cifar-100",)),
+                        ("imagenet16", ("ImageNet16-120",))):
+    DATASET_NAMES.register(_name, DATASETS[_name], aliases=_aliases)
+
+
 def get_dataset(name: str) -> Dataset:
-    """The data set called ``name``.
+    """The data set called ``name`` or one of its benchmark names (``ImageNet16-120``,
+    ``cifar10-valid``); case, ``-`` and ``_`` do not matter.
 
     Raises:
         BenchmarkError: an unknown name; the message lists the valid ones.
     """
-    dataset = DATASETS.get(name) if isinstance(name, str) else None
-    if dataset is None:
+    entry = DATASET_NAMES.find(name) if isinstance(name, str) else None
+    if entry is None:
         raise BenchmarkError(
             f"unknown NAS-Bench-201 data set {name!r}; valid data sets are "
-            f"{', '.join(repr(n) for n in DATASETS)} ('imagenet16' is ImageNet16-120)")
-    return dataset
+            f"{', '.join(DATASET_NAMES.choices())}")
+    return entry.value
 
 
 class BenchmarkArrays(NamedTuple):
@@ -297,7 +307,7 @@ def _fraction(percent: np.ndarray) -> np.ndarray:
 def table_path():
     """The packaged table file, as an ``importlib.resources`` Traversable (a path on disk
     for ordinary installs; open it with ``.open('rb')``)."""
-    return resources.files("nord.benchmarks").joinpath("data").joinpath(TABLE_FILE)
+    return resources.files("nord.benchmarks.nasbench201").joinpath("data").joinpath(TABLE_FILE)
 
 
 def read_table(path: Union[str, os.PathLike, None] = None) -> NASBench201Table:
@@ -313,7 +323,7 @@ def read_table(path: Union[str, os.PathLike, None] = None) -> NASBench201Table:
     except (FileNotFoundError, IsADirectoryError) as error:
         raise MissingDataError(
             f"the NAS-Bench-201 table {str(source)!r} was not found; the packaged copy "
-            f"(nord/benchmarks/data/{TABLE_FILE}) is installed with nord, so reinstall nord "
+            f"(nord/benchmarks/nasbench201/data/{TABLE_FILE}) is installed with nord, so reinstall nord "
             "or pass the path of a copy") from error
     try:
         with opened as raw, gzip.GzipFile(fileobj=raw) as unzipped:
@@ -372,113 +382,6 @@ def benchmark_arrays(dataset: str = "cifar10") -> BenchmarkArrays:
     return load_table().arrays(dataset)
 
 
-# --- the evaluator ------------------------------------------------------------------------
-_CODE_BY_HASH: Dict[str, int] = {}
-"""Descriptor hash -> genome code, filled as descriptors are evaluated (shared by evaluators)."""
-
-
-class BenchmarkEvaluator(Evaluator):
-    """Evaluates NAS-Bench-201 cells by table look-up.
-
-    ``descriptor_evaluate(descriptor)`` takes descriptors made by ``cell_to_descriptor`` /
-    ``NASBench201Space.decode`` (any other descriptor comes back as a failed result whose
-    error says why). ``query`` and ``evaluate_genome`` answer the same without building a
-    descriptor: several hundred thousand look-ups per second.
-
-    Each ``EvaluationResult`` holds:
-
-    * ``accuracy``: the 12-epoch validation accuracy (fraction), the search signal;
-    * ``reported_accuracy``: the 200-epoch test accuracy (fraction), which search
-      algorithms must not read;
-    * ``n_params``: trainable parameters of the benchmark's network for the data set
-      (the table's ``params_mb`` times 10^6, plus the larger classifier of CIFAR-100 and
-      ImageNet16-120: ``Dataset.params_offset``);
-    * ``epochs`` = 12; ``train_time`` = ``eval_time`` = 0, since nothing is trained (the
-      table does not record training times);
-    * ``metrics``: the benchmark index, cell string, data set and the 12-epoch test
-      accuracy (fraction);
-    * ``descriptor_hash``: set by ``descriptor_evaluate``; empty from the fast paths.
-
-    ``descriptor_evaluate`` costs about as much as computing the descriptor's canonical hash
-    (well under a millisecond); the cell behind each hash is remembered, so descriptors
-    seen before are answered at fast-path speed. An evaluator pickles small (for sending
-    to MPI ranks): the packaged table is loaded again by each process.
-
-    Args:
-        dataset: 'cifar10', 'cifar100' or 'imagenet16' (ImageNet16-120).
-        table: a ``NASBench201Table``; None (default) uses the packaged one, loaded on
-            first use.
-
-    Raises:
-        BenchmarkError: an unknown data set; the message lists the valid ones.
-    """
-
-    def __init__(self, dataset: str = "cifar10", table: Optional[NASBench201Table] = None):
-        self.dataset = get_dataset(dataset).name
-        self.table = table
-        self._packaged = table is None
-        self._records: Optional[List[Tuple[float, float, int, float, str]]] = None
-        self._index_by_code: Tuple[int, ...] = ()
-
-    def __repr__(self) -> str:
-        return f"BenchmarkEvaluator(dataset={self.dataset!r})"
-
-    def __getstate__(self) -> Dict[str, Any]:
-        # Sent to MPI ranks by pickle: leave the packaged table behind (each process
-        # loads its own copy) rather than ship megabytes per evaluator.
-        state = dict(self.__dict__)
-        state.update(_records=None, _index_by_code=())
-        if self._packaged:
-            state["table"] = None
-        return state
-
-    def _prepare(self) -> None:
-        """Load the table (once per process) and this data set's records, on first use."""
-        if self.table is None:
-            self.table = load_table()
-        self._records = self.table.records(self.dataset)
-        self._index_by_code = self.table.index_by_code
-
-    def query(self, key: Any) -> EvaluationResult:
-        """The result of a cell given by index, cell string, genome or descriptor.
-
-        Raises:
-            BenchmarkError: the key is not a cell (the message says what is wrong).
-        """
-        if self._records is None:
-            self._prepare()
-        return self._result_at(self.table.index(key))
-
-    def evaluate_genome(self, genome: Sequence[Any]) -> EvaluationResult:
-        """The result of a genome (6 operation indices), without building a descriptor.
-
-        Raises:
-            BenchmarkError: the genome is invalid.
-        """
-        if self._records is None:
-            self._prepare()
-        return self._result_at(self._index_by_code[genome_to_code(genome)])
-
-    def _result_at(self, index: int) -> EvaluationResult:
-        """The result of table row ``index`` (after ``_prepare``)."""
-        accuracy, reported, n_params, test_12, cell = self._records[index]
-        return EvaluationResult(
-            accuracy=accuracy, reported_accuracy=reported, n_params=n_params,
-            epochs=SEARCH_EPOCHS, train_time=0.0,
-            metrics={"benchmark": "nasbench201", "dataset": self.dataset, "index": index,
-                     "cell": cell, "test_accuracy_12ep": test_12})
-
-    def _evaluate(self, descriptor: NeuralDescriptor) -> EvaluationResult:
-        if self._records is None:
-            self._prepare()
-        key = descriptor.hash  # computed (and cached on the descriptor) by descriptor_evaluate
-        code = _CODE_BY_HASH.get(key)
-        if code is None:
-            code = genome_to_code(descriptor_to_genome(descriptor))
-            _CODE_BY_HASH[key] = code
-        return self._result_at(self._index_by_code[code])
-
-
-__all__ = ["BenchmarkArrays", "BenchmarkEvaluator", "COLUMNS", "DATASETS", "Dataset",
-           "NASBench201Table", "SEARCH_EPOCHS", "benchmark_arrays", "get_dataset", "load_table",
-           "read_table", "table_path"]
+__all__ = ["BenchmarkArrays", "COLUMNS", "DATASETS", "Dataset", "NASBench201Table",
+           "SEARCH_EPOCHS", "benchmark_arrays", "get_dataset", "load_table", "read_table",
+           "table_path"]

@@ -1,4 +1,4 @@
-"""A tiny search space, algorithm and evaluator for the search-loop tests (no torch, no data).
+"""A tiny search space, algorithm and evaluator for the search-engine tests (no torch, no data).
 
 * ``ToySpace``: genomes ``(width, kernel)`` in ``1..6 x 1..4`` decode to ``conv2d -> relu``;
   ``(6, 4)`` does not decode (a SearchSpaceError), so decode failures are exercised; only 23
@@ -51,6 +51,10 @@ class ToyEvaluator(Evaluator):
         self.log = log
         self.calls = 0
 
+    def describe(self):
+        # subclasses that inject faults measure the same way: they resume its runs
+        return {"evaluator": "ToyEvaluator"}
+
     def _evaluate(self, descriptor):
         self.calls += 1
         conv = next(layer for layer in descriptor.layers.values() if layer.type == "conv2d")
@@ -66,6 +70,85 @@ class ToyEvaluator(Evaluator):
                                 n_params=width * kernel * kernel, epochs=1,
                                 reported_accuracy=toy_accuracy(width, kernel) / 2,
                                 metrics={"width": width, "kernel": kernel})
+
+
+class ToyCurves(ToyEvaluator):
+    """Training with a learning curve, in legs: after ``e`` epochs the accuracy is
+    ``toy_accuracy * (1 - 0.5 ** e)`` (so a better architecture is better at every epoch);
+    a checkpoint is a small JSON file with the epochs done. ``log`` gets one line per epoch
+    trained (``"<rank> <hash> <epoch>"``), so tests can count what training cost."""
+
+    trains_in_legs = True
+
+    def __init__(self, max_epochs: int = 9, sleep: float = 0.0, log: Optional[str] = None):
+        super().__init__(sleep, log)
+        self.max_epochs = max_epochs
+        self.epochs_trained = 0
+
+    def describe(self):
+        return {"evaluator": "ToyCurves", "max_epochs": self.max_epochs}
+
+    def evaluate_task(self, task):
+        import json
+        started = time.time()
+        descriptor = task.descriptor
+        target = task.epochs if task.epochs is not None else self.max_epochs
+        start = 0
+        if task.resume_from is not None:
+            if not os.path.exists(task.resume_from):
+                return EvaluationResult.failure(f"checkpoint {task.resume_from} does not exist")
+            with open(task.resume_from) as handle:
+                start = json.load(handle)["epochs"]
+        conv = next(layer for layer in descriptor.layers.values() if layer.type == "conv2d")
+        width, kernel = conv.params["out_channels"], conv.params["kernel_size"]
+        if (width, kernel) == (1, 1):
+            return EvaluationResult.failure("toy failure: (1, 1) does not train")
+        quality = toy_accuracy(width, kernel)
+        for epoch in range(start + 1, target + 1):
+            self.epochs_trained += 1
+            if self.log:
+                with open(self.log, "a") as log:
+                    log.write(f"{world_rank()} {descriptor.hash} {epoch}\n")
+            if self.sleep:
+                time.sleep(self.sleep)
+            if task.report is not None:
+                from nord.evaluators.result import EpochRecord
+                task.report(EpochRecord(epoch, 1.0 / epoch, quality * (1 - 0.5 ** epoch),
+                                        1.0 / epoch, 0.001, {"width": width}))
+        if task.checkpoint is not None:
+            with open(task.checkpoint, "w") as handle:
+                json.dump({"epochs": target}, handle)
+        accuracy = quality * (1 - 0.5 ** target)
+        return EvaluationResult(accuracy=accuracy, reported_accuracy=accuracy / 2,
+                                n_params=width * kernel, epochs=target,
+                                train_time=time.time() - started, descriptor_hash=descriptor.hash,
+                                metrics={"epochs_resumed": start})
+
+
+class ToyGroupEvaluator(ToyEvaluator):
+    """A toy evaluator for groups of several ranks, with the protocol a data-parallel evaluator
+    follows (``DistributedEvaluator``): the group root sends each descriptor to the other ranks
+    of its group, which wait in ``serve()`` until ``release()``; every rank evaluates it."""
+
+    def __init__(self, comm, sleep: float = 0.0, log: Optional[str] = None):
+        super().__init__(sleep, log)
+        self.comm = comm
+
+    def descriptor_evaluate(self, descriptor):
+        for member in range(1, self.comm.Get_size()):
+            self.comm.send(descriptor.to_json(), dest=member)
+        return super().descriptor_evaluate(descriptor)
+
+    def serve(self):
+        while True:
+            message = self.comm.recv(source=0)
+            if message is None:
+                return
+            super().descriptor_evaluate(NeuralDescriptor.from_json(message))
+
+    def release(self):
+        for member in range(1, self.comm.Get_size()):
+            self.comm.send(None, dest=member)
 
 
 class ToyGenerational(SearchAlgorithm):

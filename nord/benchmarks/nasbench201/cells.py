@@ -1,20 +1,16 @@
-"""The NAS-Bench-201 cell: genome <-> cell string <-> NeuralDescriptor, and its search space.
+"""The NAS-Bench-201 cell: genome <-> cell string <-> NeuralDescriptor.
 
 A cell is a 4-node DAG; each of its 6 edges carries one of 5 operations. The same cell
 has three equivalent forms, and every function here converts between them exactly::
 
-    from nord.benchmarks.cell_space import (NASBench201Space, cell_to_descriptor,
-                                            cell_to_genome, descriptor_to_cell, genome_to_cell)
+    from nord.benchmarks.nasbench201.cells import (cell_to_descriptor, cell_to_genome,
+                                                   descriptor_to_cell, genome_to_cell)
     genome = (3, 3, 4, 1, 3, 1)          # one operation index per edge, in EDGES order
     cell = genome_to_cell(genome)
     # '|nor_conv_3x3~0|+|nor_conv_3x3~0|avg_pool_3x3~1|+|skip_connect~0|nor_conv_3x3~1|skip_connect~2|'
     cell_to_genome(cell) == genome
     descriptor = cell_to_descriptor(cell, channels=16)   # buildable with nord.networks.NeuralNet
     descriptor_to_cell(descriptor) == cell
-
-    space = NASBench201Space()
-    descriptor = space.decode(space.sample(np.random.default_rng(0)))   # as a search does
-    space.index(genome)                                # row of the benchmark table (fast)
 
 The genome's edge order is the benchmark's: ``(0->1), (0->2), (1->2), (0->3), (1->3),
 (2->3)``, which is also the order in which the cell string lists its edges (one ``|``-group
@@ -44,7 +40,6 @@ import numpy as np
 
 from nord.descriptors import NeuralDescriptor, canonical_params
 from nord.errors import BenchmarkError, ConfigurationError
-from nord.search.space import SearchSpace
 
 OPS: Tuple[str, ...] = ("none", "skip_connect", "nor_conv_1x1", "nor_conv_3x3", "avg_pool_3x3")
 """The operations, in the order of genome values 0..4."""
@@ -378,47 +373,3 @@ def descriptor_to_cell(descriptor: NeuralDescriptor) -> str:
     """The cell string of a descriptor made by ``cell_to_descriptor`` (see
     ``descriptor_to_genome``)."""
     return genome_to_cell(descriptor_to_genome(descriptor))
-
-
-# --- the search space ---------------------------------------------------------------------
-class NASBench201Space(SearchSpace):
-    """The NAS-Bench-201 cell space: 6 integer genes in 0..4, one operation per edge.
-
-    Args:
-        channels: output channels of the convolutions in decoded descriptors.
-    """
-
-    lower = (0,) * N_EDGES
-    upper = (N_OPS - 1,) * N_EDGES
-    integer = True
-
-    def __init__(self, channels: int = DEFAULT_CHANNELS):
-        if isinstance(channels, bool) or not isinstance(channels, int) or channels < 1:
-            raise ConfigurationError(
-                f"channels (the cell's width) must be a positive integer; got {channels!r}")
-        self.channels = channels
-
-    def decode(self, genome: Sequence[Any]) -> NeuralDescriptor:
-        """The cell's descriptor (see ``cell_to_descriptor``)."""
-        return cell_to_descriptor(check_genome(genome), self.channels)
-
-    def cell(self, genome: Sequence[Any]) -> str:
-        """The benchmark's cell string of a genome."""
-        return genome_to_cell(genome)
-
-    def genome(self, cell_or_index: Any) -> Tuple[int, ...]:
-        """The genome of a cell string or of a row index of the benchmark table."""
-        if isinstance(cell_or_index, str):
-            return cell_to_genome(cell_or_index)
-        from nord.benchmarks.nasbench201 import load_table  # the table builds on this module
-        return load_table().genome(cell_or_index)
-
-    def index(self, genome: Sequence[Any]) -> int:
-        """The benchmark table's row index of a genome, without building a descriptor."""
-        from nord.benchmarks.nasbench201 import load_table  # the table builds on this module
-        return load_table().index_of_genome(genome)
-
-    def describe(self) -> dict:
-        description = super().describe()
-        description.update(benchmark="nasbench201", channels=self.channels)
-        return description

@@ -1,0 +1,76 @@
+"""NASBench201Space: the NAS-Bench-201 cell as a search space, identified by its table row.
+
+    space = NASBench201Space()
+    genome = space.sample(np.random.default_rng(0))    # 6 operation indices
+    key, _ = space.identify(genome)                    # the table's row: no descriptor built
+    descriptor = space.decode(genome)                  # for real training of the cell
+"""
+from __future__ import annotations
+
+from typing import Any, Hashable, List, Optional, Sequence, Tuple
+
+from nord.benchmarks.nasbench201.cells import (DEFAULT_CHANNELS, N_EDGES, N_OPS, cell_to_descriptor,
+                                               cell_to_genome, check_genome, genome_to_cell,
+                                               genome_to_code)
+from nord.benchmarks.nasbench201.table import load_table
+from nord.descriptors import NeuralDescriptor
+from nord.errors import ConfigurationError
+from nord.search.space import SearchSpace
+
+__all__ = ["NASBench201Space"]
+
+
+_ROWS: List[Tuple[int, ...]] = []
+
+
+def _rows() -> Tuple[int, ...]:
+    """The packaged table's row of each genome code, kept at module level (a space that
+    travels to another process carries no copy)."""
+    if not _ROWS:
+        _ROWS.append(load_table().index_by_code)
+    return _ROWS[0]
+
+
+class NASBench201Space(SearchSpace):
+    """The NAS-Bench-201 cell space: 6 integer genes in 0..4, one operation per edge.
+
+    Args:
+        channels: output channels of the convolutions in decoded descriptors.
+    """
+
+    lower = (0,) * N_EDGES
+    upper = (N_OPS - 1,) * N_EDGES
+    integer = True
+
+    def __init__(self, channels: int = DEFAULT_CHANNELS):
+        if isinstance(channels, bool) or not isinstance(channels, int) or channels < 1:
+            raise ConfigurationError(
+                f"channels (the cell's width) must be a positive integer; got {channels!r}")
+        self.channels = channels
+
+    def decode(self, genome: Sequence[Any]) -> NeuralDescriptor:
+        """The cell's descriptor (see ``cell_to_descriptor``)."""
+        return cell_to_descriptor(check_genome(genome), self.channels)
+
+    def cell(self, genome: Sequence[Any]) -> str:
+        """The benchmark's cell string of a genome."""
+        return genome_to_cell(genome)
+
+    def genome(self, cell_or_index: Any) -> Tuple[int, ...]:
+        """The genome of a cell string or of a row index of the benchmark table."""
+        if isinstance(cell_or_index, str):
+            return cell_to_genome(cell_or_index)
+        return load_table().genome(cell_or_index)
+
+    def index(self, genome: Sequence[Any]) -> int:
+        """The benchmark table's row index of a genome, without building a descriptor."""
+        return load_table().index_by_code[genome_to_code(genome)]
+
+    def identify(self, genome: Sequence[Any]) -> Tuple[Hashable, Optional[NeuralDescriptor]]:
+        """The cell's row in the benchmark table: its exact identity, found without decoding."""
+        return _rows()[genome_to_code(genome)], None
+
+    def describe(self) -> dict:
+        description = super().describe()
+        description.update(benchmark="nasbench201", channels=self.channels)
+        return description

@@ -1,0 +1,194 @@
+"""Training callbacks: look inside a candidate's training while it runs.
+
+A callback is called at the end of every epoch with the model, the optimizer and the metrics
+so far; the scalars it returns are stored with the epoch in the run's journal and drawn by
+the report. Optionally it is also called every ``every_steps`` training steps::
+
+    from nord.evaluators.callbacks import DeadReLUs, GradientNorms, TrainingCallback
+
+    class LearningRate(TrainingCallback):
+        name = "lr"
+
+        def on_epoch_end(self, state):
+            return {"lr": state.optimizer.param_groups[0]["lr"]}
+
+    evaluator = LocalEvaluator(epochs=5, callbacks=[GradientNorms(), DeadReLUs(), LearningRate()])
+
+A callback that raises fails that candidate only, with the callback's name and its reason.
+Built in: :class:`GradientNorms` and :class:`WeightNorms` per layer, and :class:`DeadReLUs`
+(the fraction of ReLU units that output zero for every sample of a fixed validation batch).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional
+
+__all__ = ["TrainingCallback", "TrainingState", "GradientNorms", "WeightNorms", "DeadReLUs",
+           "CallbackError", "CALLBACKS", "make_callbacks"]
+
+
+class CallbackError(RuntimeError):
+    """A training callback failed (the candidate is recorded as failed with this reason)."""
+
+
+@dataclass
+class TrainingState:
+    """What a callback sees.
+
+    Attributes:
+        epoch: epochs completed (1 after the first).
+        step: training steps taken in this epoch (for ``on_step``).
+        model: the network (a ``NeuralNet``; ``model.layer_modules`` by layer name).
+        optimizer: its optimizer.
+        metrics: the epoch's figures so far (train_loss, valid_accuracy, valid_loss, ...).
+        probe: a fixed batch of validation inputs, on the model's device (None without one).
+    """
+
+    epoch: int
+    step: int
+    model: Any
+    optimizer: Any
+    metrics: Dict[str, float] = field(default_factory=dict)
+    probe: Any = None
+
+
+class TrainingCallback:
+    """Base class: override ``on_epoch_end`` (and ``on_step`` with ``every_steps``)."""
+
+    name = "callback"
+    every_steps: Optional[int] = None
+    """Call ``on_step`` every this many steps (None: never)."""
+
+    def on_step(self, state: TrainingState) -> None:
+        """After a training step (gradients of that step are still in place)."""
+
+    def on_epoch_end(self, state: TrainingState) -> Dict[str, float]:
+        """At the end of an epoch; returns named scalars to store with the epoch."""
+        return {}
+
+    def describe(self) -> Dict[str, Any]:
+        return {"callback": type(self).__name__, "every_steps": self.every_steps}
+
+
+def _layers(model):
+    modules = getattr(model, "layer_modules", None)
+    return modules.items() if modules is not None else model.named_children()
+
+
+def _norm(tensors) -> float:
+    total = 0.0
+    for tensor in tensors:
+        total += float(tensor.detach().double().pow(2).sum())
+    return math.sqrt(total)
+
+
+class GradientNorms(TrainingCallback):
+    """Mean L2 norm of each layer's gradient over the epoch, sampled every ``every_steps``
+    steps: ``grad_norm/<layer>``. Layers without parameters are left out."""
+
+    name = "grad_norm"
+
+    def __init__(self, every_steps: int = 10):
+        self.every_steps = int(every_steps)
+        self._sums: Dict[str, float] = {}
+        self._count = 0
+
+    def on_step(self, state: TrainingState) -> None:
+        for name, module in _layers(state.model):
+            grads = [p.grad for p in module.parameters() if p.grad is not None]
+            if grads:
+                self._sums[name] = self._sums.get(name, 0.0) + _norm(grads)
+        self._count += 1
+
+    def on_epoch_end(self, state: TrainingState) -> Dict[str, float]:
+        if not self._count:
+            self.on_step(state)    # at least the last step's gradients
+        values = {f"{self.name}/{name}": total / self._count for name, total in self._sums.items()}
+        self._sums, self._count = {}, 0
+        return values
+
+
+class WeightNorms(TrainingCallback):
+    """L2 norm of each layer's parameters at the end of the epoch: ``weight_norm/<layer>``."""
+
+    name = "weight_norm"
+
+    def on_epoch_end(self, state: TrainingState) -> Dict[str, float]:
+        return {f"{self.name}/{name}": _norm(module.parameters())
+                for name, module in _layers(state.model) if any(True for _ in module.parameters())}
+
+
+class DeadReLUs(TrainingCallback):
+    """Fraction of the units after each ReLU layer that output zero for every sample of the
+    probe batch (units that no longer learn): ``dead_relu/<layer>``, and their mean over
+    the ReLU layers, ``dead_relu``."""
+
+    name = "dead_relu"
+
+    def on_epoch_end(self, state: TrainingState) -> Dict[str, float]:
+        import torch
+
+        if state.probe is None:
+            return {}
+        relus = [(name, module) for name, module in _layers(state.model)
+                 if isinstance(module, (torch.nn.ReLU, torch.nn.ReLU6))]
+        outputs: Dict[str, Any] = {}
+        hooks = [module.register_forward_hook(
+            lambda _module, _inputs, output, name=name: outputs.__setitem__(name, output))
+            for name, module in relus]
+        training = state.model.training
+        try:
+            state.model.eval()
+            with torch.no_grad():
+                state.model(state.probe)
+        finally:
+            for hook in hooks:
+                hook.remove()
+            state.model.train(training)
+        values = {}
+        for name, output in outputs.items():
+            alive = (output.reshape(output.shape[0], -1) > 0).any(dim=0)
+            values[f"{self.name}/{name}"] = 1.0 - float(alive.float().mean())
+        if values:
+            values[self.name] = sum(values.values()) / len(values)
+        return values
+
+
+def run_callbacks(callbacks: List[TrainingCallback], hook: str, state: TrainingState) -> Dict[str, float]:
+    """Call ``hook`` of every callback; their scalars, merged. A failure is a CallbackError
+    naming the callback."""
+    merged: Dict[str, float] = {}
+    for callback in callbacks:
+        try:
+            values = getattr(callback, hook)(state)
+        except Exception as error:  # noqa: BLE001 - reported as the candidate's failure
+            raise CallbackError(f"training callback {callback.name!r} ({type(callback).__name__})"
+                                f" failed in {hook}: {type(error).__name__}: {error}") from error
+        if values:
+            for key, value in values.items():
+                merged[str(key)] = float(value)
+    return merged
+
+
+def _built_in():
+    from nord.registry import Registry
+    registry: "Registry[type]" = Registry("training callback")
+    registry.register("grad_norm", GradientNorms, aliases=("gradient_norms",),
+                      description="mean L2 norm of each layer's gradient over the epoch")
+    registry.register("weight_norm", WeightNorms, aliases=("weight_norms",),
+                      description="L2 norm of each layer's weights at the epoch's end")
+    registry.register("dead_relu", DeadReLUs, aliases=("dead_relus",),
+                      description="share of ReLU units that output zero for a whole "
+                                  "validation batch")
+    return registry
+
+
+#: The built-in callbacks by name (``nord run --callbacks grad_norm,dead_relu``).
+CALLBACKS = _built_in()
+
+
+def make_callbacks(names: List[str]) -> List[TrainingCallback]:
+    """New instances of the built-in callbacks ``names`` (an unknown name raises
+    :class:`~nord.errors.ConfigurationError` listing the valid ones)."""
+    return [CALLBACKS.get(name)() for name in names]

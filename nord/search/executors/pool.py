@@ -1,0 +1,48 @@
+"""ProcessPool: many independent searches (one per seed) on worker processes.
+
+Comparisons run the same search for hundreds of seeds; each seed is a whole run of the
+engine, independent of the others, so they are spread over processes::
+
+    pool = ProcessPool(processes=4)
+    for outcome in pool.map(run_chunk, chunks):    # in completion order
+        ...
+
+Workers are forked (they inherit the loaded benchmark table and any registered algorithm,
+and no script is imported again, which would start MPI twice under ``spawn``); where fork
+does not exist, spawn is used. ``processes=1`` runs every job in this process.
+"""
+from __future__ import annotations
+
+import multiprocessing
+from typing import Callable, Iterable, Iterator, TypeVar
+
+from nord.errors import ConfigurationError
+
+__all__ = ["ProcessPool"]
+
+J = TypeVar("J")
+R = TypeVar("R")
+
+
+class ProcessPool:
+    """Runs independent jobs on ``processes`` worker processes.
+
+    Args:
+        processes: worker processes (1: run in this process).
+    """
+
+    def __init__(self, processes: int = 1):
+        if isinstance(processes, bool) or not isinstance(processes, int) or processes < 1:
+            raise ConfigurationError(f"processes must be an integer >= 1; got {processes!r}")
+        self.processes = processes
+
+    def map(self, function: Callable[[J], R], jobs: Iterable[J]) -> Iterator[R]:
+        """``function(job)`` for every job, yielded as they finish (in order when serial)."""
+        jobs = list(jobs)
+        if self.processes == 1 or len(jobs) <= 1:
+            yield from map(function, jobs)
+            return
+        methods = multiprocessing.get_all_start_methods()
+        context = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
+        with context.Pool(min(self.processes, len(jobs))) as pool:
+            yield from pool.imap_unordered(function, jobs)

@@ -1,0 +1,200 @@
+"""SimulatedExecutor: N virtual workers on a simulated clock, in one process.
+
+A tabular benchmark answers an evaluation at once, but the training it stands for took
+hours. This executor keeps a clock of simulated seconds: each evaluation occupies one
+virtual worker for its cost (plus a fixed ``overhead``), results come back in order of their
+simulated finish, and a ``time_budget`` ends the run. Through the same engine that runs real
+searches, it answers how a search would have fared on a cluster of ``workers`` GPUs::
+
+    from nord.benchmarks import BenchmarkEvaluator
+    from nord.search import RegularizedEvolution, run_search
+    from nord.search.executors import SimulatedExecutor
+
+    executor = SimulatedExecutor(BenchmarkEvaluator("cifar10"), workers=8, time_budget=20_000)
+    summary = run_search(algorithm, executor=executor, budget=10**9, mode="async")
+    executor.now()            # simulated seconds used; executor.utilisation(): busy share
+
+How the engine's two modes play out on it:
+
+* ``'sync'``: the engine hands out a generation and waits for all of it, so the next
+  generation starts when the slowest network of this one finishes.
+* ``'async'``: a worker that finishes is handed the next candidate at the same simulated
+  moment.
+
+**Cost** of an evaluation: ``cost(result)`` seconds when given; otherwise the evaluator's
+``evaluation_cost(result)`` when it has one (NAS-Bench-201's training times), else the
+result's own ``train_time + eval_time`` (replaying measured runs). ``charge_compute=True``
+also advances the clock by the real seconds this process spends between results (the
+algorithm's ask and tell, the engine's bookkeeping), as a dispatcher would on a cluster.
+
+**Time budget.** When the next result would come after ``time_budget``, ``wait`` raises
+:class:`~nord.search.executors.base.TimeBudgetSpent` instead: the engine ends the run as
+finished, and the evaluations in flight are abandoned, never told (their workers' time up to
+the budget still counts as busy). Times in :class:`Completion` are simulated seconds from 0,
+so a journal, and every report read from it, shows simulated time. Workers are numbered
+0..workers-1 (the journal's ``worker_rank``).
+"""
+from __future__ import annotations
+
+import heapq
+import math
+import time
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+from nord.checks import check_int
+from nord.errors import ConfigurationError
+from nord.evaluators.result import EvaluationResult
+from nord.search.executors.base import Completion, Executor, Task, TimeBudgetSpent
+
+__all__ = ["SimulatedExecutor"]
+
+Cost = Callable[[EvaluationResult], float]
+
+
+def _check_seconds(value: Any, name: str, allow_none: bool = False) -> Optional[float]:
+    if value is None and allow_none:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
+            or value < 0:
+        rule = "a number of seconds >= 0" + (" or None" if allow_none else "")
+        raise ConfigurationError(f"{name} must be {rule}; got {value!r}")
+    return float(value)
+
+
+class SimulatedExecutor(Executor):
+    """Evaluates in this process, on ``workers`` virtual workers with a simulated clock.
+
+    Args:
+        evaluator: answers each task at once (a tabular benchmark's evaluator).
+        workers: virtual workers evaluating side by side (>= 1).
+        cost: ``cost(result)`` -> simulated seconds an evaluation occupies its worker;
+            None: the evaluator's ``evaluation_cost``, else ``train_time + eval_time``.
+        overhead: fixed seconds added to every evaluation (start-up, data loading).
+        time_budget: simulated seconds after which the run ends (None: no limit).
+        charge_compute: advance the clock by this process's real seconds between results.
+
+    Raises:
+        ConfigurationError: workers, overhead or time_budget out of range.
+    """
+
+    def __init__(self, evaluator, workers: int = 1, cost: Optional[Cost] = None,
+                 overhead: float = 0.0, time_budget: Optional[float] = None,
+                 charge_compute: bool = False):
+        self.evaluator = evaluator
+        self.workers = check_int(workers, "workers (virtual workers of the simulated clock)", 1)
+        self.cost = cost
+        self.overhead = _check_seconds(overhead, "overhead (seconds added to each evaluation)")
+        self.time_budget = _check_seconds(time_budget, "time_budget (simulated seconds)",
+                                          allow_none=True)
+        self.charge_compute = bool(charge_compute)
+        self._reset()
+
+    def _reset(self) -> None:
+        self._clock = 0.0
+        self._busy = 0.0                       # worker-seconds of finished evaluations
+        self._heap: List[Tuple[float, int, int, float, int, EvaluationResult]] = []
+        self._free: List[int] = list(range(self.workers))   # a heap of idle worker numbers
+        self._submitted = 0
+        self._completed = 0
+        self._abandoned = 0
+        self._mark = time.perf_counter()
+        self._cost = self._cost_function()
+
+    def _cost_function(self) -> Cost:
+        if self.cost is not None:
+            return self.cost
+        cost = getattr(self.evaluator, "evaluation_cost", None)
+        if cost is not None:
+            return cost
+        return lambda result: result.train_time + result.eval_time
+
+    # --- the clock ------------------------------------------------------------------------
+    def now(self) -> float:
+        """Simulated seconds since the search started."""
+        if self.charge_compute:
+            self._charge()
+        return self._clock
+
+    def _charge(self) -> None:
+        mark = time.perf_counter()
+        self._clock += mark - self._mark
+        self._mark = mark
+
+    def busy_time(self) -> float:
+        """Worker-seconds spent evaluating, evaluations in flight up to now included."""
+        clock = self._clock
+        return self._busy + sum(clock - started for _, _, _, started, _, _ in self._heap
+                                if started < clock)
+
+    def utilisation(self) -> float:
+        """Busy share of the workers' time so far (NaN before any time has passed)."""
+        if self._clock <= 0:
+            return math.nan
+        return self.busy_time() / (self.workers * self._clock)
+
+    @property
+    def completed(self) -> int:
+        """Evaluations that finished within the time budget."""
+        return self._completed
+
+    @property
+    def abandoned(self) -> int:
+        """Evaluations in flight when the time budget ended the run."""
+        return self._abandoned
+
+    def end_now(self) -> None:
+        """End the run at the current simulated time: the next ``wait`` raises
+        ``TimeBudgetSpent`` unless a result is due at this very moment (e.g. a search that
+        reached its goal)."""
+        self.time_budget = self._clock
+
+    # --- the executor interface -----------------------------------------------------------
+    @property
+    def n_workers(self) -> int:
+        return self.workers
+
+    @property
+    def in_flight(self) -> int:
+        return len(self._heap)
+
+    @property
+    def free_slots(self) -> int:
+        return self.workers - len(self._heap)
+
+    def start(self) -> None:
+        self._reset()
+
+    def submit(self, task: Task) -> None:
+        if self.charge_compute:
+            self._charge()
+        self._local_report(task, 0)
+        result = self.evaluator.evaluate_task(task)
+        started = self._clock
+        ended = started + self._cost(result) + self.overhead
+        worker = heapq.heappop(self._free)
+        # the submission count breaks ties of equal finish times: first handed out, first back
+        heapq.heappush(self._heap, (ended, self._submitted, task.number, started, worker, result))
+        self._submitted += 1
+
+    def wait(self) -> Completion:
+        if self.charge_compute:
+            self._charge()
+        ended, _, number, started, worker, result = self._heap[0]
+        if self.time_budget is not None and ended > self.time_budget:
+            self._clock = max(self._clock, self.time_budget)
+            self._abandoned = len(self._heap)
+            raise TimeBudgetSpent(self.time_budget, self._clock)
+        heapq.heappop(self._heap)
+        heapq.heappush(self._free, worker)
+        if ended > self._clock:
+            self._clock = ended
+        self._busy += ended - started
+        self._completed += 1
+        self._mark = time.perf_counter()
+        return Completion(number, result, worker, started, ended)
+
+    def describe(self) -> Dict[str, Any]:
+        return {"ranks": 1, "groups": 1, "workers": self.workers,
+                "worker_ranks": list(range(self.workers)), "simulated": True,
+                "overhead": self.overhead, "time_budget": self.time_budget,
+                "charge_compute": self.charge_compute}

@@ -1,0 +1,535 @@
+"""Schedulers: early stopping and multi-fidelity search, with epochs as the fidelity.
+
+The algorithm proposes candidates; a scheduler decides how far each one trains. Decisions
+are made at *rungs*, epoch counts ``min_epochs * eta**k`` (the last one is ``max_epochs``)::
+
+    scheduler = make_scheduler("asha", min_epochs=1, max_epochs=27, eta=3)   # rungs 1, 3, 9, 27
+    summary = run_search(algorithm, evaluator, budget=100, mode="async", scheduler=scheduler)
+
+* ``median``: the median stopping rule. At each rung a candidate goes on if its accuracy is
+  at least the median of the candidates that reached that rung before it, else it stops
+  (while fewer than ``min_candidates`` are there to compare with, it goes on). Sync or async;
+  "before it" is the order results arrive in, so with several workers its decisions (and a
+  sync run's journal) depend on which worker finished first, unlike SHA's and Hyperband's.
+* ``sha``: synchronous successive halving. A batch of candidates trains to the first rung;
+  once all have reported, the best ``1/eta`` of them (at least one) go on to the next rung,
+  and so on, so every batch ends with a candidate trained to ``max_epochs``. Sync mode; a
+  batch is ``batch_size`` candidates, by default ``eta ** (rungs - 1)`` (fewer where a
+  generational algorithm's generation ends first).
+* ``asha``: asynchronous successive halving. A candidate that reaches a rung pauses; whenever
+  a worker is free, a paused candidate in the top ``1/eta`` of the candidates that reached
+  its rung is promoted (resumed from its checkpoint) to the next rung, else a new candidate
+  starts. No worker ever waits for a rung to fill. Async mode.
+* ``hyperband``: brackets of successive halving that start at different rungs (Li et al.),
+  so that some candidates are judged early and some only after longer training. Sync mode:
+  one bracket per batch; async mode: each bracket is promoted as in ASHA.
+
+**Fairness at a rung.** A candidate is compared only with candidates that reached the same
+rung (never with results at other epoch counts), and promotion needs at least ``eta``
+candidates at the rung: the first candidates of a run can be stopped too; they are not
+waved through for lack of company.
+
+**What the algorithm is told.** Each candidate's result, once, at the highest fidelity it had
+reached when its training first stopped: in sync mode at the end of its batch (its final
+rung), in async mode when it first pauses or stops (a later ASHA promotion improves the
+journal's record and the run's best, not the algorithm's memory, which has moved on).
+
+**Disk.** A paused candidate keeps a checkpoint until it can no longer be promoted: a rung
+can hold at most as many candidates as the budget lets reach it, so a candidate ranked below
+the top ``1/eta`` of that many is released (``releasable``) and its checkpoint deleted. At
+most about ``budget / (eta - 1)`` checkpoints exist at once.
+
+Schedulers are plain objects: every decision follows from the reports they were given, in
+order, so a resumed run rebuilds one by reporting the journal's legs again.
+"""
+from __future__ import annotations
+
+import math
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from nord.errors import ConfigurationError
+from nord.registry import Registry
+
+__all__ = ["Scheduler", "MedianStopping", "SuccessiveHalving", "ASHA", "Hyperband",
+           "SCHEDULERS", "make_scheduler", "rungs", "CONTINUE", "PAUSE", "STOP", "DONE"]
+
+CONTINUE, PAUSE, STOP, DONE = "continue", "pause", "stop", "done"
+"""A candidate at a rung: trains on now, waits (it may be promoted), stops for good, or has
+reached ``max_epochs``."""
+
+
+def rungs(min_epochs: int, max_epochs: int, eta: int) -> List[int]:
+    """The epoch counts at which decisions are made: ``min_epochs * eta**k`` below
+    ``max_epochs``, then ``max_epochs``.
+
+    >>> rungs(1, 27, 3)
+    [1, 3, 9, 27]
+    >>> rungs(2, 20, 3)
+    [2, 6, 18, 20]
+    """
+    values, epochs = [], min_epochs
+    while epochs < max_epochs:
+        values.append(epochs)
+        epochs *= eta
+    return values + [max_epochs]
+
+
+def _check(min_epochs, max_epochs, eta) -> Tuple[int, int, int]:
+    for name, value, minimum in (("min_epochs", min_epochs, 1), ("max_epochs", max_epochs, 1),
+                                 ("eta", eta, 2)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+            raise ConfigurationError(
+                f"{name} must be an integer >= {minimum}; got {value!r}"
+                + (" (eta is the factor between rungs: each keeps the best 1/eta)"
+                   if name == "eta" else ""))
+    if min_epochs > max_epochs:
+        raise ConfigurationError(
+            f"min_epochs ({min_epochs}) must not exceed max_epochs ({max_epochs}): candidates are "
+            "judged first after min_epochs and trained to max_epochs at most")
+    return min_epochs, max_epochs, eta
+
+
+def _score(accuracy: Optional[float]) -> float:
+    """What a rung compares: the accuracy, a failure or NaN below everything."""
+    return accuracy if accuracy is not None and math.isfinite(accuracy) else -math.inf
+
+
+class Scheduler:
+    """Base class. The engine calls ``prepare`` once, ``first_epochs`` for each new candidate,
+    ``report`` at the end of each leg of training, then ``promotions`` for paused candidates to
+    resume, and asks ``releasable`` which paused candidates can never be promoted.
+
+    Args:
+        min_epochs: epochs before the first decision.
+        max_epochs: epochs a candidate trains at most.
+        eta: each rung keeps the best ``1/eta`` (and rungs are ``eta`` times apart).
+    """
+
+    name = "scheduler"
+    modes: Tuple[str, ...] = ("sync", "async")
+
+    def __init__(self, min_epochs: int = 1, max_epochs: int = 27, eta: int = 3):
+        self.min_epochs, self.max_epochs, self.eta = _check(min_epochs, max_epochs, eta)
+        self.budget: Optional[int] = None
+        self.mode = "sync"
+        self.epochs: Dict[int, int] = {}          # candidate -> epochs reached
+        self.best: Dict[int, float] = {}          # candidate -> score at its highest rung
+
+    # --- set-up ---------------------------------------------------------------------------
+    def prepare(self, budget: int, mode: str) -> None:
+        """Start of a run of ``budget`` candidates in ``mode``.
+
+        Raises:
+            ConfigurationError: a mode this scheduler cannot serve.
+        """
+        if mode not in self.modes:
+            other = {"sync": "async", "async": "sync"}[mode]
+            raise ConfigurationError(
+                f"the {self.name} scheduler works in {' and '.join(self.modes)} mode, not in "
+                f"{mode} mode; use --mode {other}, or a scheduler for {mode} mode "
+                f"({', '.join(n for n in SCHEDULERS.names() if mode in SCHEDULERS.get(n).modes)})")
+        self.budget, self.mode = budget, mode
+
+    def check_serves(self, algorithm, evaluator) -> None:
+        """Refuse a search this scheduler would get wrong.
+
+        Raises:
+            ConfigurationError: an algorithm with several objectives (a rung ranks by accuracy
+                alone, so it would stop candidates the algorithm would keep), or an evaluator
+                that cannot train in legs (a table look-up has no epochs to stop at).
+        """
+        objectives = getattr(algorithm, "objectives", 1) or 1
+        if objectives > 1:
+            raise ConfigurationError(
+                f"the {self.name} scheduler ranks candidates at each rung by accuracy alone; the "
+                f"{getattr(algorithm, 'name', type(algorithm).__name__)} algorithm here optimises "
+                f"{objectives} objectives, so early stopping would drop candidates on its Pareto "
+                "front. Run it without a scheduler, or use a single-objective algorithm")
+        if evaluator is not None and not getattr(evaluator, "trains_in_legs", False):
+            raise ConfigurationError(
+                f"the {self.name} scheduler pauses and resumes training at epoch boundaries; "
+                f"{type(evaluator).__name__} does not train in epochs (it cannot stop after "
+                "min_epochs or resume from a checkpoint). Use an evaluator that trains (local or "
+                "distributed), or run without a scheduler")
+
+    def parameters(self) -> Dict[str, object]:
+        """The scheduler's settings, stored in the run's journal."""
+        return {"scheduler": self.name, "min_epochs": self.min_epochs,
+                "max_epochs": self.max_epochs, "eta": self.eta}
+
+    # --- decisions --------------------------------------------------------------------------
+    def ladder(self, number: int) -> List[int]:
+        """The rungs of candidate ``number``."""
+        return rungs(self.min_epochs, self.max_epochs, self.eta)
+
+    def first_epochs(self, number: int) -> int:
+        """Epochs of a new candidate's first leg."""
+        self.epochs[number] = 0
+        return self.ladder(number)[0]
+
+    def next_epochs(self, number: int) -> int:
+        """The rung after the one candidate ``number`` reached."""
+        ladder = self.ladder(number)
+        return ladder[ladder.index(self.epochs[number]) + 1]
+
+    def report(self, number: int, epochs: int, accuracy: Optional[float], ok: bool = True) -> str:
+        """Candidate ``number`` reached ``epochs`` with this search accuracy: what now."""
+        self.epochs[number] = epochs
+        self.best[number] = _score(accuracy) if ok else -math.inf
+        if epochs >= self.max_epochs:
+            return DONE
+        if not ok:
+            return STOP
+        return self._decide(number, epochs)
+
+    def _decide(self, number: int, epochs: int) -> str:
+        raise NotImplementedError
+
+    def promotions(self, free: int) -> List[Tuple[int, int]]:
+        """Up to ``free`` paused candidates to resume now, with their next rung."""
+        return []
+
+    def sent_on(self, number: int, epochs: int) -> None:
+        """Replaying a journal: candidate ``number`` went on from rung ``epochs``."""
+
+    def start_batch(self, numbers: Sequence[int]) -> None:
+        """Sync mode: the candidates of the engine's next batch."""
+
+    def batch_size(self, index: int, given: Optional[int], workers: int) -> int:
+        """Sync mode: the size of the engine's ``index``-th batch: the one ``given``
+        (``batch_size``), else one candidate per worker."""
+        return given or workers
+
+    def releasable(self) -> List[int]:
+        """Paused candidates that will never be promoted (their checkpoints can go)."""
+        return []
+
+    def waiting(self) -> List[int]:
+        """Paused candidates that may still be promoted."""
+        return []
+
+
+class MedianStopping(Scheduler):
+    """The median stopping rule at each rung (see the module docstring).
+
+    Args:
+        min_candidates: candidates that must have reached a rung before anyone is stopped
+            there (at least 1).
+    """
+
+    name = "median"
+
+    def __init__(self, min_epochs: int = 1, max_epochs: int = 27, eta: int = 3,
+                 min_candidates: int = 3):
+        super().__init__(min_epochs, max_epochs, eta)
+        if isinstance(min_candidates, bool) or not isinstance(min_candidates, int) \
+                or min_candidates < 1:
+            raise ConfigurationError(f"min_candidates must be an integer >= 1; got {min_candidates!r}")
+        self.min_candidates = min_candidates
+        self.at_rung: Dict[int, List[float]] = {}
+
+    def parameters(self):
+        return {**super().parameters(), "min_candidates": self.min_candidates}
+
+    def _decide(self, number: int, epochs: int) -> str:
+        earlier = self.at_rung.setdefault(epochs, [])
+        score = self.best[number]
+        decision = CONTINUE
+        if len(earlier) >= self.min_candidates:
+            ordered = sorted(earlier)
+            middle = len(ordered) // 2
+            median = ordered[middle] if len(ordered) % 2 else \
+                (ordered[middle - 1] + ordered[middle]) / 2
+            decision = CONTINUE if score >= median else STOP
+        earlier.append(score)
+        return decision
+
+
+class _Rung:
+    """The candidates that reached one rung of one bracket: their scores, in arrival order,
+    and which of them went on."""
+
+    __slots__ = ("scores", "promoted")
+
+    def __init__(self):
+        self.scores: Dict[int, float] = {}
+        self.promoted: set = set()
+
+    def ranked(self) -> List[int]:
+        """Best first; of equal scores the earlier arrival first."""
+        order = list(self.scores)
+        return sorted(order, key=lambda n: (-self.scores[n], order.index(n)))
+
+
+class SuccessiveHalving(Scheduler):
+    """Synchronous successive halving over the candidates of a batch (sync mode).
+
+    A candidate pauses at each rung; once no candidate of the batch is training, the lowest
+    rung not yet decided is decided: its best ``1/eta`` (at least the best one) go on, the
+    others are released.
+    """
+
+    name = "sha"
+    modes = ("sync",)
+
+    def __init__(self, min_epochs: int = 1, max_epochs: int = 27, eta: int = 3):
+        super().__init__(min_epochs, max_epochs, eta)
+        self.batch: List[int] = []
+        self.training: set = set()
+        self.rung_scores: Dict[int, Dict[int, float]] = {}   # epochs -> candidate -> score
+        self.decided: set = set()
+        self.released: List[int] = []
+
+    def batch_size(self, index: int, given: Optional[int], workers: int) -> int:
+        """The one ``given``, else ``eta ** (rungs - 1)``: halving it at every rung leaves
+        one candidate for ``max_epochs``."""
+        return given or self.eta ** (len(rungs(self.min_epochs, self.max_epochs, self.eta)) - 1)
+
+    def start_batch(self, numbers: Sequence[int]) -> None:
+        """The engine's next batch (sync mode): the candidates halved together."""
+        self.batch = list(numbers)
+        self.rung_scores, self.decided = {}, set()
+
+    def first_epochs(self, number: int) -> int:
+        self.training.add(number)
+        return super().first_epochs(number)
+
+    def report(self, number, epochs, accuracy, ok=True):
+        self.training.discard(number)
+        return super().report(number, epochs, accuracy, ok)
+
+    def _decide(self, number: int, epochs: int) -> str:
+        self.rung_scores.setdefault(epochs, {})[number] = self.best[number]
+        return PAUSE
+
+    def promotions(self, free: int) -> List[Tuple[int, int]]:
+        if any(n in self.training for n in self.batch):
+            return []
+        for epochs in sorted(self.rung_scores):
+            if epochs in self.decided:
+                continue
+            self.decided.add(epochs)
+            scores = self.rung_scores[epochs]
+            # equal scores: the earlier candidate first, not the earlier arrival, so that
+            # the decision does not depend on which worker finished first
+            ranked = sorted(scores, key=lambda n: (-scores[n], n))
+            keep = [n for n in ranked[:max(1, len(ranked) // self.eta)] if scores[n] > -math.inf]
+            self.released.extend(n for n in ranked if n not in keep)
+            for number in keep:
+                self.training.add(number)
+            return [(number, self.next_epochs(number)) for number in keep]
+        return []
+
+    def releasable(self) -> List[int]:
+        released, self.released = self.released, []
+        return released
+
+    def sent_on(self, number: int, epochs: int) -> None:
+        self.decided.add(epochs)
+        self.training.add(number)
+
+    def waiting(self) -> List[int]:
+        return [n for epochs, scores in self.rung_scores.items() if epochs not in self.decided
+                for n in scores]
+
+
+class ASHA(Scheduler):
+    """Asynchronous successive halving with promotions of paused candidates (async mode).
+
+    Args:
+        brackets: how many Hyperband brackets (1: plain ASHA, starting at ``min_epochs``).
+    """
+
+    name = "asha"
+    modes = ("async",)
+
+    def __init__(self, min_epochs: int = 1, max_epochs: int = 27, eta: int = 3,
+                 brackets: int = 1):
+        super().__init__(min_epochs, max_epochs, eta)
+        depth = len(rungs(min_epochs, max_epochs, eta))
+        if isinstance(brackets, bool) or not isinstance(brackets, int) or not 1 <= brackets <= depth:
+            raise ConfigurationError(
+                f"brackets must be an integer in 1..{depth} (the number of rungs); got {brackets!r}")
+        self.brackets = brackets
+        self.bracket_of: Dict[int, int] = {}
+        self.rungs: Dict[Tuple[int, int], _Rung] = {}     # (bracket, epochs) -> rung
+        self.started = 0
+
+    def parameters(self):
+        return {**super().parameters(), "brackets": self.brackets}
+
+    def ladder(self, number: int) -> List[int]:
+        return rungs(self.min_epochs, self.max_epochs, self.eta)[self.bracket_of.get(number, 0):]
+
+    def _bracket_for(self, index: int) -> int:
+        return index % self.brackets
+
+    def first_epochs(self, number: int) -> int:
+        self.bracket_of[number] = self._bracket_for(self.started)
+        self.started += 1
+        return super().first_epochs(number)
+
+    def _decide(self, number: int, epochs: int) -> str:
+        self.rungs.setdefault((self.bracket_of[number], epochs), _Rung()).scores[number] = \
+            self.best[number]
+        return PAUSE
+
+    def _promotable(self, key: Tuple[int, int]) -> List[int]:
+        rung = self.rungs[key]
+        keep = len(rung.scores) // self.eta
+        return [n for n in rung.ranked()[:keep]
+                if n not in rung.promoted and self.best[n] > -math.inf]
+
+    def promotions(self, free: int) -> List[Tuple[int, int]]:
+        chosen: List[Tuple[int, int]] = []
+        # the highest rungs first: finishing good candidates beats starting new ones
+        for key in sorted(self.rungs, key=lambda k: -k[1]):
+            if key[1] >= self.max_epochs:
+                continue
+            for number in self._promotable(key):
+                if len(chosen) >= free:
+                    return chosen
+                self.rungs[key].promoted.add(number)
+                chosen.append((number, self.next_epochs(number)))
+        return chosen
+
+    def sent_on(self, number: int, epochs: int) -> None:
+        self.rungs.setdefault((self.bracket_of[number], epochs), _Rung()).promoted.add(number)
+
+    def _capacity(self, bracket: int, epochs: int) -> float:
+        """The most candidates the budget lets reach this rung of this bracket."""
+        if self.budget is None:
+            return math.inf
+        share = math.ceil((self.budget - bracket) / self.brackets) if self.budget > bracket else 0
+        depth = self.ladder_of_bracket(bracket).index(epochs)
+        return share / self.eta ** depth
+
+    def ladder_of_bracket(self, bracket: int) -> List[int]:
+        return rungs(self.min_epochs, self.max_epochs, self.eta)[bracket:]
+
+    def releasable(self) -> List[int]:
+        released = []
+        for (bracket, epochs), rung in self.rungs.items():
+            if epochs >= self.max_epochs:
+                continue
+            slots = math.floor(self._capacity(bracket, epochs) / self.eta)
+            for position, number in enumerate(rung.ranked()):
+                if number not in rung.promoted and (position >= slots or self.best[number] == -math.inf):
+                    released.append(number)
+        return released
+
+    def waiting(self) -> List[int]:
+        out = set(self.releasable())
+        return [n for (_, epochs), rung in self.rungs.items() if epochs < self.max_epochs
+                for n in rung.scores if n not in rung.promoted and n not in out]
+
+
+class Hyperband(Scheduler):
+    """Hyperband: brackets of successive halving starting at each rung (module docstring).
+
+    In sync mode the engine's batches are the brackets (``bracket_sizes``), largest first;
+    in async mode each new candidate joins the brackets in turn and each bracket promotes as
+    ASHA does.
+    """
+
+    name = "hyperband"
+
+    def __init__(self, min_epochs: int = 1, max_epochs: int = 27, eta: int = 3):
+        super().__init__(min_epochs, max_epochs, eta)
+        self.depth = len(rungs(min_epochs, max_epochs, eta))
+        self._inner: Optional[Scheduler] = None
+
+    def bracket_sizes(self) -> List[int]:
+        """Candidates per bracket, for bracket s = 0 (starts at min_epochs) .. depth - 1:
+        ``ceil(depth / (depth - s) * eta**(depth - 1 - s))``, as Li et al. set them."""
+        return [math.ceil(self.depth / (self.depth - s) * self.eta ** (self.depth - 1 - s))
+                for s in range(self.depth)]
+
+    def prepare(self, budget: int, mode: str) -> None:
+        super().prepare(budget, mode)
+        if mode == "async":
+            self._inner = ASHA(self.min_epochs, self.max_epochs, self.eta, brackets=self.depth)
+        else:
+            self._inner = _SyncBrackets(self.min_epochs, self.max_epochs, self.eta,
+                                        self.bracket_sizes())
+        self._inner.prepare(budget, mode)
+        self.epochs, self.best = self._inner.epochs, self._inner.best
+
+    def batch_size(self, index: int, given: Optional[int], workers: int) -> int:
+        """The engine's ``index``-th batch is the next bracket (sync mode), whatever the
+        ``batch_size`` given."""
+        sizes = self.bracket_sizes()
+        return sizes[index % len(sizes)]
+
+    def start_batch(self, numbers):
+        self._inner.start_batch(numbers)
+
+    def ladder(self, number):
+        return self._inner.ladder(number)
+
+    def first_epochs(self, number):
+        return self._inner.first_epochs(number)
+
+    def next_epochs(self, number):
+        return self._inner.next_epochs(number)
+
+    def report(self, number, epochs, accuracy, ok=True):
+        return self._inner.report(number, epochs, accuracy, ok)
+
+    def promotions(self, free):
+        return self._inner.promotions(free)
+
+    def sent_on(self, number, epochs):
+        self._inner.sent_on(number, epochs)
+
+    def releasable(self):
+        return self._inner.releasable()
+
+    def waiting(self):
+        return self._inner.waiting()
+
+
+class _SyncBrackets(SuccessiveHalving):
+    """Successive halving whose batches are Hyperband's brackets, bracket ``s`` starting at
+    rung ``s``."""
+
+    def __init__(self, min_epochs, max_epochs, eta, sizes):
+        super().__init__(min_epochs, max_epochs, eta)
+        self.sizes = sizes
+        self.batches = 0
+        self.start_of: Dict[int, int] = {}
+
+    def start_batch(self, numbers):
+        bracket = self.batches % len(self.sizes)
+        self.batches += 1
+        for number in numbers:
+            self.start_of[number] = bracket
+        super().start_batch(numbers)
+
+    def ladder(self, number):
+        return rungs(self.min_epochs, self.max_epochs, self.eta)[self.start_of.get(number, 0):]
+
+
+SCHEDULERS: Registry[type] = Registry(
+    "scheduler", hint="schedulers decide how far each candidate trains")
+SCHEDULERS.register("median", MedianStopping, aliases=("median-stopping",),
+                    description="the median stopping rule at each rung")
+SCHEDULERS.register("sha", SuccessiveHalving, aliases=("successive-halving",),
+                    description="synchronous successive halving of each batch (sync mode)")
+SCHEDULERS.register("asha", ASHA, description="asynchronous successive halving with "
+                    "promotions of paused candidates (async mode)")
+SCHEDULERS.register("hyperband", Hyperband,
+                    description="brackets of successive halving starting at each rung")
+
+
+def make_scheduler(name: str, **params) -> Scheduler:
+    """A scheduler by name (``median``, ``sha``, ``asha``, ``hyperband``) with its settings.
+
+    Raises:
+        ConfigurationError: unknown name or setting, ``eta < 2``, ``min_epochs > max_epochs``.
+    """
+    cls = SCHEDULERS.get(name)
+    try:
+        return cls(**params)
+    except TypeError as error:
+        raise ConfigurationError(f"scheduler {SCHEDULERS.canonical(name)!r}: {error}") from None

@@ -1,0 +1,79 @@
+"""Run journals made with the Journal write API, for the report tests.
+
+    path = write_journal(tmp_path / "ga.db", [[ev(0.5, 1200), ev(None)], [ev(0.7, 900)]])
+
+``write_journal`` takes one list of evaluation specs per generation (see its docstring);
+``epochs`` adds learning curves and callback metrics, ``dataset``, ``evaluator`` and
+``extra`` go into the run's metadata as ``nord run`` writes them.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence
+
+from nord.descriptors import NeuralDescriptor
+from nord.evaluators.result import EpochRecord, EvaluationResult
+from nord.journal import EvaluationRecord, Journal, RunRecord
+
+
+def conv_descriptor(width: int) -> NeuralDescriptor:
+    descriptor = NeuralDescriptor()
+    descriptor.add_layer_sequential("conv2d", {"out_channels": width, "kernel_size": 3}, "conv")
+    descriptor.add_layer_sequential("relu", name="relu")
+    return descriptor
+
+
+def ev(accuracy, n_params=1000, **extra) -> Dict[str, Any]:
+    """One evaluation spec: accuracy (None: failed), n_params, optionally ``reported``,
+    ``cached`` (the sequence it repeats) and ``generation`` (overrides the list it is in)."""
+    return {"accuracy": accuracy, "n_params": n_params, **extra}
+
+
+def write_journal(path, generations: Sequence[Sequence[Dict[str, Any]]], algorithm="genetic",
+                  parameters=None, status="finished", mode="sync",
+                  dataset: Optional[Dict[str, Any]] = None,
+                  evaluator: Optional[Dict[str, Any]] = None,
+                  extra: Optional[Dict[str, Any]] = None,
+                  epochs: Optional[Dict[int, List[EpochRecord]]] = None,
+                  with_descriptors: bool = True) -> Path:
+    """A journal with the given evaluations.
+
+    ``generations`` is a list (one per generation) of lists of evaluations (:func:`ev`).
+    Generation g's evaluation i starts at ``1000 + 100 g + 0.5 i`` and takes ``1 + 0.25 i``
+    seconds. ``epochs`` maps a candidate (its sequence number) to its epochs. All
+    evaluations are recorded in one commit, so large journals are quick to make.
+    """
+    journal = Journal(path)
+    journal.start(RunRecord(algorithm, parameters or {"population_size": 4}, 7, {"space": "toy"},
+                            evaluator=evaluator or {}, dataset=dataset or {"name": "synthetic"},
+                            mode=mode, budget=99, extra=extra or {},
+                            execution={"ranks": 3, "groups": 2, "workers": 2}))
+    records, sequence = [], 0
+    for generation, evaluations in enumerate(generations):
+        for index, spec in enumerate(evaluations):
+            cached_from = spec.get("cached")
+            width = (cached_from if cached_from is not None else sequence) + 1
+            descriptor = conv_descriptor(width) if with_descriptors else None
+            key = descriptor.hash if descriptor is not None else str(width)
+            if spec["accuracy"] is None:
+                result = EvaluationResult.failure("synthetic failure", train_time=0.5)
+            else:
+                result = EvaluationResult(accuracy=spec["accuracy"], n_params=spec["n_params"],
+                                          train_time=2.0, eval_time=0.25, epochs=1,
+                                          reported_accuracy=spec.get("reported"),
+                                          metrics=spec.get("metrics") or {})
+            started = 1000.0 + 100.0 * generation + 0.5 * index
+            records.append(EvaluationRecord(
+                sequence, sequence, spec.get("generation", generation), [width, 3], key,
+                descriptor.to_json() if descriptor is not None else None, 1 + index % 2, result,
+                cached_from, started, started + 1.0 + 0.25 * index))
+            sequence += 1
+    curves = [(candidate, record, 1) for candidate, records_of in (epochs or {}).items()
+              for record in records_of]
+    journal.record([], records, curves)
+    if status != "running":
+        journal.finish(status)
+    else:   # a run whose writer is still at work: leave it open, as a live run is
+        journal._writing = False
+    journal.close()
+    return Path(path)

@@ -1,0 +1,72 @@
+"""bench/asha.py: its quick mode runs, and its JSON says what it measured, consistently."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def quick(tmp_path_factory):
+    """The figures of one quick run, and what it printed."""
+    path = tmp_path_factory.mktemp("asha") / "asha.json"
+    done = subprocess.run([sys.executable, str(REPO / "bench" / "asha.py"), "--quick",
+                           "--json", str(path)], cwd=REPO, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr
+    return json.loads(path.read_text()), done.stdout
+
+
+@pytest.mark.slow
+def test_quick_mode_measures_both_data_sets_for_every_seed(quick):
+    figures, printed = quick
+    assert set(figures["datasets"]) == {"digits", "cifar-sized"}
+    assert isinstance(figures["holds"], bool)
+    assert "target (ASHA's best valid" in printed
+    for result in figures["datasets"].values():
+        assert [run["seed"] for run in result["runs"]] == figures["seeds"]
+        for run in result["runs"]:
+            for name in ("full", "asha"):
+                side = run[name]
+                assert side["candidates"] == result["setting"]["candidates"]
+                assert 0 <= side["best_valid"] <= 1 and 0 <= side["best_test"] <= 1
+                assert side["wall_s"] > 0
+        assert set(result["target"]) >= {"epochs_ratio", "valid_gap", "noise", "holds"}
+
+
+@pytest.mark.slow
+def test_epoch_counts_agree_and_asha_spends_fewer(quick):
+    figures, _ = quick
+    for result in figures["datasets"].values():
+        setting = result["setting"]
+        for run in result["runs"]:
+            full, asha = run["full"], run["asha"]
+            # the journal's learning curves and the engine count the same epochs
+            assert full["epochs"] == full["epochs_engine"]
+            assert asha["epochs"] == asha["epochs_engine"]
+            # the quick seeds propose no repeated architecture, so all are trained in full
+            assert full["cached"] == 0 and full["failed"] == 0
+            assert full["epochs"] == setting["candidates"] * setting["max_epochs"]
+            assert full["reached_max"] == setting["candidates"]
+            # every candidate trains to the first rung; only promoted ones go further
+            assert setting["candidates"] * setting["min_epochs"] <= asha["epochs"] < full["epochs"]
+            assert 1 <= asha["reached_max"] < setting["candidates"]
+            assert asha["best_epochs"] == setting["max_epochs"]
+        total = sum(run["asha"]["epochs"] for run in result["runs"])
+        assert result["asha"]["epochs"] == total
+        assert result["target"]["epochs_ratio"] == pytest.approx(total / result["full"]["epochs"])
+
+
+@pytest.mark.slow
+def test_checkpoint_cost_is_measured_against_an_epoch(quick):
+    figures, _ = quick
+    for result in figures["datasets"].values():
+        assert result["checkpoint"]
+        for cost in result["checkpoint"]:
+            assert cost["bytes"] > 0 and cost["epoch_s"] > 0
+            assert cost["save_s"] > 0 and cost["load_s"] > 0
+            assert cost["save_fraction"] == pytest.approx(cost["save_s"] / cost["epoch_s"])
+            assert cost["load_fraction"] == pytest.approx(cost["load_s"] / cost["epoch_s"])

@@ -1,0 +1,172 @@
+"""What `nord` does to a run's record when a run is refused, interrupted, exported or damaged,
+tried as a user would: real processes, real signals, real files."""
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from nord.journal import Journal
+
+REPO = Path(__file__).resolve().parents[2]
+NORD = [sys.executable, "-m", "nord.cli"]
+RUN = ["run", "--algorithm", "random", "--epochs", "2", "--threads", "1",
+       "--space-params", '{"channels": [1, 4], "kernel_size": [1, 3]}']
+SLOW_RUN = [*RUN, "--budget", "500"]   # long enough to be still running when it is stopped
+
+
+def nord(*args, timeout=120, cwd=None):
+    return subprocess.run([*NORD, *map(str, args)], capture_output=True, text=True,
+                          timeout=timeout, cwd=cwd or REPO,
+                          env=dict(os.environ, PYTHONPATH=str(REPO)))
+
+
+def start(*args, cwd=None):
+    return subprocess.Popen([*NORD, *map(str, args)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, cwd=cwd or REPO,
+                            env=dict(os.environ, PYTHONPATH=str(REPO)))
+
+
+def count(journal):
+    try:
+        connection = sqlite3.connect(f"file:{journal}?mode=ro", uri=True, timeout=5)
+        try:
+            return connection.execute("SELECT COUNT(*) FROM evaluations").fetchone()[0]
+        finally:
+            connection.close()
+    except sqlite3.Error:
+        return 0
+
+
+def wait_for(journal, evaluations, process, timeout=90):
+    deadline = time.monotonic() + timeout
+    while count(journal) < evaluations:
+        assert process.poll() is None, process.communicate()
+        assert time.monotonic() < deadline, "the run recorded no evaluations in time"
+        time.sleep(0.05)
+
+
+@pytest.mark.parametrize("signal_number", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_ends_the_run_cleanly_and_resume_finishes_it(tmp_path, signal_number):
+    journal = tmp_path / "run.db"
+    process = start(*RUN, "--budget", "24", "--journal", journal)
+    wait_for(journal, 3, process)
+    process.send_signal(signal_number)
+    out, err = process.communicate(timeout=60)
+    name = signal.Signals(signal_number).name
+    assert process.returncode == 128 + signal_number, err   # 130 for SIGINT, 143 for SIGTERM
+    assert "Traceback" not in err and err.count("\n") == 1
+    assert f"interrupted by {name}" in err and f"nord resume {journal}" in err
+    with Journal(journal) as record:
+        assert record.state() == "interrupted" and record.metadata()["status_detail"] == name
+        before = record.evaluations()
+    resumed = nord("resume", journal, timeout=300)
+    assert resumed.returncode == 0, resumed.stderr
+    with Journal(journal) as record:
+        after = record.evaluations()
+        assert record.state() == "finished" and len(after) == 24
+    keep = ("candidate", "genome", "accuracy", "started")
+    assert [{k: r[k] for k in keep} for r in after[:len(before)]] == \
+        [{k: r[k] for k in keep} for r in before]
+
+
+def test_resume_of_a_run_being_written_is_refused_at_once_naming_the_writer(tmp_path):
+    journal = tmp_path / "run.db"
+    process = start(*SLOW_RUN, "--journal", journal)
+    try:
+        wait_for(journal, 2, process)
+        with Journal(journal) as record:
+            resumed_before = record.metadata()["resumed"]
+        started = time.monotonic()
+        refused = nord("resume", journal)
+        assert time.monotonic() - started < 10
+        assert refused.returncode == 2
+        assert f"pid {process.pid} on host" in refused.stderr, refused.stderr
+        assert "Traceback" not in refused.stderr and refused.stderr.count("\n") == 1
+        with Journal(journal) as record:
+            assert record.metadata()["resumed"] == resumed_before
+            assert record.state() == "running"
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.communicate(timeout=60)
+
+
+def test_a_new_run_over_a_finished_journal_is_refused_in_one_line_without_a_change(tmp_path):
+    journal = tmp_path / "run.db"
+    assert nord("run", "--space", "nasbench201", "--budget", 5, "--journal", journal).returncode == 0
+    before = journal.read_bytes()
+    again = nord("run", "--space", "nasbench201", "--budget", 5, "--journal", journal)
+    assert again.returncode == 2 and again.stderr.count("\n") == 1
+    assert "already holds a run" in again.stderr and "left untouched" in again.stderr
+    assert journal.read_bytes() == before
+
+
+def test_resume_of_a_journal_that_does_not_exist_is_refused(tmp_path):
+    typo = tmp_path / "typo.db"
+    refused = nord("run", "--space", "nasbench201", "--budget", 5, "--journal", typo, "--resume")
+    assert refused.returncode == 2 and "no journal at" in refused.stderr
+    assert not typo.exists()
+
+
+def test_a_run_without_a_journal_writes_one_to_a_path_it_prints(tmp_path):
+    done = nord("run", "--space", "nasbench201", "--algorithm", "rea", "--budget", 5, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    written = list((tmp_path / "runs").glob("regularized_evolution-*.db"))
+    assert len(written) == 1
+    assert f"journal: {Path('runs') / written[0].name}" in done.stdout
+
+
+def test_export_copies_a_live_run(tmp_path):
+    journal = tmp_path / "run.db"
+    process = start(*SLOW_RUN, "--journal", journal)
+    try:
+        wait_for(journal, 2, process)
+        exported = nord("export", journal, tmp_path / "copy.db")
+        assert exported.returncode == 0, exported.stderr
+        with Journal(tmp_path / "copy.db") as copy:
+            assert copy.count() >= 2 and copy.metadata()["status"] == "running"
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.communicate(timeout=60)
+
+
+def test_list_and_report_skip_a_damaged_journal_with_a_note(tmp_path):
+    runs = tmp_path / "runs"
+    for name in ("good", "deeper/other"):
+        assert nord("run", "--space", "nasbench201", "--budget", 6, "--journal",
+                    runs / f"{name}.db").returncode == 0
+    damaged = runs / "damaged.db"
+    assert nord("run", "--space", "nasbench201", "--budget", 6, "--journal", damaged).returncode == 0
+    data = bytearray(damaged.read_bytes())
+    at = data.find(b'"lower"')
+    data[at:at + 8] = b"\xff" * 8
+    damaged.write_bytes(bytes(data))
+    listing = nord("list", runs)
+    assert listing.returncode == 0
+    assert "good.db" in listing.stdout and "other.db" in listing.stdout
+    assert listing.stderr.count("\n") == 1 and f"skipped {damaged}" in listing.stderr
+    assert "damaged" in listing.stderr and "Traceback" not in listing.stderr
+    assert nord("list", runs / "good.db").returncode == 0
+    report = nord("report", runs, "--out", tmp_path / "report")
+    assert report.returncode == 0, report.stderr
+    assert f"skipped {damaged}" in report.stderr
+    resume = nord("resume", damaged)
+    assert resume.returncode == 2 and f"'{damaged}' is damaged" in resume.stderr
+
+
+def test_advice_about_a_file_that_is_not_a_journal_fits_the_command(tmp_path, capsys):
+    from nord.cli import main
+    junk = tmp_path / "junk.db"
+    junk.write_text("not a database")
+    assert main(["resume", str(junk)]) == 2
+    said = capsys.readouterr().err
+    assert said.startswith("nord resume: ") and "not a nord journal" in said
+    assert "new path to start a run" not in said
+    assert main(["run", "--space", "nasbench201", "--budget", "2", "--journal", str(junk)]) == 2
+    said = capsys.readouterr().err
+    assert said.startswith("nord run: ") and said.rstrip().endswith("or a new path to start a run")
+    assert junk.read_text() == "not a database"

@@ -1,0 +1,40 @@
+"""Evaluator.descriptor_evaluate: what it refuses before any bookkeeping."""
+import pytest
+
+from nord.descriptors import NeuralDescriptor
+from nord.errors import ConfigurationError
+from nord.evaluators.base import Evaluator
+from nord.evaluators.result import EvaluationResult
+
+
+class CountingEvaluator(Evaluator):
+    def __init__(self):
+        self.seen = []
+
+    def _evaluate(self, descriptor):
+        self.seen.append(descriptor)
+        return EvaluationResult(accuracy=0.5)
+
+
+@pytest.mark.parametrize("value", ["conv2d -> relu", None, {"format": "nord.descriptor/1"}])
+def test_descriptor_evaluate_refuses_what_is_not_a_descriptor(value):
+    evaluator = CountingEvaluator()
+    with pytest.raises(ConfigurationError) as caught:
+        evaluator.descriptor_evaluate(value)
+    message = str(caught.value)
+    assert "NeuralDescriptor" in message and type(value).__name__ in message
+    assert "from_json" in message and evaluator.seen == []
+
+
+def test_an_invalid_descriptor_is_still_a_failed_result():
+    result = CountingEvaluator().descriptor_evaluate(NeuralDescriptor())
+    assert result.status == "failed" and "EmptyDescriptorError" in result.error
+
+
+def test_a_valid_descriptor_is_evaluated_with_its_hash():
+    d = NeuralDescriptor()
+    d.add_layer_sequential("relu")
+    evaluator = CountingEvaluator()
+    result = evaluator.descriptor_evaluate(d)
+    assert result.accuracy == 0.5 and result.descriptor_hash == d.hash
+    assert evaluator.seen == [d]

@@ -1,0 +1,87 @@
+"""The ported 2018 examples (experiments/legacy) in one process, at smoke size: the 2018
+``--untrained`` flag on a small CIFAR-10 written in the official format. Experiments 2 and 3
+run under mpirun in tests/parallel/test_legacy_mpi.py."""
+import os
+import re
+import subprocess
+import sys
+from collections import Counter
+
+import numpy as np
+import pytest
+
+from nord.legacy.smoke import write_cifar10
+from tests.mpirun import MPI_ENV, REPO
+
+LEGACY = REPO / "experiments" / "legacy"
+
+
+@pytest.fixture
+def workdir(tmp_path):
+    """A scratch folder (the 2018 programs write their logs into the working directory)."""
+    write_cifar10(tmp_path / "data", n_train=20, n_test=10)
+    return tmp_path
+
+
+def run_python(args, workdir, timeout=300):
+    env = dict(os.environ, **MPI_ENV, NORD_LEGACY_DATA=str(workdir / "data"))
+    return subprocess.run([sys.executable, *map(str, args)], cwd=workdir, env=env, timeout=timeout,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def test_the_ports_reach_nord_only_through_one_import_line():
+    ported = sorted(p for p in LEGACY.rglob("*.py") if p.name != "make_smoke_data.py")
+    assert len(ported) == 6
+    for path in ported:
+        nord_lines = [line for line in path.read_text().splitlines()
+                      if re.match(r"\s*(import|from)\s+nord\b", line)]
+        entry = path.parent == LEGACY
+        assert nord_lines == (["import nord.legacy"] if entry else []), (path, nord_lines)
+
+
+def test_descriptor_example_trains_the_branching_network(workdir):
+    done = run_python([LEGACY / "descriptor_example.py"], workdir)
+    assert done.returncode == 0, done.stdout
+    assert "Trained for 5 epochs" in done.stdout, done.stdout
+    assert re.search(r"Test accuracy: \d+\.\d\d %", done.stdout), done.stdout
+
+
+def test_genetic_example_experiment1_logs_every_individual(workdir):
+    done = run_python([LEGACY / "genetic_example.py", "-e", "1", "--untrained"], workdir)
+    assert done.returncode == 0, done.stdout[-4000:]
+    rows = []
+    for line in (workdir / "Local.log").read_text().splitlines():
+        match = re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d;Local;INFO;(\d+);\[(.*)\];(\S+)", line)
+        assert match, line
+        rows.append((int(match.group(1)), float(match.group(3))))
+    assert Counter(g for g, _ in rows) == {g: 10 for g in range(10)}  # 10 generations of 10
+    assert all(-100 <= f <= 0 for _, f in rows)
+    assert any(f < 0 for _, f in rows) and any(f == 0 for _, f in rows)  # some do not build
+
+
+def test_numpy_refuses_the_nan_probabilities_of_the_2018_roulette():
+    """Why experiment 3 needed its fix: 2018's roulette on fitness values that are all 0."""
+    fitness = np.zeros(10)
+    with np.errstate(invalid="ignore"):
+        probabilities = fitness / np.sum(fitness)
+    with pytest.raises(ValueError, match="NaN"):
+        np.random.choice(10, size=1, p=probabilities)
+
+
+def test_experiment3_roulette_survives_a_generation_without_fitness(workdir):
+    program = (
+        "import nord.legacy\n"
+        "from architectural_design.metaheuristics.distributed_genetic_algorithm_local_nets "
+        "import DistributedGenetic\n"
+        "g = DistributedGenetic(10, 1, untrained=True)\n"
+        "g.population_f[:] = 0.0\n"
+        "g.evolve_population()\n"
+        "lb, ub = g.prob.get_bounds()\n"
+        "assert len(g.population_x) == 10\n"
+        "assert all(lb[i] <= x[i] <= ub[i] for x in g.population_x for i in range(len(lb)))\n"
+        "print('evolved')\n")
+    env_path = os.pathsep.join([str(LEGACY), str(REPO)])
+    done = subprocess.run([sys.executable, "-c", program], cwd=workdir, timeout=120, text=True,
+                          env=dict(os.environ, **dict(MPI_ENV, PYTHONPATH=env_path)),
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    assert done.returncode == 0 and "evolved" in done.stdout, done.stdout

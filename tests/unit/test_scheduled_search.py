@@ -1,0 +1,199 @@
+"""The engine with a scheduler: legs, promotions, telling, journal, checkpoints, resume."""
+import os
+from collections import Counter
+
+import pytest
+
+from nord.errors import ConfigurationError
+from nord.journal import Journal
+from nord.search.engine import run_search
+from nord.search.evolution import RegularizedEvolution
+from nord.search.random_search import RandomSearch
+from nord.search.schedulers import make_scheduler
+from tests.helpers.toy import ToyCurves, ToySpace, journal_rows
+
+TIMES = ("started", "ended", "train_time", "eval_time", "asked", "recorded", "seconds")
+
+
+def random(seed=0):
+    return RandomSearch(ToySpace(), seed=seed)
+
+
+def legs_of(path):
+    with Journal(path) as journal:
+        return [{k: v for k, v in leg.items() if k not in TIMES and k != "result"}
+                for leg in journal.legs()]
+
+
+def test_asha_told_every_candidate_once_and_trained_few_to_the_end(tmp_path):
+    evaluator = ToyCurves(max_epochs=9)
+    summary = run_search(random(), evaluator, budget=20, mode="async", journal=tmp_path / "r.db",
+                         scheduler=make_scheduler("asha", min_epochs=1, max_epochs=9, eta=3))
+    with Journal(tmp_path / "r.db") as journal:
+        rows, legs = journal.evaluations(), journal.legs()
+        epochs = journal.epochs()
+        assert journal.metadata()["scheduler"]["scheduler"] == "asha"
+    assert len(rows) == summary.evaluations == 20
+    assert len({row["candidate"] for row in rows}) == 20
+    full = evaluator.max_epochs * summary.evaluated
+    assert summary.epochs_trained == evaluator.epochs_trained < full / 2
+    assert {leg["decision"] for leg in legs} <= {"pause", "stop", "done", "continue"}
+    assert any(leg["target_epochs"] == 9 for leg in legs)      # somebody finished
+    # every epoch trained is in the learning curves, once
+    assert len(epochs) == evaluator.epochs_trained
+    assert summary.best_result.epochs == 9
+    assert not os.path.exists(f"{tmp_path / 'r.db'}.checkpoints")   # deleted when finished
+
+
+def test_the_journal_knows_the_final_results_of_promoted_candidates(tmp_path):
+    """In async mode a candidate is told when it first pauses; a later promotion trains it
+    on. The journal's final results and best follow it to its furthest leg, and agree with
+    the engine's summary."""
+    summary = run_search(random(), ToyCurves(max_epochs=9), budget=20, mode="async",
+                         journal=tmp_path / "r.db",
+                         scheduler=make_scheduler("asha", min_epochs=1, max_epochs=9, eta=3))
+    with Journal(tmp_path / "r.db") as journal:
+        told, final, legs = journal.evaluations(), journal.final_evaluations(), journal.legs()
+        best, top = journal.best(), journal.best(3)
+    furthest = {}
+    for leg in legs:
+        if leg["status"] == "ok":
+            furthest[leg["candidate"]] = max(furthest.get(leg["candidate"], 0),
+                                             leg["target_epochs"])
+    promoted = [row for row in told if not row["cached"] and row["status"] == "ok"
+                and furthest[row["candidate"]] > row["epochs"]]
+    assert promoted                                  # the case under test happened
+    by_candidate = {row["candidate"]: row for row in final}
+    for row in promoted:
+        again = by_candidate[row["candidate"]]
+        assert again["told_epochs"] == row["epochs"]
+        assert again["epochs"] == furthest[row["candidate"]]
+        assert again["accuracy"] >= row["accuracy"]  # toy curves never fall
+    assert any(by_candidate[row["candidate"]]["accuracy"] > row["accuracy"] for row in promoted)
+    assert best["candidate"] == summary.best.number and best["epochs"] == 9
+    assert best["accuracy"] == summary.best_result.accuracy
+    assert [row["epochs"] for row in top] == sorted((row["epochs"] for row in top), reverse=True)
+
+
+def test_promoted_candidates_resume_where_they_paused(tmp_path):
+    log = tmp_path / "epochs.log"
+    run_search(random(1), ToyCurves(max_epochs=9, log=str(log)), budget=12, mode="async",
+               scheduler=make_scheduler("asha", min_epochs=1, max_epochs=9, eta=3))
+    trained = Counter(tuple(line.split()[1:]) for line in log.read_text().splitlines())
+    assert trained and max(trained.values()) == 1    # no epoch of an architecture trained twice
+
+
+def test_sha_halves_each_batch_and_tells_it_at_the_highest_rung_in_order(tmp_path):
+    summary = run_search(random(), ToyCurves(max_epochs=9), budget=9, batch_size=9,
+                         mode="sync", journal=tmp_path / "r.db",
+                         scheduler=make_scheduler("sha", min_epochs=1, max_epochs=9, eta=3))
+    with Journal(tmp_path / "r.db") as journal:
+        rows, legs = journal.evaluations(), journal.legs()
+    reached = Counter(leg["target_epochs"] for leg in legs if leg["status"] == "ok")
+    trained = sum(1 for row in rows if not row["cached"] and row["status"] == "ok")
+    # the best third goes on at each rung, and at least the best one: a batch always ends
+    # with a candidate trained to max_epochs
+    assert reached[1] == trained and reached[3] == max(1, trained // 3)
+    assert reached[9] == max(1, reached[3] // 3)
+    assert [row["candidate"] for row in rows] == list(range(9))      # candidate order
+    highest = {}
+    for leg in legs:
+        highest[leg["candidate"]] = max(highest.get(leg["candidate"], 0), leg["target_epochs"])
+    assert all(row["epochs"] == highest[row["candidate"]] for row in rows
+               if not row["cached"] and row["status"] == "ok")
+    assert summary.evaluations == 9
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_hyperband_runs_in_both_modes(tmp_path, mode):
+    summary = run_search(random(), ToyCurves(max_epochs=9), budget=30, mode=mode,
+                         scheduler=make_scheduler("hyperband", min_epochs=1, max_epochs=9, eta=3))
+    assert summary.evaluations == 30 and summary.best_result is not None
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_the_median_rule_stops_poor_candidates_early(tmp_path, mode):
+    evaluator = ToyCurves(max_epochs=9)
+    summary = run_search(random(), evaluator, budget=16, mode=mode,
+                         scheduler=make_scheduler("median", min_epochs=1, max_epochs=9, eta=3))
+    assert summary.evaluations == 16
+    assert evaluator.epochs_trained < 9 * summary.evaluated
+
+
+def test_a_scheduler_refuses_a_mode_before_the_journal_is_touched(tmp_path):
+    with pytest.raises(ConfigurationError, match="not in sync mode"):
+        run_search(random(), ToyCurves(), budget=5, mode="sync", journal=tmp_path / "r.db",
+                   scheduler=make_scheduler("asha"))
+    assert not (tmp_path / "r.db").exists()
+
+
+def test_a_checkpoint_folder_that_cannot_be_written_is_refused_before_the_journal(tmp_path):
+    (tmp_path / "r.db.checkpoints").write_text("a file where the folder should be")
+    with pytest.raises(ConfigurationError, match=r"the checkpoint folder .*r\.db\.checkpoints "
+                                                 r"\(next to the journal\) cannot be written"):
+        run_search(random(), ToyCurves(), budget=5, mode="async", journal=tmp_path / "r.db",
+                   scheduler=make_scheduler("asha"))
+    assert not (tmp_path / "r.db").exists()
+
+
+@pytest.mark.parametrize("name,mode,cut", [("asha", "async", 11), ("asha", "async", 4),
+                                           ("sha", "sync", 7), ("sha", "sync", 20),
+                                           ("hyperband", "sync", 13),
+                                           ("hyperband", "async", 13),
+                                           ("median", "async", 9)])
+def test_a_resumed_run_equals_an_uninterrupted_one(tmp_path, name, mode, cut):
+    """One worker: the run is deterministic, so a run interrupted after ``cut`` epochs and
+    resumed (from the checkpoints it left) must give the same journal, legs included."""
+    settings = dict(budget=15, mode=mode)
+    if name != "hyperband":
+        settings["batch_size"] = 6      # hyperband's batches are its brackets
+
+    def scheduler():
+        return make_scheduler(name, min_epochs=1, max_epochs=9, eta=3)
+
+    run_search(random(3), ToyCurves(max_epochs=9), journal=tmp_path / "whole.db",
+               scheduler=scheduler(), **settings)
+
+    class Interrupting(ToyCurves):
+        def evaluate_task(self, task):
+            if self.epochs_trained >= cut:
+                raise KeyboardInterrupt
+            return super().evaluate_task(task)
+
+    with pytest.raises(KeyboardInterrupt):
+        run_search(random(3), Interrupting(max_epochs=9), journal=tmp_path / "cut.db",
+                   scheduler=scheduler(), **settings)
+    assert os.path.isdir(f"{tmp_path / 'cut.db'}.checkpoints")   # kept for the resume
+    summary = run_search(random(3), ToyCurves(max_epochs=9), journal=tmp_path / "cut.db",
+                         resume=True, scheduler=scheduler(), **settings)
+    assert summary.evaluations == 15
+    # the counts add up: from the journal, evaluated here, reused, not decodable
+    assert summary.replayed + summary.evaluated + summary.cached + summary.undecodable == 15
+    assert legs_of(tmp_path / "cut.db") == legs_of(tmp_path / "whole.db")
+    drop = TIMES + ("worker_rank",)
+    assert journal_rows(tmp_path / "cut.db", drop) == journal_rows(tmp_path / "whole.db", drop)
+    assert not os.path.exists(f"{tmp_path / 'cut.db'}.checkpoints")  # removed when finished
+
+
+def test_a_scheduler_refuses_an_evaluator_that_does_not_train_in_epochs(tmp_path):
+    from tests.helpers.toy import ToyEvaluator
+    with pytest.raises(ConfigurationError, match="ToyEvaluator does not train in epochs"):
+        run_search(random(), ToyEvaluator(), budget=5, mode="async", journal=tmp_path / "r.db",
+                   scheduler=make_scheduler("asha"))
+    assert not (tmp_path / "r.db").exists()
+
+
+def test_a_scheduler_refuses_a_multi_objective_algorithm(tmp_path):
+    algorithm = random()
+    algorithm.objectives = 2
+    with pytest.raises(ConfigurationError, match="2 objectives.*without a scheduler"):
+        run_search(algorithm, ToyCurves(), budget=5, mode="async", journal=tmp_path / "r.db",
+                   scheduler=make_scheduler("asha"))
+    assert not (tmp_path / "r.db").exists()
+
+
+def test_hyperband_refuses_a_batch_size_it_would_ignore(tmp_path):
+    with pytest.raises(ConfigurationError, match="sets the size of each synchronous batch"):
+        run_search(random(), ToyCurves(), budget=5, mode="sync", batch_size=4,
+                   journal=tmp_path / "r.db", scheduler=make_scheduler("hyperband"))
+    assert not (tmp_path / "r.db").exists()

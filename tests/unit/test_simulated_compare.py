@@ -1,0 +1,152 @@
+"""Comparisons in simulated time: settings, results, anytime curves, JSON and the CLI flags."""
+import json
+import math
+
+import numpy as np
+import pytest
+
+from nord.benchmarks import load_table
+from nord.benchmarks.compare import ComparisonResult, load_json, run_comparison
+from nord.benchmarks.simulated_time import (TIME_BUDGETS, SimulatedSetting, anytime_curves,
+                                            curve_on_grid, incumbent_curve,
+                                            run_simulated_seed, time_to_reach)
+from nord.cli import main
+from nord.errors import ConfigurationError
+
+SMALL = SimulatedSetting(time_budget=3000, workers=4, mode="async")
+
+
+@pytest.fixture(scope="module")
+def result():
+    return run_comparison("cifar10", ("random", "rea"), seeds=3, simulation=SMALL)
+
+
+# --- one run -----------------------------------------------------------------------------------
+def test_the_default_budgets_are_nats_benchs():
+    assert TIME_BUDGETS == {"cifar10": 20_000, "cifar100": 40_000, "imagenet16": 120_000}
+    assert SimulatedSetting.for_dataset("cifar100", workers=8).time_budget == 40_000
+
+
+def test_a_run_stays_within_its_budget_and_returns_its_best_signal():
+    run = run_simulated_seed("random", "cifar10", 0, SMALL)
+    arrays = load_table().arrays("cifar10")
+    assert run.simulated_time == 3000 and 0.9 < run.utilisation <= 1
+    assert run.accuracy == arrays.accuracy[run.index]
+    assert run.curve[-1][1] == run.reported_accuracy
+    assert all(0 < time <= 3000 for time, _ in run.curve)
+
+
+def test_more_workers_do_more_evaluations():
+    one = run_simulated_seed("random", "cifar10", 0, SimulatedSetting(3000, workers=1))
+    four = run_simulated_seed("random", "cifar10", 0, SMALL)
+    assert 3 * one.evaluations < four.evaluations
+
+
+def test_sync_loses_time_to_stragglers():
+    sync = run_simulated_seed("random", "cifar10", 0, SimulatedSetting(20_000, 8, mode="sync"))
+    free = run_simulated_seed("random", "cifar10", 0, SimulatedSetting(20_000, 8, mode="async"))
+    assert sync.utilisation < 0.9 < free.utilisation
+
+
+def test_data_parallel_training_divides_the_cost():
+    setting = SimulatedSetting(3000, workers=4, train_workers=4, scaling_efficiency=0.5)
+    assert setting.virtual_workers == 1 and setting.cost_scale == 0.5
+    run = run_simulated_seed("random", "cifar10", 0, setting)
+    alone = run_simulated_seed("random", "cifar10", 0, SimulatedSetting(3000, workers=1))
+    assert run.evaluations >= 2 * alone.evaluations - 1
+
+
+def test_seed_noise_is_reproducible_per_run_seed():
+    setting = SimulatedSetting(40_000, workers=4, signal="valid200", noise="seed")
+    first = run_simulated_seed("rea", "cifar100", 7, setting)
+    assert first == run_simulated_seed("rea", "cifar100", 7, setting)
+    assert first != run_simulated_seed("rea", "cifar100", 8, setting)
+
+
+@pytest.mark.parametrize("settings, message", [
+    ({"workers": 0}, "workers"), ({"mode": "steady"}, "mode"), ({"overhead": -1}, "overhead"),
+    ({"workers": 6, "train_workers": 4}, "multiple"), ({"scaling_efficiency": 1.5}, "scaling"),
+    ({"time_budget": 100}, "too small for one evaluation")])
+def test_bad_settings_are_refused_with_the_rule(settings, message):
+    values = {"time_budget": 3000, **settings}
+    with pytest.raises(ConfigurationError, match=message):
+        SimulatedSetting(**values).check("cifar10")
+
+
+# --- curves --------------------------------------------------------------------------------
+def test_the_incumbent_changes_only_on_a_strictly_better_signal():
+    position, curve = incumbent_curve([0.5, 0.7, 0.7, 0.6, 0.8], [0.1, 0.2, 0.3, 0.4, 0.5],
+                                      [1, 2, 3, 4, 5])
+    assert position == 4 and curve == [(1, 0.1), (2, 0.2), (5, 0.5)]
+
+
+def test_curves_on_a_grid_and_their_band():
+    grid = np.array([0, 1, 2, 3])
+    assert np.isnan(curve_on_grid([(1, 0.5)], grid)[0])
+    assert curve_on_grid([(1, 0.5), (2.5, 0.7)], grid)[1:].tolist() == [0.5, 0.5, 0.7]
+    curves = anytime_curves([[(1, 0.5)], [(1, 0.7), (2, 0.9)]], 2, points=3)
+    assert curves["runs"] == [0, 2, 2]
+    assert curves["mean"][1:] == pytest.approx([60, 70])
+    assert curves["high"][2] - curves["mean"][2] == pytest.approx(20)
+
+
+def test_time_to_reach():
+    assert time_to_reach([(1, 0.5), (4, 0.9)], 0.8) == 4
+    assert time_to_reach([(1, 0.5)], 0.8) == math.inf
+
+
+# --- the comparison's result ------------------------------------------------------------------
+def test_the_table_adds_evaluations_time_and_utilisation(result):
+    text = result.table()
+    assert "simulated seconds on 4 workers (async)" in text
+    assert "sim. time (h)" in text and "utilisation" in text
+
+
+def test_the_json_has_the_setting_the_summary_and_the_curves(result, tmp_path):
+    data = json.loads(result.to_json())
+    assert data["simulation"]["workers"] == 4 and data["budget"] is None
+    entry = data["algorithms"]["rea"]
+    assert {"simulated_time", "utilisation", "evaluations"} <= set(entry["summary"])
+    assert set(entry["curve"]) == {"time", "mean", "low", "high", "runs"}
+    assert entry["curve"]["time"][-1] == 3000
+    assert entry["runs"][0]["curve"]
+    again = load_json(result.save_json(tmp_path / "c.json"))
+    assert again.simulation == SMALL and again.runs == result.runs
+
+
+def test_a_budget_of_evaluations_has_no_simulation_fields():
+    data = run_comparison("cifar10", ("random",), budget=20, seeds=2).to_dict()
+    assert "simulation" not in data and "curve" not in data["algorithms"]["random"]
+
+
+# --- the command ---------------------------------------------------------------------------
+def test_compare_in_simulated_time_writes_table_json_and_curves(tmp_path, capsys):
+    out = tmp_path / "c.json"
+    assert main(["compare", "--workers", "4", "--time-budget", "3000", "--mode", "sync",
+                 "--algorithms", "random,ga", "--seeds", "2", "--json", str(out),
+                 "--report", str(tmp_path / "report")]) == 0
+    text = capsys.readouterr().out
+    assert "3,000 simulated seconds on 4 workers (sync)" in text
+    assert load_json(out).simulation.mode == "sync"
+    assert (tmp_path / "report" / "anytime.png").stat().st_size > 10_000
+
+
+@pytest.mark.parametrize("flags, words", [
+    (["--workers", "0"], ["--workers", "got 0"]),
+    (["--mode", "sync"], ["--mode", "--workers N"]),
+    (["--workers", "2", "--noise", "seed"], ["--noise seed", "--signal valid200"]),
+    (["--workers", "2", "--time-budget", "100"], ["--time-budget 100", "at least 208"]),
+    (["--workers", "2", "--time-budget", "0"], ["--time-budget", "20,000"]),
+    (["--workers", "2", "--overhead", "-1"], ["--overhead", "-1"]),
+    (["--report", "out"], ["--report", "--workers N"]),
+])
+def test_bad_flags_are_named_with_the_fix(flags, words, capsys):
+    assert main(["compare", "--seeds", "1", *flags]) == 2
+    error = capsys.readouterr().err
+    assert all(word in error for word in words), error
+
+
+def test_a_latency_limit_in_simulated_time_is_refused_clearly():
+    with pytest.raises(ConfigurationError, match="drop --max-latency-ms or --workers"):
+        run_comparison("cifar10", ("random",), seeds=1, simulation=SMALL, max_latency_ms=20,
+                       latency_device="pixel3")
