@@ -312,9 +312,13 @@ class Search:
             self.waiting.setdefault(key, []).append(candidate)
         else:
             self.evaluating[key] = candidate.number
-            task = Task(candidate.number, candidate.genome, key, self.space, descriptor)
-            self.tasks[candidate.number] = task
-            self.queue.append(task)
+            self.start(candidate, key, descriptor)
+
+    def start(self, candidate: Candidate, key: Hashable, descriptor) -> None:
+        """Queue the evaluation of a candidate whose architecture is new to the run."""
+        task = Task(candidate.number, candidate.genome, key, self.space, descriptor)
+        self.tasks[candidate.number] = task
+        self.queue.append(task)
 
     def _check_same(self, key: Hashable, descriptor, earlier: Outcome) -> None:
         """A key that is a digest of the canonical form (the default) is checked against the
@@ -353,6 +357,7 @@ class Search:
         """Wait for one evaluation; finish it and every candidate waiting for its architecture."""
         done = self.executor.wait()
         task = self.tasks.pop(done.number)
+        task.report = None   # it points back at this search: the outcome keeps the task
         key = task.key
         self.evaluated += 1
         self.busy_time += max(0.0, done.ended - done.started)
@@ -674,6 +679,7 @@ def _run(algorithm, evaluator, budget, journal, mode, executor, resume, on_resul
         _stop(journal, search, "crashed", f"{type(error).__name__}: {error}")
         raise
     finally:
+        executor.on_epoch = None   # the search is done: no cycle keeps it alive
         executor.close(failed=failed)
         if own_journal:
             journal.close()

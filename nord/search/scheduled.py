@@ -27,15 +27,14 @@ from __future__ import annotations
 import logging
 import os
 import shutil
-import time
 from pathlib import Path
-from typing import Dict, List, Optional, Set
+from typing import Dict, Hashable, List, Optional, Set
 
 from nord.errors import ConfigurationError, NordError
 from nord.evaluators.result import EvaluationResult
 from nord.journal import LegRecord
 from nord.search.algorithm import Candidate
-from nord.search.engine import NO_KEY, Outcome, Search
+from nord.search.engine import Outcome, Search
 from nord.search.executors import Task
 from nord.search.schedulers import CONTINUE, DONE, PAUSE, STOP, Scheduler
 
@@ -106,7 +105,7 @@ class ScheduledSearch(Search):
         if again is None:
             self.event += 1
             self.leg_count += 1
-            leg = LegRecord(self.leg_count, number, start, target, self.event, time.time())
+            leg = LegRecord(self.leg_count, number, start, target, self.event, self.now())
             if self.journal is not None:
                 self.unwritten_legs.append(leg)
         else:
@@ -125,34 +124,19 @@ class ScheduledSearch(Search):
         self.basis[number] = Task(number, genome, key, self.space, descriptor)
         return self.basis[number]
 
-    def prepare(self, candidate: Candidate) -> None:
-        """Identify, then start the candidate's first leg (or reuse, or wait, or fail)."""
-        try:
-            key, descriptor = self.space.identify(candidate.genome)
-        except Exception as error:  # noqa: BLE001 - a genome that does not decode is a result
-            now = time.time()
-            self.undecodable += 1
-            self.finish(Outcome(candidate, EvaluationResult.failure(
-                f"{type(error).__name__}: {error}"), NO_KEY, started=now, ended=now))
-            return
-        earlier = self.cache.get(key)
-        if earlier is not None:
-            self._check_same(key, descriptor, earlier)
-            self.finish(self._cached(candidate, earlier))
-        elif key in self.evaluating:
-            self.waiting.setdefault(key, []).append(candidate)
-        else:
-            self.evaluating[key] = candidate.number
-            self.basis[candidate.number] = Task(candidate.number, candidate.genome, key,
-                                                self.space, descriptor)
-            self.queue_leg(candidate.number, 0, self.scheduler.first_epochs(candidate.number),
-                           first=True)
+    def start(self, candidate: Candidate, key: Hashable, descriptor) -> None:
+        """Start the first leg of a candidate whose architecture is new to the run."""
+        self.basis[candidate.number] = Task(candidate.number, candidate.genome, key, self.space,
+                                            descriptor)
+        self.queue_leg(candidate.number, 0, self.scheduler.first_epochs(candidate.number),
+                       first=True)
 
     def collect(self) -> None:
         """Wait for a leg; let the scheduler decide; tell, continue, pause or release."""
         done = self.executor.wait()
         number = done.number
         task = self.tasks.pop(number)
+        task.report = None   # it points back at this search: the outcome keeps the task
         leg = self.legs.pop(number)
         self.legs_run += 1
         self.busy_time += max(0.0, done.ended - done.started)
