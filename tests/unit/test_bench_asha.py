@@ -70,3 +70,32 @@ def test_checkpoint_cost_is_measured_against_an_epoch(quick):
             assert cost["save_s"] > 0 and cost["load_s"] > 0
             assert cost["save_fraction"] == pytest.approx(cost["save_s"] / cost["epoch_s"])
             assert cost["load_fraction"] == pytest.approx(cost["load_s"] / cost["epoch_s"])
+
+
+@pytest.mark.slow
+def test_one_data_set_and_other_rungs_can_be_asked_for():
+    done = subprocess.run([sys.executable, str(REPO / "bench" / "asha.py"), "--help"],
+                          cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and "--datasets" in done.stdout and "--rungs" in done.stdout
+    for wrong in (["--datasets", "cifar"], ["--rungs", "2,18"], ["--rungs", "3,2,3"],
+                  ["--rungs", "1,9,1"]):
+        done = subprocess.run([sys.executable, str(REPO / "bench" / "asha.py"), *wrong],
+                              cwd=REPO, capture_output=True, text=True, timeout=60)
+        assert done.returncode == 2 and wrong[0] in done.stderr, wrong
+
+
+@pytest.mark.slow
+def test_quick_mode_runs_one_data_set_with_the_rungs_asked_for(tmp_path):
+    path = tmp_path / "asha.json"
+    done = subprocess.run([sys.executable, str(REPO / "bench" / "asha.py"), "--quick",
+                           "--datasets", "cifar-sized", "--rungs", "1,4,2", "--seeds", "0",
+                           "--json", str(path)], cwd=REPO, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr
+    figures = json.loads(path.read_text())
+    assert set(figures["datasets"]) == {"cifar-sized"}
+    result = figures["datasets"]["cifar-sized"]
+    assert result["rungs"] == [1, 2, 4]
+    assert (result["setting"]["min_epochs"], result["setting"]["max_epochs"],
+            result["setting"]["eta"]) == (1, 4, 2)
+    assert result["runs"][0]["full"]["epochs"] == result["setting"]["candidates"] * 4
