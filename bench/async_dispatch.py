@@ -119,8 +119,8 @@ def space():
 def worker(runs, sigma, seed, out):
     """Runs on every rank of one mpirun job: each run in ``runs`` is one run_search."""
     from nord.environments import Environment
-    from nord.search.dispatch import MPIExecutor
-    from nord.search.loop import run_search
+    from nord.search.engine import run_search
+    from nord.search.executors import MPIExecutor
     from nord.search.random_search import RandomSearch
 
     records = []
@@ -141,7 +141,7 @@ def worker(runs, sigma, seed, out):
             cpu = time.process_time() - cpu
             if env.is_root:
                 records.append({**run, "workers": summary.workers, "ranks": env.size,
-                                "evaluations": summary.evaluations, "trained": summary.trained,
+                                "evaluations": summary.evaluations, "trained": summary.evaluated,
                                 "cached": summary.cached, "wall": summary.wall_time,
                                 "busy": summary.busy_time, "utilisation": summary.utilisation,
                                 "root_cpu": cpu, **(timeline(journal) if journal else {})})

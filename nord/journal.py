@@ -504,6 +504,9 @@ class Journal:
             connection.row_factory = sqlite3.Row
             tables = {row[0] for row in connection.execute(
                 "SELECT name FROM sqlite_master WHERE type='table'")}
+            # per connection: in WAL mode a commit then needs no fsync, and survives the
+            # death of the process (see the module docstring)
+            connection.execute("PRAGMA synchronous=NORMAL")
         except sqlite3.DatabaseError as error:
             raise JournalError(
                 f"'{self.path}' is not a nord journal, or is damaged (SQLite says: {error}); give "
