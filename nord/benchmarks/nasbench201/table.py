@@ -164,7 +164,7 @@ class NASBench201Table:
             self.columns[name] = array
         self._index_of_cell = {cell: index for index, cell in enumerate(self.cells)}
         self.index_by_code: Tuple[int, ...] = self._code_index()
-        """Row index of each genome code (see ``cell_space.genome_to_code``)."""
+        """Row index of each genome code (see ``cells.genome_to_code``)."""
         self._records: Dict[str, List[Tuple[float, float, int, float, str]]] = {}
         self._arrays: Dict[str, BenchmarkArrays] = {}
 
