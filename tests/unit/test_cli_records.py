@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from nord.journal import Journal
+from tests.helpers.signals import default_sigint
 
 REPO = Path(__file__).resolve().parents[2]
 NORD = [sys.executable, "-m", "nord.cli"]
@@ -28,7 +29,8 @@ def nord(*args, timeout=120, cwd=None):
 def start(*args, cwd=None):
     return subprocess.Popen([*NORD, *map(str, args)], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, cwd=cwd or REPO,
-                            env=dict(os.environ, PYTHONPATH=str(REPO)))
+                            env=dict(os.environ, PYTHONPATH=str(REPO)),
+                            preexec_fn=default_sigint)
 
 
 def count(journal):

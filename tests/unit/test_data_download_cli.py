@@ -19,6 +19,7 @@ from nord.errors import CorruptDataError, MissingDataError
 from tests.helpers.datafiles import cifar_archive_bytes, cifar_parts, md5, write_file, write_mnist
 from tests.helpers.disks import tmpfs
 from tests.helpers.fileserver import FileServer, closed_port
+from tests.helpers.signals import default_sigint
 
 REPO = Path(__file__).resolve().parents[2]
 IDX_NAMES = ("train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz", "t10k-images-idx3-ubyte.gz",
@@ -249,7 +250,8 @@ def test_ctrl_c_keeps_the_part_and_says_how_to_go_on(tmp_path):
         command = subprocess.Popen(
             [sys.executable, "-m", "nord.cli", "data", "download", "mnist", "--root", str(tmp_path / "data"),
              "--mirror", server.url, "--checksums", str(sums)],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+            preexec_fn=default_sigint)
         part = tmp_path / "data" / "MNIST" / "raw" / (IDX_NAMES[0] + ".part")
         try:
             assert server.paused.wait(60), "the download never reached the server"
