@@ -380,8 +380,9 @@ def build_parser() -> argparse.ArgumentParser:
                              help="population size of evolutionary algorithms (a shortcut "
                                   "into --params; default: the algorithm's)")
             run.add_argument("--generations", type=int, metavar="N",
-                             help="generations after the initial population, for pygmo and "
-                                  "genetic (default: as many as --budget allows)")
+                             help="generations after the initial population, for pygmo's "
+                                  "algorithms (default: as many as --budget allows; nord's "
+                                  "genetic runs until the budget is spent)")
     run.add_argument("--resume", action="store_true",
                      help="continue the run in --journal (which must hold one)")
     run.set_defaults(handler=_run)

@@ -637,6 +637,12 @@ class Journal:
                 f"cannot resume '{self.path}': its run has {name}={dumps(theirs)}, this one "
                 f"{name}={dumps(mine)}. Resume with the settings the run was started with (only "
                 "the budget and where it runs may change), or give a new journal path")
+        recorded = self.count()
+        if record.budget and record.budget < recorded:   # 0: not known yet
+            raise JournalError(
+                f"cannot resume '{self.path}' with a budget of {record.budget}: it already holds "
+                f"{recorded} evaluations, and a budget counts them too. Give a budget of at "
+                f"least {recorded} (its own was {stored.budget}), or give a new journal path")
         return stored
 
     def start(self, record: RunRecord, resume: bool = False) -> Optional[RunRecord]:
@@ -827,7 +833,8 @@ class Journal:
         """Write a consistent copy of the journal to ``destination`` (SQLite's backup API).
 
         Safe while the run is written: the copy holds every transaction committed when it was
-        taken, and nothing half-written.
+        taken, and nothing half-written. A copy of a running run says ``interrupted`` (nothing
+        writes it) and can be resumed on its own.
 
         Raises:
             JournalError: the destination exists, or cannot be written.
@@ -844,6 +851,14 @@ class Journal:
         try:
             source.backup(target)
             target.execute("PRAGMA journal_mode=DELETE")
+            # no process writes the copy: a run copied while running is, as a copy, stopped
+            # there, and a resume of it must not wait for the original's writer
+            with target:
+                target.execute(
+                    "UPDATE run SET status = 'interrupted', status_detail = ?, writer = 'null', "
+                    "heartbeat = NULL WHERE id = 1 AND status = 'running'",
+                    (f"exported from '{self.path}' while it was running; the copy can be "
+                     "resumed",))
         except sqlite3.DatabaseError as error:
             target.close()
             destination.unlink(missing_ok=True)

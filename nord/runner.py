@@ -130,7 +130,7 @@ class RunConfig:
         else:
             from nord.data.registry import CURATORS
             self.dataset = CURATORS.canonical(self.dataset)
-        for name, minimum in (("budget", 1), ("group_size", 1), ("threads", 1)):
+        for name, minimum in (("budget", 1), ("group_size", 1), ("threads", 1), ("seed", 0)):
             value = getattr(self, name)
             if value is not None and (isinstance(value, bool) or not isinstance(value, int)
                                       or value < minimum):
@@ -363,8 +363,8 @@ def _check_journal(config: RunConfig, resume: bool) -> Optional[str]:
     from nord.journal import Journal, RunRecord
     try:
         with Journal(config.journal) as journal:
-            journal.check_start(RunRecord("", {}, None, {}, config=config.measured()), resume,
-                                compare=("config",))
+            journal.check_start(RunRecord("", {}, None, {}, config=config.measured(),
+                                          budget=config.budget or 0), resume, compare=("config",))
     except (JournalError, ConfigurationError) as error:
         return str(error)
     return None

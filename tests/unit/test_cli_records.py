@@ -130,7 +130,12 @@ def test_export_copies_a_live_run(tmp_path):
         exported = nord("export", journal, tmp_path / "copy.db")
         assert exported.returncode == 0, exported.stderr
         with Journal(tmp_path / "copy.db") as copy:
-            assert copy.count() >= 2 and copy.metadata()["status"] == "running"
+            assert copy.count() >= 2 and copy.state() == "interrupted"
+            assert "exported from" in copy.metadata()["status_detail"]
+            # nobody writes the copy: resuming it does not wait for the original's writer
+            assert copy.check_start(copy.run_record(), resume=True) is not None
+        with Journal(journal) as original:
+            assert original.metadata()["status"] == "running"
     finally:
         process.send_signal(signal.SIGTERM)
         process.communicate(timeout=60)

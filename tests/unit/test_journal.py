@@ -254,6 +254,22 @@ def test_resume_with_the_same_run_is_accepted_and_remembers_the_budget(tmp_path)
         assert (meta["budget"], meta["resumed"], meta["workers"]) == (50, 1, 1)
 
 
+def test_resume_with_a_budget_below_the_evaluations_held_is_refused_and_touches_nothing(tmp_path):
+    path = tmp_path / "run.db"
+    with Journal(path) as journal:
+        journal.start(record())
+        journal.record([], [evaluation(0), evaluation(1), evaluation(2)])
+        journal.finish("finished")
+    before = file_bytes(path)
+    with Journal(path) as journal, pytest.raises(
+            JournalError, match="budget of 2: it already holds 3 evaluations.*at least 3 "
+                                "\\(its own was 10\\)"):
+        journal.start(record(budget=2), resume=True)
+    assert file_bytes(path) == before
+    with Journal(path) as journal:
+        assert journal.start(record(budget=3), resume=True).budget == 10
+
+
 def test_resume_without_a_batch_size_takes_the_journals(tmp_path):
     path = finished(tmp_path / "run.db")
     with Journal(path) as journal:
