@@ -385,7 +385,24 @@ class ComparisonResult(JSONRecord):
                              for i, (cell, w) in enumerate(zip(row, widths))).rstrip()
         lines += ["", line(header), line(tuple("-" * w for w in widths))]
         lines += [line(row) for row in rows]
+        if sim is not None:
+            lines += self._ended_early(sim.time_budget)
         return "\n".join(lines)
+
+    def _ended_early(self, time_budget: float) -> List[str]:
+        """Notes on algorithms whose runs stopped before the time budget: their rows do not
+        stand for a full budget."""
+        notes = []
+        for name, runs in self.runs.items():
+            early = sum(1 for run in runs if run.simulated_time is not None
+                        and run.simulated_time < time_budget * (1 - 1e-9))
+            if early:
+                notes.append(
+                    f"note: {name} stopped before the time budget in {early} of {len(runs)} "
+                    "seed(s): the algorithm proposed nothing more (a pygmo algorithm's "
+                    "generations are sized from the budget, and repeats of a cell are told "
+                    "but cost no simulated time), so its row is not a full-budget result")
+        return [""] + notes if notes else []
 
     def to_dict(self) -> Dict[str, Any]:
         """Everything, JSON-ready: settings, the summary and every seed's run; for simulated

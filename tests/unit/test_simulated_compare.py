@@ -150,3 +150,17 @@ def test_a_latency_limit_in_simulated_time_is_refused_clearly():
     with pytest.raises(ConfigurationError, match="drop --max-latency-ms or --workers"):
         run_comparison("cifar10", ("random",), seeds=1, simulation=SMALL, max_latency_ms=20,
                        latency_device="pixel3")
+
+
+def test_the_table_says_which_algorithm_stopped_before_the_time_budget():
+    """nsga2 converges onto repeats, which cost no simulated time, and spends its generations
+    early; random search never stops before the budget."""
+    setting = SimulatedSetting.for_dataset("cifar10", workers=4)
+    compared = run_comparison("cifar10", ("nsga2", "random"), seeds=1, processes=1,
+                              simulation=setting)
+    [nsga2], [random] = compared.runs["nsga2"], compared.runs["random"]
+    assert nsga2.simulated_time < setting.time_budget and random.simulated_time == pytest.approx(
+        setting.time_budget)
+    notes = [line for line in compared.table().splitlines() if line.startswith("note:")]
+    assert len(notes) == 1 and notes[0].startswith("note: nsga2 stopped before the time budget "
+                                                   "in 1 of 1 seed(s)")
