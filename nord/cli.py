@@ -243,12 +243,30 @@ def _compare(args) -> int:
             f"--objectives {args.objectives} sets what --multi-objective trades for accuracy; "
             "add --multi-objective, or leave --objectives out (a single-objective comparison "
             "maximises accuracy; --max-latency-ms with --latency-device constrains it)")
+    if args.multi_objective and args.workers is not None:
+        raise ConfigurationError(
+            f"--workers {args.workers} runs a comparison in simulated time, which "
+            "--multi-objective does not do (it counts --budget evaluations); leave one of them out")
+    if args.population is not None and not args.multi_objective:
+        raise ConfigurationError(
+            f"--population {args.population} sets nsga2's population in a --multi-objective "
+            "run; the single-objective algorithms use their published settings. Add "
+            "--multi-objective, or leave --population out")
+    if args.report and args.workers is None and not args.multi_objective:
+        raise ConfigurationError(
+            "--report draws anytime curves of runs in simulated time (or, with "
+            "--multi-objective, a Pareto front); add --workers N, or --multi-objective")
+    if args.population is not None and args.population < 5:
+        raise ConfigurationError(
+            f"--population must be an integer >= 5 (nsga2 needs at least 5 individuals); got "
+            f"{args.population}. Default: 20")
+    population = 20 if args.population is None else args.population
     if args.multi_objective:
         from nord.benchmarks.multiobjective import (DEFAULT_OBJECTIVES, run_nsga2,
                                                     write_nsga2_report)
         objectives = args.objectives or DEFAULT_OBJECTIVES
         result = run_nsga2(dataset=args.dataset, budget=args.budget, seeds=args.seeds,
-                           base_seed=args.base_seed, population_size=args.population or 20,
+                           base_seed=args.base_seed, population_size=population,
                            processes=processes, objectives=objectives,
                            max_latency_ms=args.max_latency_ms,
                            latency_device=args.latency_device)
@@ -257,7 +275,7 @@ def _compare(args) -> int:
             print(f"saved: {result.save_json(args.json)}")
         if args.report:
             written = write_nsga2_report(args.report, dataset=args.dataset, budget=args.budget,
-                                         seed=args.base_seed, population_size=args.population or 20,
+                                         seed=args.base_seed, population_size=population,
                                          objectives=objectives, limit=result.limit)
             print(f"report written: {written.page} (front next to the exact one: {written.figure})")
         return 0
@@ -276,10 +294,6 @@ def _compare(args) -> int:
     if args.json:
         print(f"saved: {result.save_json(args.json)}")
     if args.report:
-        if simulation is None:
-            raise ConfigurationError(
-                "--report draws anytime curves of runs in simulated time (or, with "
-                "--multi-objective, a Pareto front); add --workers N, or --multi-objective")
         from pathlib import Path
 
         from nord.benchmarks.simulated_time import write_anytime_plot

@@ -102,6 +102,19 @@ def test_compare_rejects_an_unknown_algorithm(capsys):
 
 
 @pytest.mark.parametrize("args, words", [
+    (["--report", "out"], "add --workers N, or --multi-objective"),
+    (["--multi-objective", "--workers", "4"], "leave one of them out"),
+    (["--population", "30"], "Add --multi-objective, or leave --population out"),
+    (["--multi-objective", "--population", "0"], "--population must be an integer >= 5"),
+])
+def test_compare_refuses_flags_it_would_ignore_before_any_work(tmp_path, capsys, args, words):
+    assert main(["compare", "--seeds", "3", "--budget", "20", *args]) == 2
+    out, err = capsys.readouterr()
+    assert words in err
+    assert "test acc." not in out and "seeds" not in err   # refused before any run, no table
+
+
+@pytest.mark.parametrize("args, words", [
     (["--params", "{bad"], "does not parse"),
     (["--params", "[1]"], "JSON object"),
     (["--space-params", '{"foo": 1}'], "layers, channels"),
