@@ -497,9 +497,10 @@ class Journal:
             what = "is a folder" if self.path.is_dir() else "does not exist"
             raise JournalError(f"no journal at '{self.path}': the path {what}; check the path, "
                                "or start a run that writes it")
-        if create:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+        new = not self.path.exists()
         try:
+            if create:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
             connection = sqlite3.connect(str(self.path), timeout=30.0, isolation_level=None)
             connection.row_factory = sqlite3.Row
             tables = {row[0] for row in connection.execute(
@@ -507,7 +508,11 @@ class Journal:
             # per connection: in WAL mode a commit then needs no fsync, and survives the
             # death of the process (see the module docstring)
             connection.execute("PRAGMA synchronous=NORMAL")
-        except sqlite3.DatabaseError as error:
+        except (OSError, sqlite3.DatabaseError) as error:
+            if new:
+                raise JournalError(
+                    f"cannot create a journal at '{self.path}' ({error}); give a path in a "
+                    "folder this process can write") from error
             raise JournalError(
                 f"'{self.path}' is not a nord journal, or is damaged (SQLite says: {error}); give "
                 "the path of a journal written by a search"
@@ -595,6 +600,10 @@ class Journal:
                 older nord.
             JournalInUseError: another live process writes it (its host and pid are named).
         """
+        if self.path.is_dir():
+            raise JournalError(
+                f"'{self.path}' is a folder, not a journal file; give a file path, e.g. "
+                f"'{self.path / 'run.db'}'")
         if not self.path.exists():
             if resume:
                 raise JournalError(

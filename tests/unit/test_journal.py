@@ -270,6 +270,23 @@ def test_resume_with_a_budget_below_the_evaluations_held_is_refused_and_touches_
         assert journal.start(record(budget=3), resume=True).budget == 10
 
 
+@pytest.mark.parametrize("resume", [False, True])
+def test_a_folder_given_as_journal_is_refused_naming_a_file_path(tmp_path, resume):
+    folder = tmp_path / "runs.db"
+    folder.mkdir()
+    with pytest.raises(JournalError, match="is a folder, not a journal file; give a file path, "
+                                           "e.g. '.*runs.db/run.db'"):
+        Journal(folder).start(record(), resume=resume)
+    assert list(folder.iterdir()) == []
+
+
+def test_a_journal_that_cannot_be_created_says_so(tmp_path):
+    (tmp_path / "notes.txt").write_text("a file, not a folder")
+    with pytest.raises(JournalError, match="cannot create a journal at .*notes.txt/run.db.*"
+                                           "folder this process can write"):
+        Journal(tmp_path / "notes.txt" / "run.db").start(record())
+
+
 def test_resume_without_a_batch_size_takes_the_journals(tmp_path):
     path = finished(tmp_path / "run.db")
     with Journal(path) as journal:
