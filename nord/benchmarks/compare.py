@@ -385,9 +385,24 @@ class ComparisonResult(JSONRecord):
                              for i, (cell, w) in enumerate(zip(row, widths))).rstrip()
         lines += ["", line(header), line(tuple("-" * w for w in widths))]
         lines += [line(row) for row in rows]
+        notes = self._nothing_returned()
         if sim is not None:
-            lines += self._ended_early(sim.time_budget)
-        return "\n".join(lines)
+            notes += self._ended_early(sim.time_budget)
+        return "\n".join(lines + ([""] + notes if notes else []))
+
+    def _nothing_returned(self) -> List[str]:
+        """Notes on algorithms with seeds that returned no architecture (every evaluation
+        failed: over the latency limit); their mean is NaN, not a number to compare."""
+        notes = []
+        for name, runs in self.runs.items():
+            empty = sum(1 for run in runs if not run.reported_accuracy == run.reported_accuracy)
+            if empty:
+                why = (f"every cell it evaluated was slower than {self.limit.max_ms:g} ms on "
+                       f"{self.limit.device}" if self.limit is not None
+                       else "every evaluation failed")
+                notes.append(f"note: {name} returned no architecture in {empty} of {len(runs)} "
+                             f"seed(s): {why}")
+        return notes
 
     def _ended_early(self, time_budget: float) -> List[str]:
         """Notes on algorithms whose runs stopped before the time budget: their rows do not
@@ -402,7 +417,7 @@ class ComparisonResult(JSONRecord):
                     "seed(s): the algorithm proposed nothing more (a pygmo algorithm's "
                     "generations are sized from the budget, and repeats of a cell are told "
                     "but cost no simulated time), so its row is not a full-budget result")
-        return [""] + notes if notes else []
+        return notes
 
     def to_dict(self) -> Dict[str, Any]:
         """Everything, JSON-ready: settings, the summary and every seed's run; for simulated

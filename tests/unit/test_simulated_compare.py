@@ -164,3 +164,11 @@ def test_the_table_says_which_algorithm_stopped_before_the_time_budget():
     notes = [line for line in compared.table().splitlines() if line.startswith("note:")]
     assert len(notes) == 1 and notes[0].startswith("note: nsga2 stopped before the time budget "
                                                    "in 1 of 1 seed(s)")
+
+
+def test_the_table_says_why_a_mean_is_nan_under_a_latency_limit_few_cells_meet():
+    compared = run_comparison("cifar10", ("random",), budget=20, seeds=2, processes=1,
+                              max_latency_ms=0.01, latency_device="pixel3")
+    assert all(run.reported_accuracy != run.reported_accuracy for run in compared.runs["random"])
+    assert ("note: random returned no architecture in 2 of 2 seed(s): every cell it evaluated "
+            "was slower than 0.01 ms on pixel3") in compared.table()
