@@ -141,9 +141,15 @@ def _run_config(args):
     from nord.runner import RunConfig
     known = [f.name for f in fields(RunConfig)]
     values: Dict[str, Any] = {}
+    given = vars(args)
     if getattr(args, "config", None):
         values.update(read_config(args.config, known))
-    given = vars(args)
+        overridden = {name for name, flag, _, _ in RUN_FLAGS
+                      if flag.lstrip("-").replace("-", "_") in given}
+        try:   # a bad value in the file is named with the file's path
+            RunConfig(**{key: value for key, value in values.items() if key not in overridden})
+        except ConfigurationError as error:
+            raise ConfigurationError(f"{args.config}: {error}") from None
     for name, flag, kind, _ in RUN_FLAGS:
         key = flag.lstrip("-").replace("-", "_")
         if key not in given:

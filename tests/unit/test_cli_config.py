@@ -86,7 +86,8 @@ def read_config_text(folder, text):
 @pytest.mark.parametrize("content, words", [
     ("budget = [", "is not valid TOML"),
     ("algoritm = 'rea'", "unknown setting 'algoritm'; did you mean 'algorithm'?"),
-    ("epochs = 'three'", "epochs must be an integer"),
+    ("epochs = 'three'", "bad.toml: epochs must be an integer"),
+    ("budget = 'ten'", "bad.toml: budget must be an integer >= 1; got 'ten'"),
 ])
 def test_a_bad_config_file_is_a_clear_error(tmp_path, capsys, content, words):
     (tmp_path / "bad.toml").write_text(content + "\n")
@@ -94,6 +95,14 @@ def test_a_bad_config_file_is_a_clear_error(tmp_path, capsys, content, words):
                  str(tmp_path / "r.db")]) == 2
     assert words in capsys.readouterr().err
     assert not (tmp_path / "r.db").exists()
+
+
+def test_a_flag_overrides_a_bad_value_of_the_config_file(tmp_path):
+    (tmp_path / "run.toml").write_text("space = 'nasbench201'\nbudget = 'ten'\n")
+    assert main(["run", "--config", str(tmp_path / "run.toml"), "--budget", "3", "--journal",
+                 str(tmp_path / "r.db")]) == 0
+    with Journal(tmp_path / "r.db") as journal:
+        assert journal.count() == 3
 
 
 def test_a_missing_config_file_is_a_clear_error(tmp_path, capsys):
