@@ -176,8 +176,9 @@ def group_layout(size: int, group_size: Optional[int] = None,
             who = (f"the {len(workers)} ranks besides the dedicated root" if dedicated_root
                    else f"the {size} ranks of the job")
             raise ConfigurationError(
-                f"group_size={k} is larger than {who}; launch more ranks or use "
-                f"group_size<={len(workers)} (None = one group of all of them)")
+                f"a group size of {k} (--group-size, group_size=) is larger than {who}; "
+                f"launch more ranks, use a group size of at most {len(workers)}, or leave it "
+                "unset for one group of all of them")
     return tuple(tuple(workers[start:start + k]) for start in range(0, len(workers), k))
 
 

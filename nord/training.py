@@ -52,7 +52,7 @@ def resolve_device(device: Union[str, torch.device, None] = "auto",
         if not torch.cuda.is_available():
             raise ConfigurationError(
                 f"device {device!r} was asked for but CUDA is not available on this machine; "
-                "use device='cpu' or 'auto'")
+                "use the CPU (--device cpu, device='cpu') or 'auto'")
         count = torch.cuda.device_count()
         index = int(name.split(":")[1]) if ":" in name else local_rank % count
         if not 0 <= index < count:

@@ -194,7 +194,9 @@ def write_report(journal_paths: Union[PathLike, Iterable[PathLike]], out_dir: Pa
         raise ConfigurationError(
             f"the report format must be one of {sorted(FORMATS)}; got {fmt!r}")
     if isinstance(best_count, bool) or not isinstance(best_count, int) or best_count < 0:
-        raise ConfigurationError(f"best_count must be an integer >= 0; got {best_count!r}")
+        raise ConfigurationError(
+            f"the number of best candidates to show (--best, best_count=) must be an integer "
+            f">= 0; got {best_count!r}")
     left_out: List[Tuple[Path, str]] = []
     runs = load_runs(journal_paths, labels=labels, best_count=best_count, skipped=left_out)
     if skipped is not None:

@@ -297,7 +297,7 @@ def test_sigterm_on_a_rank_ends_the_job():
 def test_invalid_groups_end_the_job_without_hanging():
     job = launch_plain(3, "config-error")
     assert not job.timed_out and job.returncode != 0, job.describe()
-    assert "ConfigurationError: group_size=4 is larger than the 3 ranks" in job.output, \
+    assert "ConfigurationError: a group size of 4 (--group-size, group_size=) is larger than the 3 ranks" in job.output, \
         job.describe()
 
 
