@@ -538,7 +538,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     try:
         return args.handler(args)
     except RunInterrupted as stop:
-        return stop.exit_code   # the run said how to resume
+        if speak and args.command == "compare":   # a run says itself how to resume
+            print(f"nord compare: interrupted by {stop.signal_name}; nothing was printed or "
+                  "saved (runs are not journaled: run the command again)", file=sys.stderr)
+        return stop.exit_code
     except NordError as error:
         if speak:
             print(f"nord {args.command}: {error}", file=sys.stderr)

@@ -177,3 +177,20 @@ def test_advice_about_a_file_that_is_not_a_journal_fits_the_command(tmp_path, ca
     said = capsys.readouterr().err
     assert said.startswith("nord run: ") and said.rstrip().endswith("or a new path to start a run")
     assert junk.read_text() == "not a database"
+
+
+def test_compare_stopped_by_ctrl_c_says_so_in_one_line(tmp_path):
+    process = subprocess.Popen(
+        [*NORD, "compare", "--algorithms", "rea", "--seeds", "20000", "--budget", "500",
+         "--processes", "1", "--json", str(tmp_path / "out.json")],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO,
+        env=dict(os.environ, PYTHONPATH=str(REPO)), preexec_fn=default_sigint)
+    try:
+        time.sleep(5)   # past the start-up, well before 20,000 runs end (minutes)
+        assert process.poll() is None
+    finally:
+        process.send_signal(signal.SIGINT)
+        out, err = process.communicate(timeout=60)
+    assert process.returncode == 130
+    assert err.strip().splitlines()[-1].startswith("nord compare: interrupted by SIGINT")
+    assert "Traceback" not in err and not (tmp_path / "out.json").exists()
