@@ -647,11 +647,16 @@ class Journal:
                 f"{name}={dumps(mine)}. Resume with the settings the run was started with (only "
                 "the budget and where it runs may change), or give a new journal path")
         recorded = self.count()
-        if record.budget and record.budget < recorded:   # 0: not known yet
+        # candidates proposed but not evaluated when the run stopped are evaluated first
+        proposed = max(recorded, self._query("SELECT COUNT(*) FROM candidates")[0][0])
+        if record.budget and record.budget < proposed:   # 0: not known yet
+            pending = (f" and {proposed - recorded} candidates proposed, which a resume "
+                       "evaluates first" if proposed > recorded else "")
             raise JournalError(
                 f"cannot resume '{self.path}' with a budget of {record.budget}: it already holds "
-                f"{recorded} evaluations, and a budget counts them too. Give a budget of at "
-                f"least {recorded} (its own was {stored.budget}), or give a new journal path")
+                f"{recorded} evaluations{pending}, and a budget counts them too. Give a budget "
+                f"of at least {proposed} (its own was {stored.budget}), or give a new journal "
+                "path")
         return stored
 
     def start(self, record: RunRecord, resume: bool = False) -> Optional[RunRecord]:

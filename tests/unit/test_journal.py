@@ -270,6 +270,21 @@ def test_resume_with_a_budget_below_the_evaluations_held_is_refused_and_touches_
         assert journal.start(record(budget=3), resume=True).budget == 10
 
 
+def test_resume_counts_the_candidates_in_flight_in_the_budget_it_needs(tmp_path):
+    path = tmp_path / "run.db"
+    with Journal(path) as journal:
+        journal.start(record())
+        journal.record([CandidateRecord(n, 0, (1, n + 1), 0) for n in range(4)],
+                       [evaluation(0), evaluation(1)])
+        journal.finish("interrupted")
+    with Journal(path) as journal, pytest.raises(
+            JournalError, match="holds 2 evaluations and 2 candidates proposed, which a resume "
+                                "evaluates first.*at least 4"):
+        journal.start(record(budget=3), resume=True)
+    with Journal(path) as journal:
+        assert journal.start(record(budget=4), resume=True) is not None
+
+
 @pytest.mark.parametrize("resume", [False, True])
 def test_a_folder_given_as_journal_is_refused_naming_a_file_path(tmp_path, resume):
     folder = tmp_path / "runs.db"
