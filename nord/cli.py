@@ -253,6 +253,22 @@ def _compare(args) -> int:
         raise ConfigurationError(
             f"--workers {args.workers} runs a comparison in simulated time, which "
             "--multi-objective does not do (it counts --budget evaluations); leave one of them out")
+    if args.multi_objective and args.algorithms is not None:
+        raise ConfigurationError(
+            f"--algorithms {args.algorithms} chooses single-objective algorithms; "
+            "--multi-objective always runs pygmo's nsga2. Leave one of them out")
+    if args.workers is not None and args.budget is not None:
+        raise ConfigurationError(
+            f"--budget {args.budget} counts evaluations, but with --workers each run's budget "
+            "is simulated seconds; give --time-budget S instead (default: the data set's "
+            "NATS-Bench budget), or leave --workers out")
+    if args.latency_device is not None and args.max_latency_ms is None:
+        raise ConfigurationError(
+            f"--latency-device {args.latency_device} is the device of a latency limit; add "
+            "--max-latency-ms MS, or leave --latency-device out (a latency objective names "
+            "its device in --objectives accuracy,latency:DEVICE)")
+    budget = 100 if args.budget is None else args.budget
+    algorithms = "random,rea" if args.algorithms is None else args.algorithms
     if args.population is not None and not args.multi_objective:
         raise ConfigurationError(
             f"--population {args.population} sets nsga2's population in a --multi-objective "
@@ -271,7 +287,7 @@ def _compare(args) -> int:
         from nord.benchmarks.multiobjective import (DEFAULT_OBJECTIVES, run_nsga2,
                                                     write_nsga2_report)
         objectives = args.objectives or DEFAULT_OBJECTIVES
-        result = run_nsga2(dataset=args.dataset, budget=args.budget, seeds=args.seeds,
+        result = run_nsga2(dataset=args.dataset, budget=budget, seeds=args.seeds,
                            base_seed=args.base_seed, population_size=population,
                            processes=processes, objectives=objectives,
                            max_latency_ms=args.max_latency_ms,
@@ -280,7 +296,7 @@ def _compare(args) -> int:
         if args.json:
             print(f"saved: {result.save_json(args.json)}")
         if args.report:
-            written = write_nsga2_report(args.report, dataset=args.dataset, budget=args.budget,
+            written = write_nsga2_report(args.report, dataset=args.dataset, budget=budget,
                                          seed=args.base_seed, population_size=population,
                                          objectives=objectives, limit=result.limit)
             print(f"report written: {written.page} (front next to the exact one: {written.figure})")
@@ -292,7 +308,7 @@ def _compare(args) -> int:
         if done == total or done % max(1, total // 10) == 0:
             print(f"  {name}: {done}/{total} seeds", file=sys.stderr, flush=True)
 
-    result = run_comparison(dataset=args.dataset, algorithms=args.algorithms, budget=args.budget,
+    result = run_comparison(dataset=args.dataset, algorithms=algorithms, budget=budget,
                             seeds=args.seeds, base_seed=args.base_seed, processes=processes,
                             progress=progress, max_latency_ms=args.max_latency_ms,
                             latency_device=args.latency_device, simulation=simulation)
@@ -457,8 +473,12 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("--dataset", default="cifar10", metavar="NAME",
                          help="cifar10 (also cifar10-valid), cifar100, imagenet16 (also "
                               "ImageNet16-120)")
-    compare.add_argument("--algorithms", default="random,rea", help=f"comma-separated: {names}")
-    compare.add_argument("--budget", type=int, default=100, help="evaluations per run")
+    compare.add_argument("--algorithms", default=None,
+                         help=f"comma-separated: {names} (default: random,rea; not with "
+                              "--multi-objective, which runs nsga2)")
+    compare.add_argument("--budget", type=int, default=None,
+                         help="evaluations per run (default: 100; not with --workers, whose "
+                              "budget is --time-budget)")
     compare.add_argument("--seeds", type=int, default=100, help="runs per algorithm")
     compare.add_argument("--base-seed", type=int, default=0, metavar="SEED",
                          help="the first seed; runs use SEED..SEED+SEEDS-1")

@@ -106,6 +106,9 @@ def test_compare_rejects_an_unknown_algorithm(capsys):
     (["--multi-objective", "--workers", "4"], "leave one of them out"),
     (["--population", "30"], "Add --multi-objective, or leave --population out"),
     (["--multi-objective", "--population", "0"], "--population must be an integer >= 5"),
+    (["--workers", "4"], "--budget 20 counts evaluations, but with --workers"),
+    (["--multi-objective", "--algorithms", "rea"], "always runs pygmo's nsga2"),
+    (["--latency-device", "pixel3"], "add --max-latency-ms MS"),
 ])
 def test_compare_refuses_flags_it_would_ignore_before_any_work(tmp_path, capsys, args, words):
     assert main(["compare", "--seeds", "3", "--budget", "20", *args]) == 2
