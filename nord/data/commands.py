@@ -19,6 +19,7 @@ would only prove that the mirror agrees with itself, so nord never does that.
 """
 from __future__ import annotations
 
+import math
 import os
 import sys
 import time
@@ -213,11 +214,16 @@ def fetch(name: str, root: Optional[str] = None, mirror: Optional[str] = None,
         The registered name, the root and the checksum table the files were checked against.
 
     Raises:
-        ConfigurationError: an unknown name, a checksums file without a mirror or with a
-            file missing.
+        ConfigurationError: an unknown name, a timeout that is not > 0, a checksums file
+            without a mirror or with a file missing.
         DataError: the download failed (the message says why and what to do).
     """
     canonical = _downloadable(name)
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) \
+            or not math.isfinite(timeout) or timeout <= 0:
+        raise ConfigurationError(
+            f"--timeout must be a number of seconds > 0 (how long a request may wait for an "
+            f"answer); got {timeout!r}. Default: 60")
     files = _FILES[canonical]
     progress = progress if progress is not None else CommandProgress()
     root = _root(root)

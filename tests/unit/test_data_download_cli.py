@@ -187,6 +187,16 @@ def test_a_built_in_data_set_has_nothing_to_download(capsys):
     assert code == 2 and "digits has no files to download" in one_line_error(err)
 
 
+@pytest.mark.parametrize("timeout", ["0", "-5", "nan"])
+def test_a_timeout_that_is_not_positive_is_refused_before_any_download(tmp_path, capsys, timeout):
+    url = f"http://127.0.0.1:{closed_port()}/"   # never reached: refused first
+    code, _, err = nord(capsys, "data", "download", "mnist", "--root", tmp_path, "--mirror", url,
+                        "--timeout", timeout)
+    assert code == 2
+    assert "--timeout must be a number of seconds > 0" in one_line_error(err)
+    assert "cannot reach" not in err and os.listdir(tmp_path) == []
+
+
 def test_an_unreachable_mirror_is_named_with_the_way_out(tmp_path, capsys):
     url = f"http://127.0.0.1:{closed_port()}/"
     code, _, err = nord(capsys, "data", "download", "cifar10", "--root", tmp_path, "--mirror", url)
