@@ -358,21 +358,32 @@ def describe_data(config: RunConfig, curator) -> Tuple[Dict[str, Any], List[str]
     return dataset, warnings
 
 
-def _check_journal(config: RunConfig, resume: bool) -> Optional[str]:
-    """Rank 0, before anything is loaded: why the journal cannot be used, or None."""
+def _check_journal(config: RunConfig, resume: bool) -> Tuple[Optional[str], Optional[str]]:
+    """Rank 0, before anything is loaded: why the journal cannot be used (or None), and why
+    there is nothing to do (or None): a resume of a finished run that does not extend its
+    budget, which leaves the journal as it is (a job script may resume until done)."""
     from nord.journal import Journal, RunRecord
     try:
         with Journal(config.journal) as journal:
-            journal.check_start(RunRecord("", {}, None, {}, config=config.measured(),
-                                          budget=config.budget or 0), resume, compare=("config",))
+            stored = journal.check_start(
+                RunRecord("", {}, None, {}, config=config.measured(), budget=config.budget or 0),
+                resume, compare=("config",))
+            if resume and stored is not None and journal.state() == "finished" \
+                    and (config.budget or stored.budget) <= stored.budget:
+                return None, (
+                    f"'{config.journal}' holds a finished run ({journal.count()} evaluations, "
+                    f"budget {stored.budget}): nothing to do, and the journal was left as it "
+                    "is. To evaluate more, extend it: nord run --resume --journal "
+                    f"{config.journal} --budget N, with N > {stored.budget}")
     except (JournalError, ConfigurationError) as error:
-        return str(error)
-    return None
+        return str(error), None
+    return None, None
 
 
 # --- running ----------------------------------------------------------------------------------
 def run(config: RunConfig, resume: bool = False, progress: bool = True, stream=None):
-    """Run (or resume) a search on every rank; returns the summary on rank 0, else None.
+    """Run (or resume) a search on every rank; returns the summary on rank 0, else None
+    (None on rank 0 too when a finished run is resumed with no more budget: nothing runs).
 
     Raises:
         JournalError: the journal cannot be started or resumed (nothing was written).
@@ -395,8 +406,12 @@ def _run(config: RunConfig, resume: bool, progress: bool, stream):
             config.journal = default_journal(config)
             env.print(f"journal: {config.journal}")
         config.journal = env.bcast(config.journal)
-        refusal = env.bcast(_check_journal(config, resume) if env.is_root else None)
-        if refusal is not None:
+        refusal, done = env.bcast(_check_journal(config, resume) if env.is_root else None)
+        summary = None
+        if done is not None:
+            refused = None
+            env.print(done)
+        elif refusal is not None:
             refused = JournalError(refusal)
         else:
             refused = None

@@ -18,13 +18,27 @@ def test_run_on_the_benchmark_then_resume_and_list(tmp_path, capsys):
     with Journal(journal) as record:
         rows = record.evaluations()
         assert len(rows) == 25 and record.metadata()["config"]["seed"] == 3
-    assert main(["resume", str(journal)]) == 0
-    assert "25 evaluations (25 from the journal; 0 failed)" in capsys.readouterr().out
+    before = journal_files(tmp_path)
+    assert main(["resume", str(journal)]) == 0   # finished: nothing to do, nothing written
+    out = capsys.readouterr().out
+    assert "holds a finished run (25 evaluations, budget 25): nothing to do" in out
+    assert "--budget N, with N > 25" in out and "done:" not in out
+    assert journal_files(tmp_path) == before
     with Journal(journal) as record:
         assert [r["genome"] for r in record.evaluations()] == [r["genome"] for r in rows]
+        assert record.metadata()["resumed"] == 0
+    assert main(["run", "--space", "nasbench201", "--algorithm", "regularized_evolution",
+                 "--budget", "30", "--seed", "3", "--journal", str(journal), "--resume"]) == 0
+    assert "30 evaluations (25 from the journal, 5 evaluated; 0 failed)" in \
+        capsys.readouterr().out
     assert main(["list", str(tmp_path)]) == 0
     listing = capsys.readouterr().out
-    assert "rea.db" in listing and "regularized_evolution" in listing and "25/25" in listing
+    assert "rea.db" in listing and "regularized_evolution" in listing and "30/30" in listing
+
+
+def journal_files(folder):
+    """Each file of the folder and its bytes."""
+    return {path.name: path.read_bytes() for path in sorted(folder.iterdir())}
 
 
 def test_report_writes_a_page(tmp_path, capsys):
