@@ -122,12 +122,15 @@ def _is_ok(row: Mapping[str, Any]) -> bool:
 def journal_paths(paths: Union[PathLike, Iterable[PathLike]],
                   skipped: Optional[List[Tuple[Path, str]]] = None) -> List[Path]:
     """The journal files named by ``paths``: files as given, folders expanded to the
-    journals (``*.db``) they and their sub-folders hold, oldest run first.
+    journals (``*.db``) they and their sub-folders hold, oldest run first. A journal named
+    twice (also through a folder or another spelling of its path) is read once, where it
+    first appears, so that no run is drawn twice.
 
     Args:
         paths: files or folders.
         skipped: a list that receives ``(path, reason)`` for each file of a folder that is
-            not a readable journal (it is left out; a file named on its own is not skipped).
+            not a readable journal (it is left out; a file named on its own is not skipped)
+            and for each repeat of a journal.
 
     Raises:
         ConfigurationError: nothing given, or a folder that holds no journal.
@@ -151,7 +154,15 @@ def journal_paths(paths: Union[PathLike, Iterable[PathLike]],
             result.append(path)
     if not result:
         raise ConfigurationError("a report needs at least one run journal; none was given")
-    return result
+    unique: List[Path] = []
+    first: Dict[str, Path] = {}
+    for path in result:
+        same = first.setdefault(os.path.realpath(path), path)
+        if same is path:
+            unique.append(path)
+        elif skipped is not None:
+            skipped.append((path, f"the same journal as {same}, which is reported once"))
+    return unique
 
 
 def load_run(path: PathLike, label: Optional[str] = None, best_count: int = 3) -> RunData:

@@ -338,7 +338,10 @@ def _page(title: str, runs: List[RunData], numbers: List[Dict[str, Any]],
             ("ranks / groups / workers",
              f"{_plain(n['ranks'])} / {_plain(n['groups'])} / {_plain(n['workers'])}"),
             ("mode", _plain(n["mode"])),
-            ("batch size / budget", f"{_plain(n['batch_size'])} / {_plain(n['budget'])}"),
+            ("budget", f"{_plain(n['budget'])} evaluations"),
+            ("batch size", "none (asynchronous: no batches)" if n.get("mode") == "async"
+             else "n/a" if n["batch_size"] is None
+             else f"{n['batch_size']} (candidates evaluated before their results are told)"),
             ("status", n["status"] + (f" (resumed {n['resumed']} times)" if n["resumed"] else "")),
             ("evaluations (ok / failed / cached)",
              f"{_count(n['evaluations'])} ({_count(n['ok'])} / {_count(n['failed'])} / "

@@ -47,7 +47,8 @@ def test_report_writes_a_page(tmp_path, capsys):
                  "--journal", str(journal)]) == 0
     assert main(["report", str(journal), "--out", str(tmp_path / "report"), "--format",
                  "html"]) == 0
-    assert (tmp_path / "report" / "report.html").is_file()
+    page = (tmp_path / "report" / "report.html").read_text()
+    assert "1 (candidates evaluated before their results are told)" in page
     summary = json.loads((tmp_path / "report" / "summary.json").read_text())
     assert summary
 

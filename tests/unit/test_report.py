@@ -245,6 +245,18 @@ def test_a_folder_is_expanded_to_its_journals(tmp_path):
     assert sorted(run.label for run in runs) == ["a", "b"]
 
 
+def test_a_journal_named_twice_is_reported_once(tmp_path):
+    path = write_journal(tmp_path / "runs" / "a.db", [[ev(0.5)]])
+    write_journal(tmp_path / "runs" / "b.db", [[ev(0.6)]])
+    skipped = []
+    again = tmp_path / "runs" / ".." / "runs" / "a.db"   # another spelling of the same file
+    runs = load_runs([path, tmp_path / "runs", again], best_count=0, skipped=skipped)
+    assert sorted(run.label for run in runs) == ["a", "b"]
+    assert [(str(where), reason) for where, reason in skipped] == [
+        (str(tmp_path / "runs" / "a.db"), f"the same journal as {path}, which is reported once"),
+        (str(again), f"the same journal as {path}, which is reported once")]
+
+
 def test_runs_with_the_same_file_name_get_distinct_labels(tmp_path):
     first = write_journal(tmp_path / "x" / "run.db", [[ev(0.5)]])
     second = write_journal(tmp_path / "y" / "run.db", [[ev(0.6)]])

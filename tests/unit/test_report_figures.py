@@ -205,3 +205,6 @@ def test_an_asynchronous_run_has_no_generation_count_on_its_page(tmp_path):
     page = (tmp_path / "out" / "report.md").read_text()
     assert page.count("none (asynchronous: results are told in the order they come)") == 1
     assert "| generations | 2 |" in page
+    assert page.count("| budget | 99 evaluations |") == 2
+    assert page.count("| batch size | none (asynchronous: no batches) |") == 1
+    assert page.count("| batch size | n/a |") == 1   # this sync journal records none
