@@ -66,6 +66,10 @@ RUN_FLAGS = (
      "imagenet16 (also ImageNet16-120) (default: digits; cifar10 for nasbench201)"),
     ("data_root", "--data-root", str,
      "folder of the data set's files (default: $NORD_DATA_ROOT, else ~/.cache/nord/data)"),
+    ("data_checksums", "--data-checksums", str,
+     "MD5s to check the data set's files against instead of the official ones, for files "
+     "from a mirror that differ ('<md5>  <file name>' lines, the file given to 'nord data "
+     "download --checksums') (default: the official MD5s)"),
     ("valid_fraction", "--valid-fraction", float,
      "share of the training split held out (stratified) as the validation split the search "
      "sees, where the data set has no official one; 0 selects on test data (warned)"),
@@ -104,6 +108,7 @@ RUN_FLAGS = (
 )
 
 _METAVARS = {"json": "JSON", "list": "NAMES", int: "N", float: "X", str: "NAME", "data_root": "DIR",
+             "data_checksums": "FILE",
              "journal": "FILE", "device": "DEVICE", "lr": "RATE", "valid_fraction": "FRACTION"}
 
 

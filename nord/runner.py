@@ -38,6 +38,8 @@ logger = logging.getLogger(__name__)
 EVALUATIONS = ("local", "data-parallel", "distributed", "benchmark")
 OPTIMIZERS = ("adam", "adamw", "sgd", "rmsprop")
 """The optimizers a run may name (``nord.training.OPTIMIZERS``, without importing torch)."""
+FILE_DATASETS = ("mnist", "fashion-mnist", "cifar10")
+"""Data sets read from their official files, which are checked against MD5s."""
 EXECUTION_FIELDS = ("budget", "journal", "threads", "device", "backend")
 """Settings a resumed run may change: how long it runs and where, not what it measures."""
 RUNS_FOLDER = "runs"
@@ -61,6 +63,9 @@ class RunConfig:
             'benchmark', a NAS-Bench-201 data set ('cifar10', 'cifar100', 'imagenet16');
             None: 'cifar10' for the benchmark, else 'digits'.
         data_root: folder of the data set files (None: the curator's default).
+        data_checksums: a file of MD5s (``md5sum`` format) that the data set's files are
+            checked against instead of the official ones: for files from a mirror whose
+            files differ (``nord data download --checksums``). None: the official MD5s.
         epochs, batch_size, lr, optimizer: training settings of every candidate.
         budget: evaluations in the run (None: what the algorithm asks for when known, else 100).
         mode: 'sync' (generations) or 'async' (steady state).
@@ -88,6 +93,7 @@ class RunConfig:
     evaluation: Optional[str] = None
     dataset: Optional[str] = None
     data_root: Optional[str] = None
+    data_checksums: Optional[str] = None
     epochs: int = 1
     batch_size: int = 64
     lr: float = 1e-3
@@ -130,6 +136,12 @@ class RunConfig:
         else:
             from nord.data.registry import CURATORS
             self.dataset = CURATORS.canonical(self.dataset)
+        if self.data_checksums is not None and self.dataset not in FILE_DATASETS:
+            what = "a benchmark table" if self.evaluation == "benchmark" else "built in"
+            raise ConfigurationError(
+                f"data_checksums (--data-checksums) checks a data set's files, and "
+                f"{self.dataset!r} ({what}) has none to check; leave it out, or use it with "
+                f"{', '.join(FILE_DATASETS)}")
         for name, minimum in (("budget", 1), ("group_size", 1), ("threads", 1), ("seed", 0)):
             value = getattr(self, name)
             if value is not None and (isinstance(value, bool) or not isinstance(value, int)
@@ -264,6 +276,14 @@ def build_curator(config: RunConfig):
     kwargs["valid_fraction"] = config.valid_fraction
     if config.data_root is not None and config.dataset != "digits":
         kwargs["root"] = config.data_root
+    if config.data_checksums is not None:
+        from nord.data.download import read_checksums
+        try:
+            kwargs["checksums"] = read_checksums(config.data_checksums)
+        except OSError as error:
+            raise ConfigurationError(
+                f"cannot read the data checksums {config.data_checksums} (--data-checksums): "
+                f"{error.strerror or error}") from None
     return get_curator(config.dataset, **kwargs)
 
 

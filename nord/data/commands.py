@@ -243,7 +243,8 @@ def fetch(name: str, root: Optional[str] = None, mirror: Optional[str] = None,
         if absent:
             raise ConfigurationError(f"{checksums} gives no checksum for {', '.join(absent)}; add a line "
                                      "'<md5>  <file name>' for each")
-        progress.say(f"{canonical}: checking against the checksums in {checksums}, not the official ones")
+        progress.say(f"{canonical}: checking against the checksums in {checksums}, not the official ones "
+                     f"(a run reads these files with --data-checksums {checksums})")
     target = files.target(root)
     place = files.locate(root)
     if place is not None and not all((target / f).is_file() for f in files.downloads):

@@ -117,7 +117,9 @@ class FileCurator(DataCurator):
             raise CorruptDataError(
                 f"{path}: MD5 {got} differs from the expected {expected}; the file is damaged or not the "
                 f"{self.name} file. Delete it and {self._fetch_hint()}; or load it as it is with "
-                "verify=False (Python only: the command line always verifies)."
+                "verify=False (Python only: the command line always verifies). Files from a mirror "
+                "whose files differ are checked against its MD5s with --data-checksums FILE (checksums= "
+                "in Python)."
             )
 
     def _fetch(self, names: Sequence[str], directory: Path) -> None:

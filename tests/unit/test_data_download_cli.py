@@ -91,6 +91,34 @@ def test_mnist_downloads_checks_and_reads(tmp_path, capsys):
     assert "not the official ones" in out and out.count("MD5 matches") == 4
 
 
+def test_a_run_reads_a_mirrors_files_with_the_checksums_they_were_downloaded_with(tmp_path, capsys):
+    folder, sums = serve_mnist(tmp_path, n_train=60, n_test=20)
+    with FileServer(folder) as server:
+        code, out, err = download(capsys, "mnist", tmp_path / "data", server, sums)
+    assert code == 0, err
+    assert f"a run reads these files with --data-checksums {sums}" in out
+    run = ["run", "--dataset", "mnist", "--data-root", tmp_path / "data", "--budget", "1",
+           "--space-params", '{"layers": 1, "channels": [2, 4]}', "--batch-size", "32"]
+    # the official MD5s do not match these files: refused, with the way out, and no journal
+    code, _, err = nord(capsys, *run, "--journal", tmp_path / "official.db")
+    assert code == 2 and "differs from the expected" in err and "--data-checksums FILE" in err
+    assert not (tmp_path / "official.db").exists()
+    code, out, err = nord(capsys, *run, "--journal", tmp_path / "mirror.db", "--data-checksums", sums)
+    assert code == 0, err
+    assert "done: 1 evaluations (1 evaluated; 0 failed)" in out
+    code, out, _ = nord(capsys, "config", tmp_path / "mirror.db")
+    assert f"data_checksums = \"{sums}\"" in out   # a repeat or a resume checks the same files
+
+
+def test_data_checksums_are_refused_for_a_data_set_without_files(tmp_path, capsys):
+    code, _, err = nord(capsys, "run", "--dataset", "digits", "--data-checksums", tmp_path / "x.md5")
+    assert code == 2 and "'digits' (built in) has none to check" in err
+    code, _, err = nord(capsys, "run", "--dataset", "mnist", "--data-checksums", tmp_path / "x.md5",
+                        "--journal", tmp_path / "r.db")
+    assert code == 2 and f"cannot read the data checksums {tmp_path / 'x.md5'} (--data-checksums)" in err
+    assert not (tmp_path / "r.db").exists()
+
+
 def test_cifar10_downloads_its_archive_and_reads_it(tmp_path, capsys):
     folder, sums = serve_cifar(tmp_path)
     with FileServer(folder) as server:
