@@ -47,7 +47,7 @@ def parser(description: str) -> argparse.ArgumentParser:
                    help="torch CPU threads per rank (default: torch's choice)")
     p.add_argument("--device", default="auto",
                    help="auto (CUDA when available), cpu, cuda or cuda:N (default: auto)")
-    add_run_flags(p, SCHEDULING)
+    add_run_flags(p, SCHEDULING + ("data_checksums",))
     p.add_argument("--smoke", action="store_true",
                    help="a tiny run (population 4, 2 generations, small channel bounds)")
     return p
@@ -72,7 +72,7 @@ def config_from(args, name: str, evaluation: str, algorithm: str, **overrides) -
                   lr=args.lr, budget=budget, seed=args.seed, threads=args.threads,
                   device=args.device, mode=args.mode,
                   journal=args.journal or os.path.join("runs", f"{name}.db"))
-    values.update({name: getattr(args, name) for name in SCHEDULING
+    values.update({name: getattr(args, name) for name in (*SCHEDULING, "data_checksums")
                    if getattr(args, name, None) is not None})
     values.update(overrides)
     os.makedirs(os.path.dirname(os.path.abspath(values["journal"])), exist_ok=True)

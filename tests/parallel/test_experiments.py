@@ -78,9 +78,27 @@ def test_experiment_resume_continues_a_finished_run(tmp_path):
     again = run_python([EXPERIMENTS / "experiment1_local.py", "--smoke", "--journal", journal,
                         "--resume"])
     assert again.returncode == 0, again.stdout
+    assert "holds a finished run (12 evaluations, budget 12): nothing to do" in again.stdout
     with Journal(journal) as record:
         after = [(r["candidate"], r["key"], r["accuracy"]) for r in record.evaluations()]
+        assert record.metadata()["resumed"] == 0
     assert after == before
+
+
+def test_experiment_reads_mirror_files_with_their_checksums(tmp_path):
+    from tests.helpers.datafiles import md5, write_mnist
+    raw = tmp_path / "data" / "MNIST" / "raw"
+    _, names = write_mnist(raw, n_train=60, n_test=20)
+    sums = tmp_path / "mirror.md5"
+    sums.write_text("".join(f"{md5(raw / name)}  {name}\n" for name in names))
+    journal = tmp_path / "e1.db"
+    done = run_python([EXPERIMENTS / "experiment1_local.py", "--smoke", "--journal", journal,
+                       "--dataset", "mnist", "--data-root", tmp_path / "data",
+                       "--data-checksums", sums])
+    assert done.returncode == 0, done.stdout
+    finished_run(journal, evaluations=12)
+    with Journal(journal) as record:
+        assert record.metadata()["config"]["data_checksums"] == str(sums)
 
 
 def test_experiment_refuses_to_overwrite_a_journal_without_resume(tmp_path):
