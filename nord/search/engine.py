@@ -626,13 +626,16 @@ def _run(algorithm, evaluator, budget, journal, mode, executor, resume, on_resul
                         f"the {scheduler.name} scheduler sets the size of each synchronous "
                         f"batch itself; batch_size={batch_size} was given. Leave batch_size "
                         "unset")
-            from nord.search.scheduled import checkpoint_folder
-            folder = checkpoint_folder(None if journal is None else journal.path)
         if journal is not None:
             recorded_batch = None if mode == "async" else (
                 batch_size if resume else effective_batch)
             record = run_record(algorithm, evaluator, executor, mode, budget, recorded_batch,
                                 info or RunInfo(), scheduler)
+            journal.check_start(record, resume=resume)   # a refusal leaves no folder behind
+        if scheduler is not None:
+            from nord.search.scheduled import checkpoint_folder
+            folder = checkpoint_folder(None if journal is None else journal.path)
+        if journal is not None:
             stored = journal.start(record, resume=resume)
             if stored is not None and mode == "sync" and batch_size is None:
                 effective_batch = stored.batch_size

@@ -4,7 +4,7 @@ from collections import Counter
 
 import pytest
 
-from nord.errors import ConfigurationError
+from nord.errors import ConfigurationError, JournalError
 from nord.journal import Journal
 from nord.search.engine import run_search
 from nord.search.evolution import RegularizedEvolution
@@ -134,6 +134,15 @@ def test_a_checkpoint_folder_that_cannot_be_written_is_refused_before_the_journa
         run_search(random(), ToyCurves(), budget=5, mode="async", journal=tmp_path / "r.db",
                    scheduler=make_scheduler("asha"))
     assert not (tmp_path / "r.db").exists()
+
+
+def test_a_refused_start_leaves_no_checkpoint_folder(tmp_path):
+    run_search(random(), ToyCurves(), budget=5, mode="async", journal=tmp_path / "r.db")
+    before = sorted(os.listdir(tmp_path))
+    with pytest.raises(JournalError, match="already holds a run"):
+        run_search(random(), ToyCurves(), budget=5, mode="async", journal=tmp_path / "r.db",
+                   scheduler=make_scheduler("asha"))
+    assert sorted(os.listdir(tmp_path)) == before and "r.db.checkpoints" not in before
 
 
 @pytest.mark.parametrize("name,mode,cut", [("asha", "async", 11), ("asha", "async", 4),
