@@ -238,10 +238,12 @@ def _data_uri(path: Path) -> str:
     return f"data:{kind};base64," + base64.b64encode(path.read_bytes()).decode("ascii")
 
 
-# Sorting reads a cell's number when it has one ("93.10 %", "12,345", "4.5 min" sort by
-# their numbers; units are not converted, a column holds one unit per row in practice) and
-# its text otherwise; "n/a" sorts last. A second click reverses the order.
+# Sorting reads a cell's number when it has one ("93.10 %", "12,345", "4.5 min"), in one unit
+# per kind where its unit says so (a duration in seconds: "50 s" before "4.5 min" before
+# "2 h"; a size in bytes), and its text otherwise; cells without a number ("n/a") sort last
+# either way. A second click reverses the order.
 _SORT_SCRIPT = """
+var UNITS = {ms: 0.001, s: 1, min: 60, h: 3600, B: 1, kB: 1e3, MB: 1e6, GB: 1e9};
 document.querySelectorAll("table.sortable").forEach(function (table) {
   var headers = table.tHead ? table.tHead.rows[0].cells : [];
   Array.prototype.forEach.call(headers, function (header, column) {
@@ -254,7 +256,10 @@ document.querySelectorAll("table.sortable").forEach(function (table) {
       var rows = Array.prototype.slice.call(body.rows);
       function key(row) {
         var text = row.cells[column] ? row.cells[column].textContent.trim() : "";
-        var number = parseFloat(text.replace(/,/g, ""));
+        var plain = text.replace(/,/g, "");
+        var number = parseFloat(plain);
+        var unit = plain.match(/^[-+0-9.eE]+\\s*([a-zA-Z]+)$/);
+        if (!isNaN(number) && unit && UNITS.hasOwnProperty(unit[1])) { number *= UNITS[unit[1]]; }
         return {text: text, number: isNaN(number) ? null : number};
       }
       rows.sort(function (a, b) {

@@ -2,6 +2,7 @@
 without console errors, whose tables sort, and that renders to a screenshot."""
 import json
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -9,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from nord.report import write_report
+from nord.report.page import Page
 from nord.runner import TEST_SELECTION
 from tests.helpers.journals import ev, write_journal
 
@@ -64,6 +66,29 @@ def test_a_broken_script_would_be_caught(tmp_path):
     page.write_text("<!DOCTYPE html><html><body><script>undefinedFunction();</script></body></html>")
     done = chromium(page, tmp_path / "profile", "--dump-dom")
     assert any("undefinedFunction" in line for line in console_messages(done.stderr))
+
+
+def sorted_column(tmp_path, cells, clicks):
+    """The column's cells, top to bottom, after ``clicks`` clicks on its header in Chromium."""
+    page = Page("sorting")
+    page.table(["wall time"], [[cell] for cell in cells], align=["right"])
+    text = page.to_html().replace(
+        "</body>", "<script>" + 'document.querySelector("th").click();' * clicks
+        + "</script></body>")
+    path = tmp_path / "sort.html"
+    path.write_text(text)
+    done = chromium(path, tmp_path / "profile", "--dump-dom")
+    assert done.returncode == 0 and console_messages(done.stderr) == [], done.stderr[-2000:]
+    return re.findall(r'<td class="right">([^<]*)</td>', done.stdout)
+
+
+def test_a_click_sorts_durations_by_their_length_and_n_a_last(tmp_path):
+    cells = ["4.5 min", "n/a", "50 s", "2 h", "12,000 ms", "90 s"]
+    assert sorted_column(tmp_path, cells, 0) == cells
+    assert sorted_column(tmp_path, cells, 1) == ["12,000 ms", "50 s", "90 s", "4.5 min", "2 h",
+                                                 "n/a"]
+    assert sorted_column(tmp_path, cells, 2) == ["2 h", "4.5 min", "90 s", "50 s", "12,000 ms",
+                                                 "n/a"]
 
 
 def test_the_page_renders_to_a_screenshot(html_report, tmp_path):
