@@ -42,6 +42,9 @@ FILE_DATASETS = ("mnist", "fashion-mnist", "cifar10")
 """Data sets read from their official files, which are checked against MD5s."""
 EXECUTION_FIELDS = ("budget", "journal", "threads", "device", "backend")
 """Settings a resumed run may change: how long it runs and where, not what it measures."""
+RECORDED_WHEN_SET = ("data_checksums",)
+"""Settings added after journals were first written, recorded only when not None (what
+leaving them out meant before), so that a journal written without them still resumes."""
 RUNS_FOLDER = "runs"
 """Where a run without ``journal`` writes its journal."""
 
@@ -244,9 +247,11 @@ class RunConfig:
         return asdict(self)
 
     def measured(self) -> Dict[str, Any]:
-        """The settings that decide what the run measures (all but ``EXECUTION_FIELDS``)."""
+        """The settings that decide what the run measures (all but ``EXECUTION_FIELDS``;
+        those of ``RECORDED_WHEN_SET`` only when set)."""
         return {key: value for key, value in self.to_dict().items()
-                if key not in EXECUTION_FIELDS}
+                if key not in EXECUTION_FIELDS
+                and not (key in RECORDED_WHEN_SET and value is None)}
 
     def execution(self) -> Dict[str, Any]:
         """The settings a resumed run may change."""

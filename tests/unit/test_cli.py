@@ -167,6 +167,18 @@ def test_resume_refuses_changed_training_settings(tmp_path, capsys):
         capsys.readouterr().err
 
 
+def test_a_setting_added_later_is_recorded_only_when_set_so_older_journals_resume(tmp_path):
+    journal = str(tmp_path / "r.db")
+    assert main(["run", "--space", "nasbench201", "--algorithm", "random", "--budget", "3",
+                 "--journal", journal]) == 0
+    with Journal(journal) as record:
+        assert "data_checksums" not in record.metadata()["config"]   # as older journals
+    assert main(["run", "--space", "nasbench201", "--algorithm", "random", "--budget", "5",
+                 "--journal", journal, "--resume"]) == 0
+    with Journal(journal) as record:
+        assert record.count() == 5
+
+
 def test_resume_with_a_larger_budget_is_remembered(tmp_path, capsys):
     journal = str(tmp_path / "r.db")
     base = ["run", "--space", "nasbench201", "--algorithm", "random", "--journal", journal]
