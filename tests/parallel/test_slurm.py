@@ -26,7 +26,9 @@ ABORT_BOUND = 30.0
 """Seconds within which a step with a failed rank must be over; it takes 1-2 s here."""
 ONE_NODE = ["-N", "1", "-n", "3", "--ntasks-per-node=3"]
 """sbatch options that fit the templates' two-node defaults onto the one test node."""
-CANCEL_BUDGET = 12
+CANCEL_BUDGET = 60
+"""Evaluations of the search cancelled after its third: enough that scancel (which takes a
+second or so to land) always stops it midway, even on an idle machine."""
 PROGRAM = [sys.executable, "-m"]
 
 
