@@ -192,7 +192,7 @@ def _config(args) -> int:
 
 def _resume(args) -> int:
     from nord.runner import resume
-    resume(args.journal)
+    resume(args.journal, budget=args.budget)
     return 0
 
 
@@ -430,8 +430,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     resume = commands.add_parser("resume", help="continue a run from its journal",
                                  description="Continue a run with the settings stored in "
-                                             "its journal (only where it runs may change).")
+                                             "its journal (only its budget and where it runs "
+                                             "may change).")
     resume.add_argument("journal", help="the run's journal (.db)")
+    resume.add_argument("--budget", type=int, default=None, metavar="N",
+                        help="extend the run to N evaluations in all, those in the journal "
+                             "included (default: its own budget)")
     resume.set_defaults(handler=_resume)
 
     config = commands.add_parser(

@@ -4,7 +4,7 @@
     config = RunConfig(algorithm="pygmo", evaluation="distributed", dataset="digits",
                        budget=40, journal="runs/exp3.db", seed=0)
     summary = run(config)           # under mpirun: every rank calls it; rank 0 gets the summary
-    summary = resume("runs/exp3.db")
+    summary = resume("runs/exp3.db", budget=80)   # extended; None if nothing is left to do
 
 How each ``evaluation`` uses the MPI ranks (see ``nord.search.executors.mpi``):
 
@@ -28,7 +28,7 @@ import datetime
 import logging
 import os
 import sys
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any, Dict, List, Optional, Tuple
 
 from nord.errors import ConfigurationError, JournalError, NordError, RunInterrupted
@@ -38,8 +38,6 @@ logger = logging.getLogger(__name__)
 EVALUATIONS = ("local", "data-parallel", "distributed", "benchmark")
 OPTIMIZERS = ("adam", "adamw", "sgd", "rmsprop")
 """The optimizers a run may name (``nord.training.OPTIMIZERS``, without importing torch)."""
-FILE_DATASETS = ("mnist", "fashion-mnist", "cifar10")
-"""Data sets read from their official files, which are checked against MD5s."""
 EXECUTION_FIELDS = ("budget", "journal", "threads", "device", "backend")
 """Settings a resumed run may change: how long it runs and where, not what it measures."""
 RECORDED_WHEN_SET = ("data_checksums",)
@@ -139,12 +137,11 @@ class RunConfig:
         else:
             from nord.data.registry import CURATORS
             self.dataset = CURATORS.canonical(self.dataset)
-        if self.data_checksums is not None and self.dataset not in FILE_DATASETS:
-            what = "a benchmark table" if self.evaluation == "benchmark" else "built in"
+        if self.data_checksums is not None and self.evaluation == "benchmark":
             raise ConfigurationError(
-                f"data_checksums (--data-checksums) checks a data set's files, and "
-                f"{self.dataset!r} ({what}) has none to check; leave it out, or use it with "
-                f"{', '.join(FILE_DATASETS)}")
+                "data_checksums (--data-checksums) checks the files a run trains on; a benchmark "
+                "run looks results up in NAS-Bench-201's table, which nord checks itself. Leave "
+                "it out")
         for name, minimum in (("budget", 1), ("group_size", 1), ("threads", 1), ("seed", 0)):
             value = getattr(self, name)
             if value is not None and (isinstance(value, bool) or not isinstance(value, int)
@@ -282,7 +279,13 @@ def build_curator(config: RunConfig):
     if config.data_root is not None and config.dataset != "digits":
         kwargs["root"] = config.data_root
     if config.data_checksums is not None:
+        from nord.data import FileCurator
         from nord.data.download import read_checksums
+        from nord.data.registry import curator_class
+        if not issubclass(curator_class(config.dataset), FileCurator):
+            raise ConfigurationError(
+                f"data_checksums (--data-checksums) checks a data set's files, and "
+                f"{config.dataset!r} is not read from files; leave it out")
         try:
             kwargs["checksums"] = read_checksums(config.data_checksums)
         except OSError as error:
@@ -395,11 +398,19 @@ def _check_journal(config: RunConfig, resume: bool) -> Tuple[Optional[str], Opti
                 resume, compare=("config",))
             if resume and stored is not None and journal.state() == "finished" \
                     and (config.budget or stored.budget) <= stored.budget:
+                count = journal.count()
+                if count < stored.budget:
+                    return None, (
+                        f"'{config.journal}' holds a finished run whose algorithm stopped by "
+                        f"itself after {count} evaluations, before its budget of "
+                        f"{stored.budget}: nothing to do, and the journal was left as it is. A "
+                        "larger budget adds evaluations only where the algorithm's own limit "
+                        "(such as its generations) allows more")
                 return None, (
-                    f"'{config.journal}' holds a finished run ({journal.count()} evaluations, "
-                    f"budget {stored.budget}): nothing to do, and the journal was left as it "
-                    "is. To evaluate more, extend it: nord run --resume --journal "
-                    f"{config.journal} --budget N, with N > {stored.budget}")
+                    f"'{config.journal}' holds a finished run ({count} evaluations, budget "
+                    f"{stored.budget}): nothing to do, and the journal was left as it is. To "
+                    f"evaluate more, extend it: nord resume {config.journal} --budget N, with "
+                    f"N > {stored.budget}")
     except (JournalError, ConfigurationError) as error:
         return str(error), None
     return None, None
@@ -490,8 +501,10 @@ def _run(config: RunConfig, resume: bool, progress: bool, stream):
     return summary if env.is_root else None
 
 
-def resume(journal: str, progress: bool = True, stream=None):
-    """Continue the run recorded in ``journal`` with the configuration stored there.
+def resume(journal: str, progress: bool = True, stream=None, budget: Optional[int] = None):
+    """Continue the run recorded in ``journal`` with the configuration stored there, and
+    ``budget`` (evaluations in all) when given; what :func:`run` returns (None on rank 0
+    too when the run is finished and the budget is not larger: nothing runs).
 
     Rank 0 reads the journal (the other nodes of a cluster may not see its file) and sends
     the configuration to every rank.
@@ -509,6 +522,8 @@ def resume(journal: str, progress: bool = True, stream=None):
     if error is not None:
         raise JournalError(error)
     stored.journal = str(journal)
+    if budget is not None:
+        stored = replace(stored, budget=budget)   # checked like any budget
     return run(stored, resume=True, progress=progress, stream=stream)
 
 

@@ -222,7 +222,7 @@ def fetch(name: str, root: Optional[str] = None, mirror: Optional[str] = None,
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) \
             or not math.isfinite(timeout) or timeout <= 0:
         raise ConfigurationError(
-            f"--timeout must be a number of seconds > 0 (how long a request may wait for an "
+            f"--timeout must be a finite number of seconds > 0 (how long a request may wait for an "
             f"answer); got {timeout!r}. Default: 60")
     files = _FILES[canonical]
     progress = progress if progress is not None else CommandProgress()

@@ -61,7 +61,7 @@ from nord.data.files import (
     read_cifar10,
     read_idx_pair,
 )
-from nord.errors import CorruptDataError, DataError, MissingDataError
+from nord.errors import ConfigurationError, CorruptDataError, DataError, MissingDataError
 
 logger = logging.getLogger(__name__)
 
@@ -79,7 +79,7 @@ class FileCurator(DataCurator):
         mirror: base URL replacing the official ones (``{name}`` is replaced by the data
             set's name); default ``$NORD_DATA_MIRROR``.
         checksums: file name -> MD5, replacing the official table (for a mirror with other
-            files, or tests).
+            files, or tests); it must name every file that is read.
         verify: check files that have a checksum in the table on every load.
         timeout: seconds per download request.
         normalise, valid_fraction, split_seed: see :class:`~nord.data.curator.DataCurator`.
@@ -96,6 +96,7 @@ class FileCurator(DataCurator):
         self.download = bool(download)
         self.mirror = mirror
         self.checksums = dict(self.default_checksums if checksums is None else checksums)
+        self.own_checksums = checksums is not None
         self.verify = bool(verify)
         self.timeout = float(timeout)
 
@@ -109,17 +110,29 @@ class FileCurator(DataCurator):
                 f"{MIRROR_HINT})")
 
     def _verify(self, path: Path) -> None:
+        if not self.verify:
+            return
         expected = self.checksums.get(path.name)
-        if not self.verify or not expected:
+        if not expected:
+            # a file the official table checks must be checked by a table given instead
+            if self.own_checksums and path.name in self.default_checksums:
+                raise ConfigurationError(
+                    f"{path} is read, but the checksums given (--data-checksums, checksums= in Python) "
+                    f"have no MD5 for {path.name}; add a line '<md5>  {path.name}' as md5sum writes it")
             return
         got = file_md5(path)
         if got != expected.lower():
+            if self.own_checksums:
+                what = (f"differs from {expected}, its MD5 in the checksums given (--data-checksums, "
+                        "checksums= in Python); the file is damaged or not the one they describe")
+            else:
+                what = (f"differs from the expected {expected}; the file is damaged or not the {self.name} "
+                        "file")
             raise CorruptDataError(
-                f"{path}: MD5 {got} differs from the expected {expected}; the file is damaged or not the "
-                f"{self.name} file. Delete it and {self._fetch_hint()}; or load it as it is with "
-                "verify=False (Python only: the command line always verifies). Files from a mirror "
-                "whose files differ are checked against its MD5s with --data-checksums FILE (checksums= "
-                "in Python)."
+                f"{path}: MD5 {got} {what}. Delete it and {self._fetch_hint()}; or load it as it is with "
+                "verify=False (Python only: the command line always verifies)."
+                + ("" if self.own_checksums else " Files from a mirror whose files differ are checked "
+                   "against its MD5s with --data-checksums FILE (checksums= in Python).")
             )
 
     def _fetch(self, names: Sequence[str], directory: Path) -> None:

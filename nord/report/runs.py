@@ -120,17 +120,18 @@ def _is_ok(row: Mapping[str, Any]) -> bool:
 
 
 def journal_paths(paths: Union[PathLike, Iterable[PathLike]],
-                  skipped: Optional[List[Tuple[Path, str]]] = None) -> List[Path]:
+                  skipped: Optional[List[Tuple[Path, str]]] = None,
+                  once: bool = True) -> List[Path]:
     """The journal files named by ``paths``: files as given, folders expanded to the
-    journals (``*.db``) they and their sub-folders hold, oldest run first. A journal named
-    twice (also through a folder or another spelling of its path) is read once, where it
-    first appears, so that no run is drawn twice.
+    journals (``*.db``) they and their sub-folders hold, oldest run first.
 
     Args:
         paths: files or folders.
         skipped: a list that receives ``(path, reason)`` for each file of a folder that is
             not a readable journal (it is left out; a file named on its own is not skipped)
-            and for each repeat of a journal.
+            and for each repeat of a journal left out.
+        once: a journal named twice (also through a folder or another spelling of its
+            path) is kept once, where it first appears, so that no run is drawn twice.
 
     Raises:
         ConfigurationError: nothing given, or a folder that holds no journal.
@@ -154,6 +155,8 @@ def journal_paths(paths: Union[PathLike, Iterable[PathLike]],
             result.append(path)
     if not result:
         raise ConfigurationError("a report needs at least one run journal; none was given")
+    if not once:
+        return result
     unique: List[Path] = []
     first: Dict[str, Path] = {}
     for path in result:
@@ -204,15 +207,16 @@ def load_runs(paths: Union[PathLike, Iterable[PathLike]],
     """Read several journals (folders are expanded, see :func:`journal_paths`, which also
     says what ``skipped`` receives).
 
-    Labels default to the file names; a label already taken (also one that differs only
-    in characters that file names drop) gets a suffix (``ga``, ``ga-2``), so every run has
-    its own label and its own files.
+    Labels default to the file names, and a journal named twice is then read once; with
+    ``labels``, one per journal, every journal is read as named (a label each). A label
+    already taken (also one that differs only in characters that file names drop) gets a
+    suffix (``ga``, ``ga-2``), so every run has its own label and its own files.
 
     Raises:
         ConfigurationError: ``labels`` does not have one label per journal.
         JournalError: a file is missing or is not a journal.
     """
-    files = journal_paths(paths, skipped)
+    files = journal_paths(paths, skipped, once=labels is None)
     if labels is not None and len(labels) != len(files):
         raise ConfigurationError(
             f"labels must name every run: {len(files)} journals but {len(labels)} labels "

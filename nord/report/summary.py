@@ -178,9 +178,11 @@ def write_report(journal_paths: Union[PathLike, Iterable[PathLike]], out_dir: Pa
             default 1.1 x the largest network in the fronts' plots, at 0 accuracy. All
             hypervolumes of a report share it, so they compare.
         best_count: the best distinct architectures drawn per run.
-        labels: the runs' names (default: the journals' file names).
-        skipped: a list that receives ``(path, reason)`` for each file of a folder that was
-            left out because it is not a readable journal (the page names them too).
+        labels: the runs' names, one per journal (default: the journals' file names; a
+            journal named twice is then reported once).
+        skipped: a list that receives ``(path, reason)`` for each file left out: a file of
+            a folder that is not a readable journal, or a journal named again (the page names
+            them too).
 
     Returns:
         The path of the summary page.

@@ -56,7 +56,7 @@ def smoke(command, previous_run):
     """The command at smoke size: small budgets, seeds and epochs; '...' is the last run."""
     if "nord run ..." in command:
         command = command.replace("nord run ...", previous_run)
-    small = "30" if "compare" in command else "6" if "--resume" in command else "4"
+    small = "30" if "compare" in command else "6" if "resume" in command else "4"
     command = re.sub(r"--budget \d+", f"--budget {small}", command)
     command = re.sub(r"--seeds \d+", "--seeds 4", command)
     if re.search(r"\bnord run\b", command):

@@ -27,13 +27,37 @@ def test_run_on_the_benchmark_then_resume_and_list(tmp_path, capsys):
     with Journal(journal) as record:
         assert [r["genome"] for r in record.evaluations()] == [r["genome"] for r in rows]
         assert record.metadata()["resumed"] == 0
-    assert main(["run", "--space", "nasbench201", "--algorithm", "regularized_evolution",
-                 "--budget", "30", "--seed", "3", "--journal", str(journal), "--resume"]) == 0
+    assert f"extend it: nord resume {journal} --budget N, with N > 25" in out
+    assert main(["resume", str(journal), "--budget", "30"]) == 0   # as the message says
     assert "30 evaluations (25 from the journal, 5 evaluated; 0 failed)" in \
         capsys.readouterr().out
     assert main(["list", str(tmp_path)]) == 0
     listing = capsys.readouterr().out
     assert "rea.db" in listing and "regularized_evolution" in listing and "30/30" in listing
+
+
+def test_resume_of_a_run_whose_algorithm_stopped_by_itself_says_so(tmp_path, capsys):
+    journal = tmp_path / "sga.db"
+    assert main(["run", "--space", "nasbench201", "--algorithm", "pygmo", "--population", "4",
+                 "--generations", "1", "--budget", "20", "--journal", str(journal)]) == 0
+    capsys.readouterr()
+    before = journal_files(tmp_path)
+    assert main(["resume", str(journal)]) == 0
+    out = capsys.readouterr().out
+    assert "stopped by itself after 8 evaluations, before its budget of 20: nothing to do" in out
+    assert journal_files(tmp_path) == before
+
+
+def test_resume_with_a_budget_below_the_journal_is_refused_untouched(tmp_path, capsys):
+    journal = tmp_path / "r.db"
+    assert main(["run", "--space", "nasbench201", "--algorithm", "random", "--budget", "6",
+                 "--journal", str(journal)]) == 0
+    before = journal_files(tmp_path)
+    assert main(["resume", str(journal), "--budget", "4"]) == 2
+    assert "Give a budget of at least 6" in capsys.readouterr().err
+    assert main(["resume", str(journal), "--budget", "0"]) == 2
+    assert "budget must be an integer >= 1; got 0" in capsys.readouterr().err
+    assert journal_files(tmp_path) == before
 
 
 def journal_files(folder):

@@ -110,9 +110,28 @@ def test_a_run_reads_a_mirrors_files_with_the_checksums_they_were_downloaded_wit
     assert f"data_checksums = \"{sums}\"" in out   # a repeat or a resume checks the same files
 
 
+def test_data_checksums_that_leave_a_file_out_are_refused_not_skipped(tmp_path, capsys):
+    raw = tmp_path / "data" / "MNIST" / "raw"
+    _, names = write_mnist(raw, n_train=30, n_test=10)
+    sums = checksums_file(raw, names[1:], path=tmp_path / "partial.md5")   # one left out
+    code, _, err = nord(capsys, "run", "--dataset", "mnist", "--data-root", tmp_path / "data",
+                        "--data-checksums", sums, "--journal", tmp_path / "r.db")
+    assert code == 2
+    assert f"have no MD5 for {names[0]}; add a line '<md5>  {names[0]}'" in err
+    assert not (tmp_path / "r.db").exists()
+    # a file that differs from the given MD5 is named as such, not as an official file
+    sums.write_text(sums.read_text() + f"{'0' * 32}  {names[0]}\n")
+    code, _, err = nord(capsys, "run", "--dataset", "mnist", "--data-root", tmp_path / "data",
+                        "--data-checksums", sums, "--journal", tmp_path / "r.db")
+    assert code == 2 and f"differs from {'0' * 32}, its MD5 in the checksums given" in err
+    assert not (tmp_path / "r.db").exists()
+
+
 def test_data_checksums_are_refused_for_a_data_set_without_files(tmp_path, capsys):
     code, _, err = nord(capsys, "run", "--dataset", "digits", "--data-checksums", tmp_path / "x.md5")
-    assert code == 2 and "'digits' (built in) has none to check" in err
+    assert code == 2 and "'digits' is not read from files; leave it out" in err
+    code, _, err = nord(capsys, "run", "--space", "nasbench201", "--data-checksums", tmp_path / "x.md5")
+    assert code == 2 and "a benchmark run looks results up in NAS-Bench-201's table" in err
     code, _, err = nord(capsys, "run", "--dataset", "mnist", "--data-checksums", tmp_path / "x.md5",
                         "--journal", tmp_path / "r.db")
     assert code == 2 and f"cannot read the data checksums {tmp_path / 'x.md5'} (--data-checksums)" in err
@@ -215,13 +234,13 @@ def test_a_built_in_data_set_has_nothing_to_download(capsys):
     assert code == 2 and "digits has no files to download" in one_line_error(err)
 
 
-@pytest.mark.parametrize("timeout", ["0", "-5", "nan"])
+@pytest.mark.parametrize("timeout", ["0", "-5", "nan", "inf"])
 def test_a_timeout_that_is_not_positive_is_refused_before_any_download(tmp_path, capsys, timeout):
     url = f"http://127.0.0.1:{closed_port()}/"   # never reached: refused first
     code, _, err = nord(capsys, "data", "download", "mnist", "--root", tmp_path, "--mirror", url,
                         "--timeout", timeout)
     assert code == 2
-    assert "--timeout must be a number of seconds > 0" in one_line_error(err)
+    assert "--timeout must be a finite number of seconds > 0" in one_line_error(err)
     assert "cannot reach" not in err and os.listdir(tmp_path) == []
 
 

@@ -257,6 +257,12 @@ def test_a_journal_named_twice_is_reported_once(tmp_path):
         (str(again), f"the same journal as {path}, which is reported once")]
 
 
+def test_with_labels_every_journal_named_is_read_under_its_label(tmp_path):
+    path = write_journal(tmp_path / "a.db", [[ev(0.5)]])
+    runs = load_runs([path, path], labels=["first", "second"], best_count=0)
+    assert [run.label for run in runs] == ["first", "second"]
+
+
 def test_runs_with_the_same_file_name_get_distinct_labels(tmp_path):
     first = write_journal(tmp_path / "x" / "run.db", [[ev(0.5)]])
     second = write_journal(tmp_path / "y" / "run.db", [[ev(0.6)]])
