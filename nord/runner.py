@@ -40,6 +40,10 @@ OPTIMIZERS = ("adam", "adamw", "sgd", "rmsprop")
 """The optimizers a run may name (``nord.training.OPTIMIZERS``, without importing torch)."""
 EXECUTION_FIELDS = ("budget", "journal", "threads", "device", "backend")
 """Settings a resumed run may change: how long it runs and where, not what it measures."""
+TRAINING_FIELDS = ("epochs", "batch_size", "lr", "optimizer", "valid_fraction", "data_root",
+                   "data_checksums")
+"""Settings of training and of the data it reads: what a benchmark run (a table look-up)
+must leave at their defaults."""
 RECORDED_WHEN_SET = ("data_checksums",)
 """Settings added after journals were first written, recorded only when not None (what
 leaving them out meant before), so that a journal written without them still resumes."""
@@ -137,11 +141,7 @@ class RunConfig:
         else:
             from nord.data.registry import CURATORS
             self.dataset = CURATORS.canonical(self.dataset)
-        if self.data_checksums is not None and self.evaluation == "benchmark":
-            raise ConfigurationError(
-                "data_checksums (--data-checksums) checks the files a run trains on; a benchmark "
-                "run looks results up in NAS-Bench-201's table, which nord checks itself. Leave "
-                "it out")
+        self._check_training_settings()
         for name, minimum in (("budget", 1), ("group_size", 1), ("threads", 1), ("seed", 0)):
             value = getattr(self, name)
             if value is not None and (isinstance(value, bool) or not isinstance(value, int)
@@ -188,6 +188,26 @@ class RunConfig:
             raise ConfigurationError(
                 "--callbacks look inside training, but NAS-Bench-201 runs look results up and "
                 "train nothing; drop --callbacks")
+
+    def _check_training_settings(self) -> None:
+        """Settings of training and its data refused where nothing uses them, rather than
+        recorded as if they had shaped the run."""
+        if self.evaluation == "benchmark":
+            defaults = {f.name: f.default for f in fields(self) if f.name in TRAINING_FIELDS}
+            given = [f"--{name.replace('_', '-')} {getattr(self, name)}"
+                     for name in TRAINING_FIELDS if getattr(self, name) != defaults[name]]
+            if given:
+                raise ConfigurationError(
+                    f"{', '.join(given)} set(s) how candidates are trained, but a NAS-Bench-201 "
+                    "run looks results up in the benchmark's table (its networks were trained "
+                    "once, by the benchmark's authors, with its own split and settings); leave "
+                    f"{'it' if len(given) == 1 else 'them'} out")
+        elif self.dataset == "digits" and (self.data_root, self.data_checksums) != (None, None):
+            flag = "--data-root" if self.data_root is not None else "--data-checksums"
+            raise ConfigurationError(
+                f"{flag} points at a data set's files, but digits is built in (it comes with "
+                "scikit-learn); leave it out, or choose a data set read from files (mnist, "
+                "fashion-mnist, cifar10)")
 
     def _check_scheduler(self) -> None:
         """A scheduler's name and settings, its mode and evaluation, checked now: a bad one is

@@ -203,6 +203,20 @@ def test_a_setting_added_later_is_recorded_only_when_set_so_older_journals_resum
         assert record.count() == 5
 
 
+@pytest.mark.parametrize("args, words", [
+    (["--space", "nasbench201", "--epochs", "50"], "--epochs 50 set(s) how candidates are trained"),
+    (["--space", "nasbench201", "--lr", "0.5", "--optimizer", "sgd"], "--lr 0.5, --optimizer sgd"),
+    (["--space", "nasbench201", "--valid-fraction", "0"], "--valid-fraction 0.0"),
+    (["--space", "nasbench201", "--data-root", "data"], "--data-root data"),
+    (["--data-root", "data"], "--data-root points at a data set's files, but digits is built in"),
+])
+def test_settings_a_run_would_not_use_are_refused_not_recorded(tmp_path, capsys, args, words):
+    journal = tmp_path / "r.db"
+    assert main(["run", "--budget", "2", "--journal", str(journal), *args]) == 2
+    assert words in capsys.readouterr().err
+    assert not journal.exists()
+
+
 def test_resume_with_a_larger_budget_is_remembered(tmp_path, capsys):
     journal = str(tmp_path / "r.db")
     base = ["run", "--space", "nasbench201", "--algorithm", "random", "--journal", journal]

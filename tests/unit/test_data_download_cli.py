@@ -129,9 +129,9 @@ def test_data_checksums_that_leave_a_file_out_are_refused_not_skipped(tmp_path, 
 
 def test_data_checksums_are_refused_for_a_data_set_without_files(tmp_path, capsys):
     code, _, err = nord(capsys, "run", "--dataset", "digits", "--data-checksums", tmp_path / "x.md5")
-    assert code == 2 and "'digits' is not read from files; leave it out" in err
+    assert code == 2 and "--data-checksums points at a data set's files, but digits is built in" in err
     code, _, err = nord(capsys, "run", "--space", "nasbench201", "--data-checksums", tmp_path / "x.md5")
-    assert code == 2 and "a benchmark run looks results up in NAS-Bench-201's table" in err
+    assert code == 2 and "a NAS-Bench-201 run looks results up in the benchmark's table" in err
     code, _, err = nord(capsys, "run", "--dataset", "mnist", "--data-checksums", tmp_path / "x.md5",
                         "--journal", tmp_path / "r.db")
     assert code == 2 and f"cannot read the data checksums {tmp_path / 'x.md5'} (--data-checksums)" in err
