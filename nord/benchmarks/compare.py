@@ -370,10 +370,17 @@ class ComparisonResult(JSONRecord):
             header += ("sim. time (h)", "utilisation")
         rows = []
         for name, numbers in self.summary().items():
-            row = (name, str(numbers["seeds"]),
+            # seeds that returned an architecture, of all (the means are over the former)
+            returned = sum(1 for run in self.runs[name]
+                           if run.reported_accuracy == run.reported_accuracy)
+            seeds = (str(numbers["seeds"]) if returned == len(self.runs[name])
+                     else f"{returned}/{len(self.runs[name])}")
+            evaluations = numbers["evaluations"]
+            row = (name, seeds,
                    f"{numbers['test']['mean']:.2f} ± {numbers['test']['std']:.2f}",
                    f"{numbers['search']['mean']:.2f} ± {numbers['search']['std']:.2f}",
-                   f"{numbers['evaluations']:.0f}", f"{numbers['unique']:.1f}",
+                   f"{evaluations:.0f}" if float(evaluations).is_integer()
+                   else f"{evaluations:.1f}", f"{numbers['unique']:.1f}",
                    f"{numbers['seconds']:.2f}")
             if sim is not None:
                 row += (f"{numbers['simulated_time'] / 3600:.2f}",

@@ -172,3 +172,25 @@ def test_the_table_says_why_a_mean_is_nan_under_a_latency_limit_few_cells_meet()
     assert all(run.reported_accuracy != run.reported_accuracy for run in compared.runs["random"])
     assert ("note: random returned no architecture in 2 of 2 seed(s): every cell it evaluated "
             "was slower than 0.01 ms on pixel3") in compared.table()
+
+
+def test_the_seeds_column_counts_the_seeds_a_mean_is_over():
+    compared = run_comparison("cifar10", ("local_search",), budget=30, seeds=5, processes=1,
+                              max_latency_ms=8, latency_device="pixel3")
+    returned = [run for run in compared.runs["local_search"]
+                if run.reported_accuracy == run.reported_accuracy]
+    assert 0 < len(returned) < 5   # a seed with no cell under 8 ms, on this table
+    row = next(line for line in compared.table().splitlines() if line.startswith("local_search"))
+    assert row.split()[1] == f"{len(returned)}/5"
+    mean = 100 * sum(run.reported_accuracy for run in returned) / len(returned)
+    assert row.split()[2] == f"{mean:.2f}"
+
+
+def test_mean_evaluations_keep_their_decimal_like_distinct_ones():
+    setting = SimulatedSetting.for_dataset("cifar10", workers=4, time_budget=2000)
+    compared = run_comparison("cifar10", ("random",), seeds=3, processes=1, simulation=setting)
+    numbers = compared.summary()["random"]
+    row = next(line for line in compared.table().splitlines() if line.startswith("random"))
+    evaluations, distinct = row.split()[8:10]
+    assert not float(numbers["evaluations"]).is_integer()   # 3 runs of different lengths
+    assert evaluations == f"{numbers['evaluations']:.1f}" and float(distinct) <= float(evaluations)
