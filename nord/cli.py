@@ -274,6 +274,11 @@ def _compare(args) -> int:
             "its device in --objectives accuracy,latency:DEVICE)")
     budget = 100 if args.budget is None else args.budget
     algorithms = "random,rea" if args.algorithms is None else args.algorithms
+    if args.processes is not None and args.processes < 0:
+        raise ConfigurationError(
+            f"--processes must be an integer >= 0 (0: one per CPU); got {args.processes}")
+    _check_output(args.json, "--json", folder=False)
+    _check_output(args.report, "--report", folder=True)
     if args.population is not None and not args.multi_objective:
         raise ConfigurationError(
             f"--population {args.population} sets nsga2's population in a --multi-objective "
@@ -334,6 +339,34 @@ def _compare(args) -> int:
             "mean ± std")
         print(f"anytime curves: {figure}")
     return 0
+
+
+def _check_output(path: Optional[str], flag: str, folder: bool) -> None:
+    """Refuse, before any work, an output path that cannot be written when the work is done."""
+    if path is None:
+        return
+    import os
+    from pathlib import Path
+
+    target = Path(path)
+    if folder and target.exists() and not target.is_dir():
+        raise ConfigurationError(
+            f"{flag} {path} names a folder to write into, but {path} is a file; give a folder "
+            "path (it is created if missing)")
+    if not folder and target.is_dir():
+        raise ConfigurationError(
+            f"{flag} {path} names a file to write, but {path} is a folder; give a file path, "
+            f"e.g. {target / 'compare.json'}")
+    if not folder and target.exists():
+        if os.access(target, os.W_OK):
+            return
+        raise ConfigurationError(f"{flag} {path} cannot be written (no permission); choose "
+                                 "another path")
+    existing = next(parent for parent in (target, *target.parents) if parent.exists())
+    if not existing.is_dir() or not os.access(existing, os.W_OK | os.X_OK):
+        raise ConfigurationError(
+            f"{flag} {path} cannot be written: {existing} is not a folder you can write; "
+            "choose a path in one")
 
 
 _SIMULATION_FLAGS = ("time_budget", "mode", "signal", "noise", "overhead")

@@ -148,11 +148,19 @@ def test_compare_rejects_an_unknown_algorithm(capsys):
     (["--workers", "4"], "--budget 20 counts evaluations, but with --workers"),
     (["--multi-objective", "--algorithms", "rea"], "always runs pygmo's nsga2"),
     (["--latency-device", "pixel3"], "add --max-latency-ms MS"),
+    (["--processes", "-1"], "--processes must be an integer >= 0 (0: one per CPU); got -1"),
+    (["--json", "{tmp}"], "is a folder; give a file path, e.g. {tmp}/compare.json"),
+    (["--json", "{tmp}/a-file/x.json"], "is not a folder you can write"),
+    (["--workers", "2", "--time-budget", "3000", "--report", "{tmp}/a-file"],
+     "names a folder to write into, but {tmp}/a-file is a file"),
 ])
 def test_compare_refuses_flags_it_would_ignore_before_any_work(tmp_path, capsys, args, words):
-    assert main(["compare", "--seeds", "3", "--budget", "20", *args]) == 2
+    (tmp_path / "a-file").write_text("")
+    args = [arg.format(tmp=tmp_path) for arg in args]
+    budget = [] if "--time-budget" in args else ["--budget", "20"]
+    assert main(["compare", "--seeds", "3", *budget, *args]) == 2
     out, err = capsys.readouterr()
-    assert words in err
+    assert words.format(tmp=tmp_path) in err
     assert "test acc." not in out and "seeds" not in err   # refused before any run, no table
 
 
