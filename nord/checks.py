@@ -6,11 +6,12 @@
 from __future__ import annotations
 
 import numbers
+import re
 from typing import Any, Optional
 
 from nord.errors import ConfigurationError
 
-__all__ = ["check_int", "check_valid_fraction"]
+__all__ = ["check_int", "check_valid_fraction", "check_device"]
 
 
 def check_int(value: Any, name: str, minimum: Optional[int] = None) -> int:
@@ -40,3 +41,20 @@ def check_valid_fraction(fraction: Any) -> float:
             f"valid_fraction (the share of the training split held out for validation) must be "
             f"a number in [0, 1), e.g. 0.1; got {fraction!r}. 0 selects on test data (not advised)")
     return float(fraction)
+
+
+_DEVICE = re.compile(r"auto|cpu|cuda(:[0-9]+)?")
+
+
+def check_device(device: Any) -> str:
+    """``device`` when it is 'auto', 'cpu', 'cuda' or 'cuda:N' (any case), checked without
+    torch: whether this machine has that GPU is known only where the device is used.
+
+    Raises:
+        ConfigurationError: a malformed name, naming the forms accepted.
+    """
+    if not isinstance(device, str) or not _DEVICE.fullmatch(device.lower()):
+        raise ConfigurationError(
+            f"unknown device {device!r}; use 'auto', 'cpu', 'cuda' or 'cuda:N' (N: the GPU's "
+            "index, 0, 1, ...)")
+    return device

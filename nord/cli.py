@@ -207,6 +207,7 @@ def _export(args) -> int:
 
 def _report(args) -> int:
     from nord.report import write_report
+    _check_output(args.out, "--out", folder=True)
     skipped = []
     page = write_report(args.journals, args.out, title=args.title, fmt=args.format,
                         pareto=True if args.pareto else None, best_count=args.best,
@@ -225,13 +226,20 @@ def _report(args) -> int:
 
 
 def _list(args) -> int:
+    import os
+
     from nord.journal import list_runs
     runs, skipped = list_runs(args.paths)
-    for path, reason in skipped:
-        print(f"skipped {path}: {reason}", file=sys.stderr)
+    named = {os.path.realpath(path) for path in args.paths if os.path.isfile(path)}
+    refused = [(path, reason) for path, reason in skipped if os.path.realpath(path) in named]
+    for path, reason in skipped:   # a file named on its own that is no journal is an error
+        print(f"nord list: {reason}" if (path, reason) in refused else
+              f"skipped {path}: {reason}", file=sys.stderr)
+    status = 2 if refused else 0
     if not runs:
-        print(f"no run journals in {', '.join(args.paths)}")
-        return 0
+        if not refused:
+            print(f"no run journals in {', '.join(args.paths)}")
+        return status
     width = max(len("journal"), *(len(str(run["path"])) for run in runs))
     print(f"{'journal':{width}s} {'algorithm':22s} {'state':11s} {'evals':>9s} {'failed':>6s} "
           f"{'best':>7s}  created")
@@ -242,7 +250,7 @@ def _list(args) -> int:
         print(f"{str(run['path']):{width}s} {run['algorithm']:22s} {run['state']:11s} "
               f"{run['evaluations']:>4d}/{run['budget'] or '?':<4} {run['failed']:>6d} "
               f"{'-' if best is None else format(best, '.4f'):>7s}  {created}")
-    return 0
+    return status
 
 
 def _compare(args) -> int:

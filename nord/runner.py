@@ -142,6 +142,8 @@ class RunConfig:
             from nord.data.registry import CURATORS
             self.dataset = CURATORS.canonical(self.dataset)
         self._check_training_settings()
+        from nord.checks import check_device
+        check_device(self.device)
         for name, minimum in (("budget", 1), ("group_size", 1), ("threads", 1), ("seed", 0)):
             value = getattr(self, name)
             if value is not None and (isinstance(value, bool) or not isinstance(value, int)
@@ -550,6 +552,9 @@ def resume(journal: str, progress: bool = True, stream=None, budget: Optional[in
 def stored_config(journal: str) -> RunConfig:
     """The RunConfig a journal's run was started with (its last execution settings)."""
     from nord.journal import Journal
+    if os.path.isdir(journal):
+        raise JournalError(f"'{journal}' is a folder, not a journal file; give the path of a "
+                           f"run's .db file ('nord list {journal}' shows those it holds)")
     if not os.path.isfile(journal):
         raise JournalError(f"there is no journal at '{journal}'; give the path of a run's .db file")
     with Journal(journal) as record:

@@ -20,6 +20,7 @@ from typing import Callable, Iterable, Optional, Protocol, Tuple, Union
 import torch
 from torch import nn
 
+from nord.checks import check_device
 from nord.errors import ConfigurationError, DistributedError, NordError
 
 OPTIMIZERS = {
@@ -49,6 +50,7 @@ def resolve_device(device: Union[str, torch.device, None] = "auto",
     if name == "cpu":
         return torch.device("cpu")
     if name == "cuda" or name.startswith("cuda:"):
+        check_device(name)
         if not torch.cuda.is_available():
             raise ConfigurationError(
                 f"device {device!r} was asked for but CUDA is not available on this machine; "

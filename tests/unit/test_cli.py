@@ -225,6 +225,32 @@ def test_settings_a_run_would_not_use_are_refused_not_recorded(tmp_path, capsys,
     assert not journal.exists()
 
 
+def test_paths_of_the_wrong_kind_are_named_as_such(tmp_path, capsys):
+    journal = tmp_path / "r.db"
+    assert main(["run", "--space", "nasbench201", "--budget", "2", "--journal", str(journal)]) == 0
+    (tmp_path / "notes.db").write_text("not a journal")
+    capsys.readouterr()
+    assert main(["resume", str(tmp_path)]) == 2
+    assert f"'{tmp_path}' is a folder, not a journal file" in capsys.readouterr().err
+    assert main(["report", str(journal), "--out", str(tmp_path / "notes.db")]) == 2
+    assert "names a folder to write into, but" in capsys.readouterr().err
+    # a file named on its own that is no journal fails the command; the others are listed
+    assert main(["list", str(tmp_path / "notes.db"), str(journal)]) == 2
+    out, err = capsys.readouterr()
+    assert "r.db" in out and err.startswith("nord list: ") and "is not a nord journal" in err
+    assert main(["list", str(tmp_path)]) == 0   # in a folder, it is skipped
+    assert "skipped" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("device", ["cuda:x", "gpu", "cuda:"])
+def test_a_malformed_device_is_refused_before_anything_is_loaded(tmp_path, capsys, device):
+    assert main(["run", "--device", device, "--budget", "1",
+                 "--journal", str(tmp_path / "r.db")]) == 2
+    assert f"unknown device '{device}'; use 'auto', 'cpu', 'cuda' or 'cuda:N'" in \
+        capsys.readouterr().err
+    assert not (tmp_path / "r.db").exists()
+
+
 def test_resume_with_a_larger_budget_is_remembered(tmp_path, capsys):
     journal = str(tmp_path / "r.db")
     base = ["run", "--space", "nasbench201", "--algorithm", "random", "--journal", journal]
