@@ -137,6 +137,10 @@ def add_run_flags(parser: argparse.ArgumentParser, names) -> None:
                                     algorithms="; ".join(ALGORITHMS.choices()))))
 
 
+ALGORITHM_FLAGS = (("population", "population_size"), ("generations", "generations"))
+"""``nord run`` flags that set an entry of ``algorithm_params``: (flag, key)."""
+
+
 def _run_config(args):
     """The RunConfig of ``nord run``: RunConfig's defaults, then the --config file, then the
     flags given."""
@@ -148,7 +152,8 @@ def _run_config(args):
     values: Dict[str, Any] = {}
     given = vars(args)
     if getattr(args, "config", None):
-        values.update(read_config(args.config, known))
+        values.update(read_config(args.config, known, moved={
+            flag: f"algorithm_params.{key}" for flag, key in ALGORITHM_FLAGS}))
         overridden = {name for name, flag, _, _ in RUN_FLAGS
                       if flag.lstrip("-").replace("-", "_") in given}
         try:   # a bad value in the file is named with the file's path
@@ -163,7 +168,7 @@ def _run_config(args):
         if kind == "json":
             value = {**values.get(name, {}), **_json_dict(value, flag)}
         values[name] = value
-    for flag, key in (("population", "population_size"), ("generations", "generations")):
+    for flag, key in ALGORITHM_FLAGS:
         if flag in given:
             values["algorithm_params"] = {**values.get("algorithm_params", {}),
                                           key: given[flag]}

@@ -22,7 +22,7 @@ import json
 import math
 import os
 import re
-from typing import Any, Dict, Iterable, List, Mapping
+from typing import Any, Dict, Iterable, List, Mapping, Optional
 
 from nord.errors import ConfigurationError
 
@@ -31,8 +31,10 @@ __all__ = ["read_config", "to_toml"]
 _BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
 
 
-def read_config(path: str, known: Iterable[str]) -> Dict[str, Any]:
-    """The settings in the TOML file ``path``, whose keys must be among ``known``.
+def read_config(path: str, known: Iterable[str],
+                moved: Optional[Mapping[str, str]] = None) -> Dict[str, Any]:
+    """The settings in the TOML file ``path``, whose keys must be among ``known``;
+    ``moved`` maps a key that belongs in a table to where (``"table.key"``), for the message.
 
     Raises:
         ConfigurationError: a missing or unreadable file, bad TOML, or an unknown key (with the
@@ -40,7 +42,7 @@ def read_config(path: str, known: Iterable[str]) -> Dict[str, Any]:
     """
     import tomllib
 
-    known = list(known)
+    known, moved = list(known), moved or {}
     try:
         with open(path, "rb") as handle:
             values = tomllib.load(handle)
@@ -52,6 +54,12 @@ def read_config(path: str, known: Iterable[str]) -> Dict[str, Any]:
     except tomllib.TOMLDecodeError as error:
         raise ConfigurationError(f"{path} is not valid TOML: {error}") from None
     for key in values:
+        if key in moved and key not in known:
+            table, name = moved[key].split(".")
+            raise ConfigurationError(
+                f"{path}: {key!r} is a flag's name (--{key}); in a file it is {name!r} in the "
+                f"[{table}] table: write '[{table}]' and below it '{name} = "
+                f"{json.dumps(values[key])}'")
         if key not in known:
             close = difflib.get_close_matches(key.replace("-", "_"), known, n=1)
             hint = f"did you mean {close[0]!r}? " if close else ""

@@ -186,6 +186,11 @@ class RunConfig:
             raise ConfigurationError(
                 f"callbacks must be a list of names such as ['grad_norm']; got {self.callbacks!r}")
         self.callbacks = [CALLBACKS.canonical(name.strip()) for name in self.callbacks]
+        repeated = sorted({name for name in self.callbacks if self.callbacks.count(name) > 1})
+        if repeated:
+            raise ConfigurationError(
+                f"--callbacks names {', '.join(repeated)} more than once (aliases included); "
+                "each callback records its scalars once per epoch: name it once")
         if self.callbacks and self.evaluation == "benchmark":
             raise ConfigurationError(
                 "--callbacks look inside training, but NAS-Bench-201 runs look results up and "

@@ -88,6 +88,9 @@ def read_config_text(folder, text):
     ("algoritm = 'rea'", "unknown setting 'algoritm'; did you mean 'algorithm'?"),
     ("epochs = 'three'", "bad.toml: epochs must be an integer"),
     ("budget = 'ten'", "bad.toml: budget must be an integer >= 1; got 'ten'"),
+    ("population = 5", "'population' is a flag's name (--population); in a file it is "
+                       "'population_size' in the [algorithm_params] table"),
+    ("generations = 3", "write '[algorithm_params]' and below it 'generations = 3'"),
 ])
 def test_a_bad_config_file_is_a_clear_error(tmp_path, capsys, content, words):
     (tmp_path / "bad.toml").write_text(content + "\n")
@@ -251,6 +254,8 @@ def test_run_records_the_callbacks_it_is_given_and_config_repeats_them(tmp_path,
     (["--callbacks", "grad_norm,lr"], "unknown training callback 'lr'; valid names are: "
                                        "dead_relu (dead_relus), grad_norm"),
     (["--space", "nasbench201", "--callbacks", "grad_norm"], "train nothing; drop --callbacks"),
+    (["--callbacks", "grad_norm,dead_relu,dead-relus"],
+     "--callbacks names dead_relu more than once (aliases included)"),
 ])
 def test_bad_callbacks_are_refused_with_the_valid_names(argv, message, capsys):
     from nord.cli import main
