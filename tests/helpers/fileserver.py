@@ -146,11 +146,14 @@ class FileServer:
                     stop = limit if server.pause_at is None or record.sent >= server.pause_at \
                         else min(limit, server.pause_at)
                     piece = body[record.sent:min(stop, record.sent + server.chunk)]
+                    # counted before the write: a client that has read the whole body may
+                    # look at the count before this thread runs again
+                    record.sent += len(piece)
                     try:
                         self.wfile.write(piece)
                         self.wfile.flush()
-                    except OSError:  # the client went away
+                    except OSError:  # the client went away: this piece did not go out
+                        record.sent -= len(piece)
                         return
-                    record.sent += len(piece)
 
         return Handler
