@@ -252,7 +252,16 @@ def fetch(name: str, root: Optional[str] = None, mirror: Optional[str] = None,
         return Fetched(canonical, root, table)
     progress.say(f"{canonical}: {len(files.downloads)} file{'s' if len(files.downloads) > 1 else ''} "
                  f"into {target}, from {urls[0]}" + (f" (else {', '.join(urls[1:])})" if urls[1:] else ""))
-    download_files(table, target, urls, names=files.downloads, timeout=timeout, progress=progress)
+    made = [folder for folder in (target, *target.parents) if not folder.exists()]
+    try:
+        download_files(table, target, urls, names=files.downloads, timeout=timeout, progress=progress)
+    except BaseException:
+        for folder in made:   # deepest first: only the folders this download made, if still empty
+            try:
+                folder.rmdir()
+            except OSError:
+                break
+        raise
     return Fetched(canonical, root, table)
 
 

@@ -33,6 +33,7 @@ import shlex
 import shutil
 import socket
 import urllib.error
+import urllib.parse
 import urllib.request
 from pathlib import Path
 from typing import BinaryIO, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
@@ -153,6 +154,11 @@ def base_urls(defaults: Sequence[str], mirror: Optional[str] = None, name: str =
     """
     chosen = mirror or os.environ.get(MIRROR_ENV)
     if chosen:
+        if urllib.parse.urlsplit(chosen).scheme.lower() not in ("http", "https", "file"):
+            given = "--mirror" if mirror else f"${MIRROR_ENV}"
+            raise ConfigurationError(
+                f"{given} {chosen!r} is not a URL nord can download from; give one that starts "
+                "with http://, https:// or file://")
         return (chosen.replace("{name}", name),)
     return tuple(defaults)
 
@@ -492,6 +498,6 @@ def download_files(checksums: Mapping[str, str], directory: PathLike, urls: Sequ
                 if number < len(urls):
                     progress.note(file_name, f"{error}; trying the next URL")
         else:
-            raise DataError(f"could not download {file_name}: {'; '.join(failures)}. Check the network, or "
-                            f"use a mirror ({MIRROR_HINT})")
+            raise DataError(f"could not download {file_name}: {'; '.join(failures)}. Check the network and "
+                            f"the server; another server is given with {MIRROR_HINT}")
     return paths

@@ -250,6 +250,23 @@ def test_an_unreachable_mirror_is_named_with_the_way_out(tmp_path, capsys):
     assert code == 2
     one_line_error(err)
     assert f"cannot reach {url}cifar-10-python.tar.gz" in err and "--mirror URL" in err
+    assert "Check the network and the server; another server is given with" in err
+    assert os.listdir(tmp_path) == []
+
+
+def test_a_failed_download_leaves_no_folders_it_made(tmp_path, capsys):
+    url = f"http://127.0.0.1:{closed_port()}/"
+    code, _, err = nord(capsys, "data", "download", "mnist", "--root", tmp_path / "new" / "root",
+                        "--mirror", url)
+    assert code == 2 and "cannot reach" in err
+    assert os.listdir(tmp_path) == []   # neither MNIST/raw nor the new root
+
+
+@pytest.mark.parametrize("mirror", ["ftp://example.org/data/", "notaurl"])
+def test_a_mirror_nord_cannot_download_from_is_refused_first(tmp_path, capsys, mirror):
+    code, _, err = nord(capsys, "data", "download", "mnist", "--root", tmp_path, "--mirror", mirror)
+    assert code == 2
+    assert f"--mirror '{mirror}' is not a URL nord can download from" in one_line_error(err)
     assert os.listdir(tmp_path) == []
 
 
