@@ -259,6 +259,12 @@ def _list(args) -> int:
 
 
 def _compare(args) -> int:
+    from nord.environments import interruptible
+    with interruptible():   # between runs too, not only inside each seed's search
+        return _compare_in(args)
+
+
+def _compare_in(args) -> int:
     if args.benchmark != "nasbench201":
         raise ConfigurationError(f"unknown benchmark {args.benchmark!r}; nord ships 'nasbench201'")
     processes = args.processes or None
@@ -617,6 +623,10 @@ def main(argv: Optional[List[str]] = None) -> int:
             print(f"nord compare: interrupted by {stop.signal_name}; nothing was printed or "
                   "saved (runs are not journaled: run the command again)", file=sys.stderr)
         return stop.exit_code
+    except KeyboardInterrupt:   # a command that writes no run (report, list, config)
+        if speak:
+            print(f"nord {args.command}: interrupted", file=sys.stderr)
+        return 130
     except NordError as error:
         if speak:
             print(f"nord {args.command}: {error}", file=sys.stderr)

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from nord.cli import main
 from nord.journal import Journal
 from tests.helpers.signals import default_sigint
 
@@ -177,6 +178,26 @@ def test_advice_about_a_file_that_is_not_a_journal_fits_the_command(tmp_path, ca
     said = capsys.readouterr().err
     assert said.startswith("nord run: ") and said.rstrip().endswith("or a new path to start a run")
     assert junk.read_text() == "not a database"
+
+
+def test_compare_stopped_between_two_runs_says_so_too(monkeypatch, capsys):
+    """The signal may come while no seed's search runs (between seeds, or building the
+    table): still one line, exit 130."""
+    import nord.benchmarks.compare as compare
+
+    def interrupted_between_runs(*args, **kwargs):
+        signal.raise_signal(signal.SIGINT)
+        raise AssertionError("SIGINT did not stop the comparison")
+
+    monkeypatch.setattr(compare, "run_comparison", interrupted_between_runs)
+    try:
+        code = main(["compare", "--seeds", "2", "--budget", "5"])
+    except KeyboardInterrupt:
+        pytest.fail("nord compare let a KeyboardInterrupt out")
+    assert code == 130
+    err = capsys.readouterr().err
+    assert err.startswith("nord compare: interrupted by SIGINT; nothing was printed or saved")
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler   # given back
 
 
 def test_compare_stopped_by_ctrl_c_says_so_in_one_line(tmp_path):
