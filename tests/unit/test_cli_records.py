@@ -190,14 +190,18 @@ def test_compare_stopped_between_two_runs_says_so_too(monkeypatch, capsys):
         raise AssertionError("SIGINT did not stop the comparison")
 
     monkeypatch.setattr(compare, "run_comparison", interrupted_between_runs)
+    # SIGINT as on a terminal (a suite started in the background inherits it ignored)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         code = main(["compare", "--seeds", "2", "--budget", "5"])
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler   # given back
     except KeyboardInterrupt:
         pytest.fail("nord compare let a KeyboardInterrupt out")
+    finally:
+        signal.signal(signal.SIGINT, previous)
     assert code == 130
     err = capsys.readouterr().err
     assert err.startswith("nord compare: interrupted by SIGINT; nothing was printed or saved")
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler   # given back
 
 
 def test_compare_stopped_by_ctrl_c_says_so_in_one_line(tmp_path):
