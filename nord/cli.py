@@ -236,13 +236,15 @@ def _list(args) -> int:
     from nord.journal import list_runs
     runs, skipped = list_runs(args.paths)
     named = {os.path.realpath(path) for path in args.paths if os.path.isfile(path)}
-    refused = [(path, reason) for path, reason in skipped if os.path.realpath(path) in named]
+    status = 0
     for path, reason in skipped:   # a file named on its own that is no journal is an error
-        print(f"nord list: {reason}" if (path, reason) in refused else
-              f"skipped {path}: {reason}", file=sys.stderr)
-    status = 2 if refused else 0
+        if os.path.realpath(path) in named:
+            status = 2
+            print(f"nord list: {reason}", file=sys.stderr)
+        else:
+            print(f"skipped {path}: {reason}", file=sys.stderr)
     if not runs:
-        if not refused:
+        if not status:
             print(f"no run journals in {', '.join(args.paths)}")
         return status
     width = max(len("journal"), *(len(str(run["path"])) for run in runs))

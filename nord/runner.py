@@ -31,6 +31,7 @@ import sys
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any, Dict, List, Optional, Tuple
 
+from nord.checks import check_device, check_valid_fraction
 from nord.errors import ConfigurationError, JournalError, NordError, RunInterrupted
 
 logger = logging.getLogger(__name__)
@@ -142,7 +143,6 @@ class RunConfig:
             from nord.data.registry import CURATORS
             self.dataset = CURATORS.canonical(self.dataset)
         self._check_training_settings()
-        from nord.checks import check_device
         check_device(self.device)
         for name, minimum in (("budget", 1), ("group_size", 1), ("threads", 1), ("seed", 0)):
             value = getattr(self, name)
@@ -168,7 +168,6 @@ class RunConfig:
             if not isinstance(getattr(self, name), dict):
                 raise ConfigurationError(
                     f"{name} must be a dict of keyword arguments; got {getattr(self, name)!r}")
-        from nord.checks import check_valid_fraction
         self.valid_fraction = check_valid_fraction(self.valid_fraction)
         self._check_scheduler()
         self._check_callbacks()
@@ -557,12 +556,7 @@ def resume(journal: str, progress: bool = True, stream=None, budget: Optional[in
 def stored_config(journal: str) -> RunConfig:
     """The RunConfig a journal's run was started with (its last execution settings)."""
     from nord.journal import Journal
-    if os.path.isdir(journal):
-        raise JournalError(f"'{journal}' is a folder, not a journal file; give the path of a "
-                           f"run's .db file ('nord list {journal}' shows those it holds)")
-    if not os.path.isfile(journal):
-        raise JournalError(f"there is no journal at '{journal}'; give the path of a run's .db file")
-    with Journal(journal) as record:
+    with Journal(journal) as record:   # a missing path or a folder is named as such
         meta = record.metadata()
     config = meta.get("config") or {}
     if "algorithm" not in config:

@@ -44,25 +44,22 @@ def resolve_device(device: Union[str, torch.device, None] = "auto",
     """
     if isinstance(device, torch.device):
         return device
-    name = "auto" if device is None else str(device).lower()
+    name = check_device("auto" if device is None else str(device)).lower()
     if name == "auto":
         name = "cuda" if torch.cuda.is_available() else "cpu"
     if name == "cpu":
         return torch.device("cpu")
-    if name == "cuda" or name.startswith("cuda:"):
-        check_device(name)
-        if not torch.cuda.is_available():
-            raise ConfigurationError(
-                f"device {device!r} was asked for but CUDA is not available on this machine; "
-                "use the CPU (--device cpu, device='cpu') or 'auto'")
-        count = torch.cuda.device_count()
-        index = int(name.split(":")[1]) if ":" in name else local_rank % count
-        if not 0 <= index < count:
-            raise ConfigurationError(
-                f"device {device!r}: this machine has {count} GPU(s), cuda:0 to cuda:{count - 1}")
-        return torch.device("cuda", index)
-    raise ConfigurationError(
-        f"unknown device {device!r}; use 'auto', 'cpu', 'cuda' or 'cuda:N'")
+    # 'cuda' or 'cuda:N' (check_device accepts nothing else)
+    if not torch.cuda.is_available():
+        raise ConfigurationError(
+            f"device {device!r} was asked for but CUDA is not available on this machine; "
+            "use the CPU (--device cpu, device='cpu') or 'auto'")
+    count = torch.cuda.device_count()
+    index = int(name.split(":")[1]) if ":" in name else local_rank % count
+    if not 0 <= index < count:
+        raise ConfigurationError(
+            f"device {device!r}: this machine has {count} GPU(s), cuda:0 to cuda:{count - 1}")
+    return torch.device("cuda", index)
 
 
 def optimizer_class(name: Union[str, type], lr: float) -> type:

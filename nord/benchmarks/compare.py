@@ -306,17 +306,21 @@ class ComparisonResult(JSONRecord):
         return np.array([getattr(run, what) for run in self.runs[algorithm]])
 
     def summary(self) -> Dict[str, Dict[str, Any]]:
-        """Per algorithm: statistics (in %) of the reported accuracy ('test') and of the
-        search signal ('search'), mean evaluations and distinct architectures per run,
+        """Per algorithm: the seeds run and those that returned an architecture
+        ('returned': the statistics are over these), statistics (in %) of the reported
+        accuracy ('test') and of the search signal ('search'), mean evaluations and distinct
+        architectures per run,
         seconds and evaluations per second; for simulated runs also the mean simulated time
         used ('simulated_time', seconds) and worker utilisation ('utilisation', a fraction)."""
         summary = {}
         for name, runs in self.runs.items():
             evaluations = sum(run.evaluations for run in runs)
             seconds = self.seconds.get(name, math.nan)
+            reported = self.values(name, "reported_accuracy")
             summary[name] = {
                 "seeds": len(runs),
-                "test": _stats(self.values(name, "reported_accuracy")),
+                "returned": int(np.count_nonzero(~np.isnan(reported.astype(float)))),
+                "test": _stats(reported),
                 "search": _stats(self.values(name, "accuracy")),
                 "evaluations": evaluations / len(runs) if runs else math.nan,
                 "unique": float(np.mean([run.unique for run in runs])) if runs else math.nan,
@@ -369,12 +373,10 @@ class ComparisonResult(JSONRecord):
         if sim is not None:
             header += ("sim. time (h)", "utilisation")
         rows = []
-        for name, numbers in self.summary().items():
-            # seeds that returned an architecture, of all (the means are over the former)
-            returned = sum(1 for run in self.runs[name]
-                           if run.reported_accuracy == run.reported_accuracy)
-            seeds = (str(numbers["seeds"]) if returned == len(self.runs[name])
-                     else f"{returned}/{len(self.runs[name])}")
+        summary = self.summary()
+        for name, numbers in summary.items():
+            seeds = (str(numbers["seeds"]) if numbers["returned"] == numbers["seeds"]
+                     else f"{numbers['returned']}/{numbers['seeds']}")
             evaluations = numbers["evaluations"]
             row = (name, seeds,
                    f"{numbers['test']['mean']:.2f} ± {numbers['test']['std']:.2f}",
@@ -392,23 +394,23 @@ class ComparisonResult(JSONRecord):
                              for i, (cell, w) in enumerate(zip(row, widths))).rstrip()
         lines += ["", line(header), line(tuple("-" * w for w in widths))]
         lines += [line(row) for row in rows]
-        notes = self._nothing_returned()
+        notes = self._nothing_returned(summary)
         if sim is not None:
             notes += self._ended_early(sim.time_budget)
         return "\n".join(lines + ([""] + notes if notes else []))
 
-    def _nothing_returned(self) -> List[str]:
+    def _nothing_returned(self, summary: Mapping[str, Mapping[str, Any]]) -> List[str]:
         """Notes on algorithms with seeds that returned no architecture (every evaluation
-        failed: over the latency limit); their mean is NaN, not a number to compare."""
+        failed: over the latency limit); the statistics leave those seeds out."""
         notes = []
-        for name, runs in self.runs.items():
-            empty = sum(1 for run in runs if not run.reported_accuracy == run.reported_accuracy)
+        for name, numbers in summary.items():
+            empty = numbers["seeds"] - numbers["returned"]
             if empty:
                 why = (f"every cell it evaluated was slower than {self.limit.max_ms:g} ms on "
                        f"{self.limit.device}" if self.limit is not None
                        else "every evaluation failed")
-                notes.append(f"note: {name} returned no architecture in {empty} of {len(runs)} "
-                             f"seed(s): {why}")
+                notes.append(f"note: {name} returned no architecture in {empty} of "
+                             f"{numbers['seeds']} seed(s): {why}")
         return notes
 
     def _ended_early(self, time_budget: float) -> List[str]:

@@ -631,8 +631,9 @@ def _run(algorithm, evaluator, budget, journal, mode, executor, resume, on_resul
                 batch_size if resume else effective_batch)
             record = run_record(algorithm, evaluator, executor, mode, budget, recorded_batch,
                                 info or RunInfo(), scheduler)
-            journal.check_start(record, resume=resume)   # a refusal leaves no folder behind
         if scheduler is not None:
+            if journal is not None:   # a refusal must leave no checkpoint folder behind
+                journal.check_start(record, resume=resume)
             from nord.search.scheduled import checkpoint_folder
             folder = checkpoint_folder(None if journal is None else journal.path)
         if journal is not None:

@@ -231,7 +231,7 @@ def test_paths_of_the_wrong_kind_are_named_as_such(tmp_path, capsys):
     (tmp_path / "notes.db").write_text("not a journal")
     capsys.readouterr()
     assert main(["resume", str(tmp_path)]) == 2
-    assert f"'{tmp_path}' is a folder, not a journal file" in capsys.readouterr().err
+    assert f"no journal at '{tmp_path}': the path is a folder" in capsys.readouterr().err
     assert main(["report", str(journal), "--out", str(tmp_path / "notes.db")]) == 2
     assert "names a folder to write into, but" in capsys.readouterr().err
     # a file named on its own that is no journal fails the command; the others are listed
