@@ -10,10 +10,16 @@ engine, independent of the others, so they are spread over processes::
 Workers are forked (they inherit the loaded benchmark table and any registered algorithm,
 and no script is imported again, which would start MPI twice under ``spawn``); where fork
 does not exist, spawn is used. ``processes=1`` runs every job in this process.
+
+Signals are this process's business: workers ignore SIGINT (a Ctrl-C reaches every process
+of the terminal's group; this one stops the pool) and exit at once, quietly, on the SIGTERM
+with which the pool ends them.
 """
 from __future__ import annotations
 
 import multiprocessing
+import os
+import signal
 from typing import Callable, Iterable, Iterator, TypeVar
 
 from nord.errors import ConfigurationError
@@ -22,6 +28,16 @@ __all__ = ["ProcessPool"]
 
 J = TypeVar("J")
 R = TypeVar("R")
+
+
+def _quiet_exit(signum, frame) -> None:
+    os._exit(128 + signum)
+
+
+def _worker_signals() -> None:
+    """A worker's signal dispositions (inherited ones would raise in it, with a traceback)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, _quiet_exit)
 
 
 class ProcessPool:
@@ -44,5 +60,5 @@ class ProcessPool:
             return
         methods = multiprocessing.get_all_start_methods()
         context = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
-        with context.Pool(min(self.processes, len(jobs))) as pool:
+        with context.Pool(min(self.processes, len(jobs)), initializer=_worker_signals) as pool:
             yield from pool.imap_unordered(function, jobs)
