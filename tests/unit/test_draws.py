@@ -1,0 +1,142 @@
+"""IntegerDraws gives numpy's own numbers, so a seeded algorithm that uses it proposes what it
+proposed with the generator itself (and journals written before it resume)."""
+import random
+
+import numpy as np
+import pytest
+
+from nord.benchmarks.nasbench201 import NASBench201Space
+from nord.errors import ConfigurationError
+from nord.evaluators.result import EvaluationResult
+from nord.search.draws import IntegerDraws
+from nord.search.evolution import RegularizedEvolution, mutate_one
+from nord.search.space import SearchSpace
+
+pytestmark = pytest.mark.timeout(120)
+
+
+class Uneven(SearchSpace):
+    """Integer genes of different ranges, one of them fixed, one of two values."""
+
+    lower = (0, 3, -2, 0, 1)
+    upper = (9, 3, 40, 1, 70_000)
+
+
+class Mixed(SearchSpace):
+    lower = (0, 0.0)
+    upper = (5, 1.0)
+    integer = (True, False)
+
+
+# ranges that draw once, reject often (close to 2**32 / 2), or take a whole 32-bit output
+COUNTS = (1, 2, 3, 5, 6, 10, 17, 1000, 2**31 + 5, 3_000_000_000, 2**32 - 1, 2**32)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_every_kind_of_draw_gives_the_generators_numbers_in_any_interleaving(seed):
+    numpy_rng, draws = np.random.default_rng(seed), IntegerDraws(np.random.default_rng(seed))
+    plan = random.Random(seed)
+    for _ in range(400):
+        kind = plan.randrange(5)
+        if kind == 0:
+            count = plan.choice(COUNTS)
+            assert draws.integers(count) == int(numpy_rng.integers(count))
+        elif kind == 1:
+            low = plan.randrange(-50, 50)
+            high = low + plan.choice(COUNTS)
+            assert draws.integers(low, high) == int(numpy_rng.integers(low, high))
+        elif kind == 2:
+            population = plan.randrange(1, 60)
+            size = plan.randrange(0, population + 1)
+            assert draws.choice(population, size) == \
+                numpy_rng.choice(population, size=size, replace=False).tolist()
+        elif kind == 3:
+            assert draws.genome(Uneven()) == Uneven().sample(numpy_rng)
+        else:
+            assert draws.genome(NASBench201Space()) == NASBench201Space().sample(numpy_rng)
+
+
+def test_choice_of_the_largest_population_it_serves_matches_numpy():
+    numpy_rng, draws = np.random.default_rng(7), IntegerDraws(np.random.default_rng(7))
+    for size in (1, 3, 50, 10_000):
+        assert draws.choice(10_000, size) == \
+            numpy_rng.choice(10_000, size=size, replace=False).tolist()
+
+
+def test_draws_are_uniform():
+    draws = IntegerDraws(np.random.default_rng(3))
+    counts = np.bincount([draws.integers(6) for _ in range(60_000)], minlength=6)
+    assert counts.min() > 9_500 and counts.max() < 10_500
+    firsts = np.bincount([draws.choice(10, 3)[0] for _ in range(30_000)], minlength=10)
+    assert firsts.min() > 2_700 and firsts.max() < 3_300
+
+
+def test_out_of_range_requests_are_refused_with_the_rule():
+    draws = IntegerDraws(np.random.default_rng(0))
+    with pytest.raises(ConfigurationError, match="low < high <= low \\+ 2\\*\\*32; got 5, 5"):
+        draws.integers(5, 5)
+    with pytest.raises(ConfigurationError, match="2\\*\\*32"):
+        draws.integers(0, 2**32 + 1)
+    with pytest.raises(ConfigurationError, match="population <= 10000; got population=10001"):
+        draws.choice(10_001, 2)
+    with pytest.raises(ConfigurationError, match="size=4"):
+        draws.choice(3, 4)
+
+
+def test_serves_only_spaces_of_integer_genes_within_32_bits():
+    class Wide(SearchSpace):
+        lower, upper = (0,), (2**32,)
+
+    assert IntegerDraws.serves(NASBench201Space()) and IntegerDraws.serves(Uneven())
+    assert not IntegerDraws.serves(Mixed()) and not IntegerDraws.serves(Wide())
+
+
+def test_mutation_through_draws_is_mutation_through_the_generator():
+    numpy_rng, draws = np.random.default_rng(11), IntegerDraws(np.random.default_rng(11))
+    genome = Uneven().sample(np.random.default_rng(0))
+    for _ in range(2_000):
+        expected = mutate_one(Uneven(), genome, numpy_rng)
+        assert mutate_one(Uneven(), genome, draws) == expected
+        genome = expected
+
+
+def _proposals(space, seed, population, sample, use_draws, steps=600):
+    """Genomes REA proposes, told a result that depends on the genome only (so both runs are
+    told the same), asking ahead of results like an asynchronous run with 4 workers."""
+    algorithm = RegularizedEvolution(space, seed=seed, population_size=population,
+                                     sample_size=sample)
+    if not use_draws:
+        algorithm._draws = None
+    outcome = random.Random(seed)
+    proposed, outstanding = [], []
+    for _ in range(steps):
+        while len(outstanding) < 4:
+            candidate = algorithm.ask()
+            proposed.append(candidate.genome)
+            outstanding.append(candidate)
+        candidate = outstanding.pop(outcome.randrange(len(outstanding)))
+        score = (hash(candidate.genome) % 1000) / 1000
+        result = EvaluationResult.failure("too slow") if score < 0.05 else \
+            EvaluationResult(accuracy=score)
+        algorithm.tell(candidate, result)
+    return proposed
+
+
+@pytest.mark.parametrize("space, population, sample", [
+    (NASBench201Space(), 10, 3), (NASBench201Space(), 25, 25), (Uneven(), 7, 2),
+    (Uneven(), 1, 1)])
+def test_regularized_evolution_proposes_what_it_proposed_with_the_generator(space, population,
+                                                                             sample):
+    for seed in range(5):
+        with_draws = _proposals(space, seed, population, sample, use_draws=True)
+        assert with_draws == _proposals(space, seed, population, sample, use_draws=False)
+        assert len(set(with_draws)) > population   # children, not only the random start
+
+
+def test_regularized_evolution_on_real_genes_draws_from_the_generator():
+    algorithm = RegularizedEvolution(Mixed(), seed=0, population_size=4, sample_size=2)
+    assert algorithm._draws is None
+    for _ in range(30):
+        candidate = algorithm.ask()
+        algorithm.tell(candidate, EvaluationResult(accuracy=candidate.genome[1]))
+    assert algorithm.told == 30
