@@ -57,11 +57,13 @@ generations as the budget needs. Seeds run on a :class:`~nord.search.executors.P
 """
 from __future__ import annotations
 
+import gc
 import json
 import logging
 import math
 import os
 import time
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
@@ -225,15 +227,35 @@ def run_seed(algorithm: str = "rea", dataset: str = "cifar10", budget: int = 100
                                 dataset, limit.allowed())
 
 
+@contextmanager
+def cycle_collector_paused():
+    """Pause Python's cyclic garbage collector for the block (as it was before, after it).
+
+    A run on the table makes a few objects per evaluation and keeps the first result of each
+    architecture until it ends; none of them form reference cycles, so reference counting
+    frees them all, yet the collector traverses them again and again as they age: a quarter
+    of a simulated run's time (``bench/compare_speed.py --simulated``). Paused for one run at
+    a time, whatever cycles an algorithm of one's own does make are collected after it."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def run_seeds(algorithm: str, dataset: str, budget: int, seeds: Iterable[int],
               limit: Optional[LatencyLimit] = None,
               simulation: Optional[SimulatedSetting] = None) -> Tuple[List[SeedRun], float]:
-    """Runs for several seeds in this process; also returns the seconds they took."""
+    """Runs for several seeds in this process, the collector paused during each (see
+    :func:`cycle_collector_paused`); also returns the seconds they took."""
     started = time.perf_counter()
-    if simulation is None:
-        runs = [run_seed(algorithm, dataset, budget, seed, limit) for seed in seeds]
-    else:
-        runs = [run_simulated_seed(algorithm, dataset, seed, simulation) for seed in seeds]
+    runs = []
+    for seed in seeds:
+        with cycle_collector_paused():
+            runs.append(run_seed(algorithm, dataset, budget, seed, limit) if simulation is None
+                        else run_simulated_seed(algorithm, dataset, seed, simulation))
     return runs, time.perf_counter() - started
 
 

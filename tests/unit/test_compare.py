@@ -6,6 +6,7 @@ implementation passes them with any seeds (a 3-standard-error band fails about 3
 1000), and a wrong protocol (search signal, returned architecture, REA settings, budget)
 moves the mean by more than the band.
 """
+import gc
 import json
 import math
 
@@ -14,7 +15,9 @@ import pytest
 
 from nord.benchmarks import BenchmarkEvaluator, NASBench201Space, load_table
 from nord.benchmarks.compare import (REFERENCE_RESULTS, ComparisonResult, SeedRun,
-                                     evaluated_cells, load_json, run_comparison, run_seed)
+                                     evaluated_cells, load_json, run_comparison, run_seed,
+                                     run_seeds)
+from nord.benchmarks.simulated_time import SimulatedSetting
 from nord.errors import ConfigurationError
 from nord.journal import Journal
 from nord.report import write_report
@@ -207,6 +210,35 @@ def test_a_registered_algorithm_can_be_compared():
             shifted.values("random", "index").tolist()
     finally:
         ALGORITHMS.unregister("test-random-20")
+
+
+class CollectorWatching(RandomSearch):
+    """Random search that notes, at each ask, whether the cyclic collector is running."""
+
+    seen = []
+
+    def _ask(self):
+        CollectorWatching.seen.append(gc.isenabled())
+        return super()._ask()
+
+
+@pytest.mark.parametrize("simulated", [False, True])
+@pytest.mark.parametrize("enabled", [True, False])
+def test_each_run_of_a_comparison_pauses_the_cyclic_collector_and_restores_it(simulated,
+                                                                             enabled):
+    register_algorithm("test-collector", CollectorWatching)
+    CollectorWatching.seen = []
+    was = gc.isenabled()
+    (gc.enable if enabled else gc.disable)()
+    try:
+        simulation = SimulatedSetting.for_dataset("cifar10", 3_000, workers=2) \
+            if simulated else None
+        runs, _ = run_seeds("test-collector", "cifar10", 12, [0, 1], simulation=simulation)
+        assert len(runs) == 2 and CollectorWatching.seen and not any(CollectorWatching.seen)
+        assert gc.isenabled() is enabled
+    finally:
+        (gc.enable if was else gc.disable)()
+        ALGORITHMS.unregister("test-collector")
 
 
 def test_a_taken_name_is_refused():
