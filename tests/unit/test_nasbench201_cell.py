@@ -7,7 +7,7 @@ from nord.benchmarks.nasbench201.cells import (CELL_FORMAT, EDGE_NAMES, N_CELLS,
                                         check_genome, code_to_genome, descriptor_to_cell,
                                         descriptor_to_genome, genome_to_cell, genome_to_code,
                                         genome_to_descriptor, is_connected)
-from nord.benchmarks.nasbench201 import NASBench201Space
+from nord.benchmarks.nasbench201 import NASBench201Space, load_table
 from nord.descriptors import NeuralDescriptor
 from nord.errors import BenchmarkError, ConfigurationError, SearchSpaceError
 
@@ -304,3 +304,27 @@ def test_space_describe_names_benchmark_and_channels():
     description = NASBench201Space(channels=32).describe()
     assert description["benchmark"] == "nasbench201"
     assert description["channels"] == 32
+
+
+def test_space_normalises_and_identifies_every_genome_as_the_general_rules_do():
+    space, table = NASBench201Space(), load_table()
+    for code, genome in enumerate(ALL_GENOMES):
+        assert space.normalise(genome) == genome
+        assert space.identify(genome) == (table.index_by_code[code], None)
+    for given in [(3.0, 3, 4, 1, 3, 1), tuple(np.array(KNOWN_GENOME)), (3, 3, 4, True, 3, 1),
+                  [3, 3, 4, 1, 3, 1], (2.6, 3.2, 4.0, 0.9, 3.4, 1.1)]:
+        normal = space.normalise(given)
+        assert normal == KNOWN_GENOME and all(type(value) is int for value in normal)
+        assert space.identify(normal) == (1, None)
+
+
+def test_space_refuses_what_is_not_one_of_its_genomes_with_the_rule():
+    space = NASBench201Space()
+    with pytest.raises(SearchSpaceError, match="outside its bounds"):
+        space.normalise((0, 0, 0, 0, 0, 5))
+    with pytest.raises(SearchSpaceError, match="have 6 values; got 5"):
+        space.normalise((0, 0, 0, 0, 0))
+    with pytest.raises(BenchmarkError, match="has 6 values"):
+        space.identify((0, 0, 0, 0, 0))
+    with pytest.raises(BenchmarkError):
+        space.identify((0, 0, 0, 0, 0, 5))

@@ -7,11 +7,11 @@
 """
 from __future__ import annotations
 
-from typing import Any, Hashable, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Hashable, List, Optional, Sequence, Tuple
 
 from nord.benchmarks.nasbench201.cells import (DEFAULT_CHANNELS, N_EDGES, N_OPS, cell_to_descriptor,
-                                               cell_to_genome, check_genome, genome_to_cell,
-                                               genome_to_code)
+                                               cell_to_genome, check_genome, code_to_genome,
+                                               genome_to_cell, genome_to_code)
 from nord.benchmarks.nasbench201.table import load_table
 from nord.descriptors import NeuralDescriptor
 from nord.errors import ConfigurationError
@@ -29,6 +29,19 @@ def _rows() -> Tuple[int, ...]:
     if not _ROWS:
         _ROWS.append(load_table().index_by_code)
     return _ROWS[0]
+
+
+_GENOMES: Dict[Tuple[int, ...], Tuple[Tuple[int, ...], int]] = {}
+"""Each genome of the space -> (itself, its table row), filled on first use: one look-up
+normalises a genome and another identifies it, where a search asks for both every time."""
+
+
+def _genomes() -> Dict[Tuple[int, ...], Tuple[Tuple[int, ...], int]]:
+    if not _GENOMES:
+        for code, row in enumerate(_rows()):
+            genome = code_to_genome(code)
+            _GENOMES[genome] = (genome, row)
+    return _GENOMES
 
 
 class NASBench201Space(SearchSpace):
@@ -66,9 +79,20 @@ class NASBench201Space(SearchSpace):
         """The benchmark table's row index of a genome, without building a descriptor."""
         return load_table().index_by_code[genome_to_code(genome)]
 
+    def normalise(self, genome: Sequence[Any]) -> Tuple[int, ...]:
+        """The genome as a tuple of ints (a value equal to an int, such as ``2.0``, is that
+        int); other values are rounded and checked as for any space of integer genes."""
+        try:
+            return (_GENOMES or _genomes())[genome][0]
+        except (KeyError, TypeError):   # not one of the space's genomes as given, or a list
+            return super().normalise(genome)
+
     def identify(self, genome: Sequence[Any]) -> Tuple[Hashable, Optional[NeuralDescriptor]]:
         """The cell's row in the benchmark table: its exact identity, found without decoding."""
-        return _rows()[genome_to_code(genome)], None
+        try:
+            return (_GENOMES or _genomes())[genome][1], None
+        except (KeyError, TypeError):
+            return _rows()[genome_to_code(genome)], None
 
     def describe(self) -> dict:
         description = super().describe()
