@@ -16,6 +16,7 @@ who evaluates or where (that is the search loop's and the evaluator's business):
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, Dict, Optional
 
@@ -26,7 +27,7 @@ from nord.evaluators.result import EvaluationResult
 from nord.search.space import Genome, SearchSpace
 
 
-@dataclass
+@dataclass(slots=True)
 class Candidate:
     """A genome proposed by an algorithm.
 
@@ -66,6 +67,7 @@ class SearchAlgorithm:
         self.told = 0
         self.best: Optional[Candidate] = None
         self.best_result: Optional[EvaluationResult] = None
+        self._best_fitness = math.inf   # best_result's
 
     def ask(self) -> Optional[Candidate]:
         """The next candidate, or None while the algorithm waits for results."""
@@ -85,9 +87,9 @@ class SearchAlgorithm:
                 f"{type(result).__name__}: {result!r}")
         self.told += 1
         if result.status == "ok":
-            best = self.best_result
-            if best is None or result.fitness < best.fitness:
-                self.best, self.best_result = candidate, result
+            fitness = result.fitness
+            if fitness < self._best_fitness:
+                self.best, self.best_result, self._best_fitness = candidate, result, fitness
         self._tell(candidate, result)
 
     @property

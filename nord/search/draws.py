@@ -31,7 +31,7 @@ __all__ = ["IntegerDraws"]
 _MASK = 0xFFFFFFFF
 _RANGE = 1 << 32        # the most values one bounded draw covers
 _FLOYD = 10_000         # numpy draws ``choice`` without replacement this way up to here
-_BLOCK = 128            # 32-bit outputs fetched at a time
+_BLOCK = 1024           # 32-bit outputs fetched at a time (each fetch costs a few us)
 
 
 class IntegerDraws:

@@ -113,21 +113,21 @@ class Outcome:
         result: its result.
         key: the space's identity of its architecture (``NO_KEY`` when it did not decode).
         task: the task that was evaluated (its descriptor is journaled), or None.
-        descriptor_json: the descriptor's JSON when there is no task (cached, replayed).
         worker_rank: the world rank that evaluated it (None: no worker did).
-        cached_from: the candidate whose result was reused, or None.
         started, ended: wall-clock times.
+        descriptor_json: the descriptor's JSON when there is no task (cached, replayed).
+        cached_from: the candidate whose result was reused, or None.
     """
 
     candidate: Candidate
     result: EvaluationResult
     key: Hashable = NO_KEY
     task: Optional[Task] = None
-    descriptor_json: Optional[str] = None
     worker_rank: Optional[int] = None
-    cached_from: Optional[int] = None
     started: Optional[float] = None
     ended: Optional[float] = None
+    descriptor_json: Optional[str] = None
+    cached_from: Optional[int] = None
 
     @property
     def descriptor(self) -> Optional[str]:
@@ -253,6 +253,7 @@ class Search:
         self.journal = journal
         self.budget = budget
         self.mode = mode
+        self.asynchronous = mode == "async"
         self.batch_size = batch_size
         self.on_result = on_result
         self.told = 0
@@ -271,7 +272,6 @@ class Search:
         self.unwritten_epochs: List[Tuple[int, Any, Optional[int]]] = []
         self.unwritten_legs: List[Any] = []
         self.on_epoch: Optional[Callable[[int, Any], None]] = None
-        executor.on_epoch = self.epoch_finished
         self.evaluated = self.cached = self.undecodable = self.failed = self.replayed = 0
         self.busy_time = 0.0
         self.time_budget_spent = False
@@ -306,7 +306,8 @@ class Search:
             return
         earlier = self.cache.get(key)
         if earlier is not None:
-            self._check_same(key, descriptor, earlier)
+            if descriptor is not None:
+                self._check_same(key, descriptor, earlier)
             self.finish(self._cached(candidate, earlier))
         elif key in self.evaluating:
             self.waiting.setdefault(key, []).append(candidate)
@@ -324,7 +325,7 @@ class Search:
         """A key that is a digest of the canonical form (the default) is checked against the
         form itself, so a reused result is never another architecture's, however unlikely a
         shared digest is."""
-        if descriptor is None or earlier.descriptor is None:
+        if earlier.descriptor is None:
             return   # the key is the identity itself (e.g. a table row)
         form = self.forms.get(key)
         if form is None:
@@ -361,8 +362,8 @@ class Search:
         key = task.key
         self.evaluated += 1
         self.busy_time += max(0.0, done.ended - done.started)
-        outcome = Outcome(self.pending[done.number], done.result, key, task,
-                          worker_rank=done.worker_rank, started=done.started, ended=done.ended)
+        outcome = Outcome(self.pending[done.number], done.result, key, task, done.worker_rank,
+                          done.started, done.ended)
         del self.evaluating[key]
         self.cache.setdefault(key, outcome)
         self.finish(outcome)
@@ -372,7 +373,7 @@ class Search:
     def finish(self, outcome: Outcome) -> None:
         """Record an outcome; in async mode tell it at once, in sync mode keep it for the batch."""
         number = outcome.candidate.number
-        asynchronous = self.mode == "async"
+        asynchronous = self.asynchronous
         if asynchronous:
             self.sequence[number] = self.told
         if outcome.cached_from is not None:
@@ -479,17 +480,20 @@ class Search:
         # candidates in flight when the run stopped go first, in order
         for number in sorted(self.pending):
             self.prepare(self.pending[number])
+        executor, queue, journal = self.executor, self.queue, self.journal
         while True:
             self.dispatch()
-            while not self.queue and self.executor.free_slots > 0 and self.asked < self.budget:
+            while not queue and executor.free_slots > 0 and self.asked < self.budget:
                 candidate = self.ask()
                 if candidate is None:
                     break
                 self.prepare(candidate)
-                self.dispatch()
-            self.flush()  # after the hand-out, so that workers do not wait for the disk
-            if self.executor.in_flight == 0:
-                if self.queue:
+                if queue:
+                    self.dispatch()
+            if journal is not None:
+                self.flush()  # after the hand-out, so that workers do not wait for the disk
+            if executor.in_flight == 0:
+                if queue:
                     continue
                 if self.pending:
                     raise NordError(f"internal error: candidates {sorted(self.pending)} are "
@@ -649,6 +653,8 @@ def _run(algorithm, evaluator, budget, journal, mode, executor, resume, on_resul
                 algorithm, executor, journal, budget, mode, effective_batch or 1, on_result,
                 scheduler=scheduler, temporary=journal is None, folder=folder)
         search.on_epoch = on_epoch
+        if journal is not None or on_epoch is not None:   # someone keeps the learning curves
+            executor.on_epoch = search.epoch_finished
         if journal is not None and resume:
             from nord.search.replay import replay
             replay(search)

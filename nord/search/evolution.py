@@ -130,10 +130,10 @@ class RegularizedEvolution(SearchAlgorithm):
             self._random_asked += 1
             genome = self.space.sample(self.rng) if self._draws is None \
                 else self._draws.genome(self.space)
-            return Candidate(genome, generation=generation)
+            return Candidate(genome, generation)
         parent = self._select_parent()
         return Candidate(mutate_one(self.space, parent.genome, self._draws or self.rng),
-                         generation=generation)
+                         generation)
 
     def _tell(self, candidate: Candidate, result: EvaluationResult) -> None:
         self._population.append(Member(candidate.number, tuple(candidate.genome), result.fitness))

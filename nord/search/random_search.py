@@ -49,7 +49,7 @@ class RandomSearch(SearchAlgorithm):
             # genomes drawn ahead in blocks are the ones drawn one at a time (sample_many),
             # so a seed gives the same run; one call to the generator per block is faster
             self._drawn = self.space.sample_many(self.rng, _BLOCK)[::-1]
-        return Candidate(self._drawn.pop(), generation=generation)
+        return Candidate(self._drawn.pop(), generation)
 
     def _tell(self, candidate: Candidate, result: EvaluationResult) -> None:
         """Nothing to learn: the base class keeps the best so far."""

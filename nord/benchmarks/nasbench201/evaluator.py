@@ -174,6 +174,7 @@ class BenchmarkEvaluator(Evaluator):
         self._index_by_code: Tuple[int, ...] = ()
         self._signal: Optional[Tuple[float, ...]] = None
         self._seeds: Optional[Tuple[Tuple[float, ...], ...]] = None
+        self._costs: Optional[Tuple[float, ...]] = None
         self._rng = np.random.default_rng((_NOISE_STREAM, seed)) if seed is not None \
             else np.random.default_rng()
         self._draws: List[float] = []
@@ -187,7 +188,7 @@ class BenchmarkEvaluator(Evaluator):
         # Sent to MPI ranks by pickle: leave the packaged tables behind (each process
         # loads its own copy) rather than ship megabytes per evaluator.
         state = dict(self.__dict__)
-        state.update(_records=None, _index_by_code=(), _signal=None, _seeds=None)
+        state.update(_records=None, _index_by_code=(), _signal=None, _seeds=None, _costs=None)
         if self._packaged:
             state["table"] = None
         return state
@@ -266,7 +267,10 @@ class BenchmarkEvaluator(Evaluator):
     def evaluation_cost(self, result: EvaluationResult) -> float:
         """Seconds the evaluation that gave ``result`` stands for (its cell's ``train_cost``);
         what :class:`~nord.search.executors.SimulatedExecutor` charges by default."""
-        return _packaged_signal(self.dataset, self.signal)[1][result.metrics["index"]]
+        costs = self._costs
+        if costs is None:
+            costs = self._costs = _packaged_signal(self.dataset, self.signal)[1]
+        return costs[result.metrics["index"]]
 
     def latency(self, key: Any, device: str) -> float:
         """Inference latency (ms) of a cell's CIFAR-10 network on ``device`` (one of

@@ -167,7 +167,8 @@ class SimulatedExecutor(Executor):
     def submit(self, task: Task) -> None:
         if self.charge_compute:
             self._charge()
-        self._local_report(task, 0)
+        if self.on_epoch is not None:
+            self._local_report(task, 0)
         result = self.evaluator.evaluate_task(task)
         started = self._clock
         ended = started + self._cost(result) + self.overhead
@@ -190,7 +191,8 @@ class SimulatedExecutor(Executor):
             self._clock = ended
         self._busy += ended - started
         self._completed += 1
-        self._mark = time.perf_counter()
+        if self.charge_compute:
+            self._mark = time.perf_counter()
         return Completion(number, result, worker, started, ended)
 
     def describe(self) -> Dict[str, Any]:
