@@ -2,7 +2,7 @@
 
 An algorithm that asks for one candidate at a time makes a few small draws per candidate,
 and each call into ``numpy.random.Generator`` costs about a microsecond (``choice`` of 3 of
-10 about four and a half), more than the rest of an ask on a table benchmark. IntegerDraws
+10 about four and a half microseconds), more than the rest of an ask on a table benchmark. IntegerDraws
 fetches the generator's 32-bit outputs in blocks and turns them into integers the way numpy
 does (Lemire's bounded draw for ``integers``, Floyd's sampling then a shuffle for ``choice``
 without replacement), so a seeded algorithm proposes exactly the genomes it proposed with
@@ -11,12 +11,11 @@ the generator itself, and journals written either way resume alike::
     draws = IntegerDraws(np.random.default_rng(0))
     draws.integers(6)            # == int(np.random.default_rng(0).integers(6))
     draws.choice(10, 3)          # == Generator.choice(10, size=3, replace=False).tolist()
-    draws.genome(space)          # == space.sample(rng), for spaces of integer genes
+    draws.genome(space)          # == space.sample(rng), for a space that ``fits``
 
 Every draw of the generator must then go through the same IntegerDraws: it has consumed
 outputs ahead of what it has handed out. Ranges are limited to 2**32 values and ``choice`` to
-populations of 10,000, where numpy uses these methods (``serves`` tells whether a space's
-genes fit).
+populations of :data:`CHOICE_LIMIT`, where numpy uses these methods.
 """
 from __future__ import annotations
 
@@ -25,12 +24,15 @@ from typing import List, Optional, Tuple
 import numpy as np
 
 from nord.errors import ConfigurationError
+from nord.search.space import SearchSpace
 
-__all__ = ["IntegerDraws"]
+__all__ = ["CHOICE_LIMIT", "IntegerDraws"]
+
+CHOICE_LIMIT = 10_000
+"""The largest population ``choice`` draws from (numpy samples larger ones another way)."""
 
 _MASK = 0xFFFFFFFF
 _RANGE = 1 << 32        # the most values one bounded draw covers
-_FLOYD = 10_000         # numpy draws ``choice`` without replacement this way up to here
 _BLOCK = 1024           # 32-bit outputs fetched at a time (each fetch costs a few us)
 
 
@@ -49,11 +51,14 @@ class IntegerDraws:
         self._outputs: List[int] = []
 
     @staticmethod
-    def serves(space) -> bool:
-        """Whether every gene of ``space`` is an integer with at most 2**32 values."""
-        if not all(space.integer_mask):
+    def fits(space) -> bool:
+        """Whether ``genome`` draws what ``space.sample`` does: the space samples as every
+        space does (it does not override ``sample``), and each gene is an integer with 1 to
+        2**32 values."""
+        if type(space).sample is not SearchSpace.sample or not all(space.integer_mask):
             return False
-        return all(int(high) - int(low) < _RANGE for low, high in zip(space.lower, space.upper))
+        return all(0 <= int(high) - int(low) < _RANGE
+                   for low, high in zip(space.lower, space.upper))
 
     def _refill(self) -> List[int]:
         outputs = self._outputs = self.rng.integers(0, _RANGE, size=_BLOCK,
@@ -87,10 +92,10 @@ class IntegerDraws:
 
     def choice(self, population: int, size: int) -> List[int]:
         """``rng.choice(population, size, replace=False).tolist()``: ``size`` distinct
-        integers below ``population`` (at most 10,000), in random order."""
-        if not 0 <= size <= population <= _FLOYD:
+        integers below ``population`` (at most :data:`CHOICE_LIMIT`), in random order."""
+        if not 0 <= size <= population <= CHOICE_LIMIT:
             raise ConfigurationError(
-                f"IntegerDraws.choice needs 0 <= size <= population <= {_FLOYD}; got "
+                f"IntegerDraws.choice needs 0 <= size <= population <= {CHOICE_LIMIT}; got "
                 f"population={population}, size={size}")
         below, picks = self.below, []
         for top in range(population - size, population):
@@ -102,7 +107,7 @@ class IntegerDraws:
         return picks
 
     def genome(self, space) -> Tuple[int, ...]:
-        """``space.sample(rng)`` for a space that ``serves`` accepts: one uniform draw per
-        gene, in order."""
+        """``space.sample(rng)`` for a space that ``fits``: one uniform draw per gene, in
+        order."""
         return tuple(int(low) + self.below(int(high) - int(low) + 1)
                      for low, high in zip(space.lower, space.upper))

@@ -66,7 +66,7 @@ import os
 import time
 import traceback
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any, Callable, Deque, Dict, Hashable, List, Optional, Tuple, Union
 
 from nord.environments import interruptible
@@ -126,6 +126,7 @@ class Outcome:
     worker_rank: Optional[int] = None
     started: Optional[float] = None
     ended: Optional[float] = None
+    _: KW_ONLY
     descriptor_json: Optional[str] = None
     cached_from: Optional[int] = None
 
@@ -324,7 +325,8 @@ class Search:
     def _check_same(self, key: Hashable, descriptor, earlier: Outcome) -> None:
         """A key that is a digest of the canonical form (the default) is checked against the
         form itself, so a reused result is never another architecture's, however unlikely a
-        shared digest is."""
+        shared digest is. ``descriptor``: the new candidate's (the space decoded it to find
+        the key)."""
         if earlier.descriptor is None:
             return   # the key is the identity itself (e.g. a table row)
         form = self.forms.get(key)

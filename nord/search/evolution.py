@@ -31,7 +31,7 @@ import numpy as np
 from nord.errors import ConfigurationError
 from nord.evaluators.result import EvaluationResult
 from nord.search.algorithm import Candidate, SearchAlgorithm
-from nord.search.draws import IntegerDraws
+from nord.search.draws import CHOICE_LIMIT, IntegerDraws
 from nord.search.space import Genome, SearchSpace
 
 
@@ -91,7 +91,9 @@ class RegularizedEvolution(SearchAlgorithm):
 
     Candidates are labelled generation ``number // population_size``: the random
     population is generation 0, and each following block of ``population_size`` children
-    counts as one generation in reports.
+    counts as one generation in reports. Every draw comes from ``self.rng`` (through
+    :class:`~nord.search.draws.IntegerDraws` where that gives the same numbers); a different
+    stream is given through ``seed``, not by replacing ``rng``.
     """
 
     name = "regularized_evolution"
@@ -110,10 +112,22 @@ class RegularizedEvolution(SearchAlgorithm):
         self.sample_size = sample_size
         self._population: Deque[Member] = deque()
         self._random_asked = 0
-        # the same numbers as self.rng's own methods, fetched in blocks (a quarter of the
-        # time of a run on a table went to single draws)
-        self._draws = IntegerDraws(self.rng) if population_size <= 10_000 \
-            and IntegerDraws.serves(space) else None
+        self._draws = self._integer_draws(seed)
+
+    def _integer_draws(self, seed) -> Optional[IntegerDraws]:
+        """IntegerDraws over ``self.rng`` (single draws were half of the algorithm's time on a
+        table) where it gives the very numbers the generator's methods give: the generator is
+        this algorithm's own (not a Generator passed as ``seed`` and shared), nothing else draws
+        from it (a subclass that changes how candidates are asked or told might), the space's
+        genes fit (:meth:`IntegerDraws.fits`) and the population is one ``choice`` serves.
+        Otherwise None: the generator's methods are called."""
+        own_generator = seed is None or isinstance(seed, (int, np.integer))
+        own_draws = all(getattr(type(self), name) is getattr(RegularizedEvolution, name)
+                        for name in ("_ask", "_tell", "_select_parent"))
+        if own_generator and own_draws and self.population_size <= CHOICE_LIMIT \
+                and IntegerDraws.fits(self.space):
+            return IntegerDraws(self.rng)
+        return None
 
     @property
     def population(self) -> List[Member]:

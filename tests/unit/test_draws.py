@@ -83,12 +83,26 @@ def test_out_of_range_requests_are_refused_with_the_rule():
         draws.choice(3, 4)
 
 
-def test_serves_only_spaces_of_integer_genes_within_32_bits():
+class EvenSum(Uneven):
+    """A space that samples in its own way: genomes whose genes sum to an even number."""
+
+    def sample(self, rng=None):
+        while True:
+            genome = super().sample(rng)
+            if sum(genome) % 2 == 0:
+                return genome
+
+
+def test_fits_only_spaces_that_sample_as_every_space_does_with_integer_genes_within_32_bits():
     class Wide(SearchSpace):
         lower, upper = (0,), (2**32,)
 
-    assert IntegerDraws.serves(NASBench201Space()) and IntegerDraws.serves(Uneven())
-    assert not IntegerDraws.serves(Mixed()) and not IntegerDraws.serves(Wide())
+    class Inverted(SearchSpace):
+        lower, upper = (3,), (2,)
+
+    assert IntegerDraws.fits(NASBench201Space()) and IntegerDraws.fits(Uneven())
+    assert not IntegerDraws.fits(Mixed()) and not IntegerDraws.fits(Wide())
+    assert not IntegerDraws.fits(Inverted()) and not IntegerDraws.fits(EvenSum())
 
 
 def test_mutation_through_draws_is_mutation_through_the_generator():
@@ -100,13 +114,13 @@ def test_mutation_through_draws_is_mutation_through_the_generator():
         genome = expected
 
 
-def _proposals(space, seed, population, sample, use_draws, steps=600):
+def _proposals(space, seed, population, sample, use_draws, steps=600,
+               algorithm_class=RegularizedEvolution):
     """Genomes REA proposes, told a result that depends on the genome only (so both runs are
     told the same), asking ahead of results like an asynchronous run with 4 workers."""
-    algorithm = RegularizedEvolution(space, seed=seed, population_size=population,
-                                     sample_size=sample)
-    if not use_draws:
-        algorithm._draws = None
+    algorithm = algorithm_class(space, seed=seed, population_size=population,
+                                sample_size=sample)
+    assert (algorithm._draws is not None) is use_draws
     outcome = random.Random(seed)
     proposed, outstanding = [], []
     for _ in range(steps):
@@ -129,14 +143,39 @@ def test_regularized_evolution_proposes_what_it_proposed_with_the_generator(spac
                                                                              sample):
     for seed in range(5):
         with_draws = _proposals(space, seed, population, sample, use_draws=True)
-        assert with_draws == _proposals(space, seed, population, sample, use_draws=False)
+        assert with_draws == _proposals(space, seed, population, sample, use_draws=False,
+                                        algorithm_class=GeneratorOnly)
         assert len(set(with_draws)) > population   # children, not only the random start
 
 
-def test_regularized_evolution_on_real_genes_draws_from_the_generator():
-    algorithm = RegularizedEvolution(Mixed(), seed=0, population_size=4, sample_size=2)
-    assert algorithm._draws is None
-    for _ in range(30):
-        candidate = algorithm.ask()
-        algorithm.tell(candidate, EvaluationResult(accuracy=candidate.genome[1]))
-    assert algorithm.told == 30
+class GeneratorOnly(RegularizedEvolution):
+    """REA as it was before IntegerDraws: every draw a call to the generator."""
+
+    def _integer_draws(self, seed):
+        return None
+
+
+class TellsItsOwnWay(RegularizedEvolution):
+    """A subclass that draws from the generator itself when told."""
+
+    def _tell(self, candidate, result):
+        if self.rng.random() < 0.5:
+            super()._tell(candidate, result)
+
+
+def test_where_the_numbers_could_differ_the_generator_is_called():
+    def draws(algorithm_class=RegularizedEvolution, space=NASBench201Space(), seed=0,
+              population=10):
+        return algorithm_class(space, seed=seed, population_size=population)._draws
+
+    assert draws() is not None and draws(seed=None) is not None
+    assert draws(seed=np.random.default_rng(0)) is None      # a generator others may share
+    assert draws(TellsItsOwnWay) is None and draws(space=Mixed()) is None
+    assert draws(space=EvenSum()) is None
+    assert draws(population=10_001) is None and draws(population=10_000) is not None
+
+
+def test_a_space_that_samples_its_own_way_is_sampled_its_own_way():
+    proposed = _proposals(EvenSum(), 0, 6, 2, use_draws=False, steps=40)
+    assert all(sum(genome) % 2 == 0 for genome in proposed[:6])
+

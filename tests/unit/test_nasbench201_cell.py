@@ -328,3 +328,15 @@ def test_space_refuses_what_is_not_one_of_its_genomes_with_the_rule():
         space.identify((0, 0, 0, 0, 0))
     with pytest.raises(BenchmarkError):
         space.identify((0, 0, 0, 0, 0, 5))
+    space.identify(KNOWN_GENOME)        # the look-up is filled: bools are still refused
+    with pytest.raises(BenchmarkError):
+        space.identify((3, 3, 4, True, 3, 1))
+
+
+def test_space_identifies_what_it_normalised_by_one_look_up_and_anything_else_by_the_rules():
+    space = NASBench201Space()
+    space.identify(KNOWN_GENOME)
+    normal = space.normalise((3, 3, 4, 1, 3, 1))
+    assert space.normalise(normal) is normal          # the look-up's own tuple
+    assert space.identify(normal) == space.identify(tuple(KNOWN_GENOME)) == (1, None)
+    assert space.identify(np.array(KNOWN_GENOME)) == (1, None)

@@ -32,8 +32,9 @@ def _rows() -> Tuple[int, ...]:
 
 
 _GENOMES: Dict[Tuple[int, ...], Tuple[Tuple[int, ...], int]] = {}
-"""Each genome of the space -> (itself, its table row), filled on first use: one look-up
-normalises a genome and another identifies it, where a search asks for both every time."""
+"""Each genome of the space -> (itself, its table row), filled when a genome is first
+identified: then one look-up normalises a genome and another identifies the very tuple that
+normalising returned, where a search asks for both every time."""
 
 
 def _genomes() -> Dict[Tuple[int, ...], Tuple[Tuple[int, ...], int]]:
@@ -83,16 +84,23 @@ class NASBench201Space(SearchSpace):
         """The genome as a tuple of ints (a value equal to an int, such as ``2.0``, is that
         int); other values are rounded and checked as for any space of integer genes."""
         try:
-            return (_GENOMES or _genomes())[genome][0]
-        except (KeyError, TypeError):   # not one of the space's genomes as given, or a list
+            return _GENOMES[genome][0]
+        except (KeyError, TypeError):   # not identified yet, not a genome as given, or a list
             return super().normalise(genome)
 
     def identify(self, genome: Sequence[Any]) -> Tuple[Hashable, Optional[NeuralDescriptor]]:
-        """The cell's row in the benchmark table: its exact identity, found without decoding."""
+        """The cell's row in the benchmark table: its exact identity, found without decoding.
+
+        Raises:
+            BenchmarkError: not a genome of 6 operation indices (the message says why).
+        """
         try:
-            return (_GENOMES or _genomes())[genome][1], None
+            normal, row = (_GENOMES or _genomes())[genome]
+            if normal is genome:   # what normalise returned: no value to check
+                return row, None
         except (KeyError, TypeError):
-            return _rows()[genome_to_code(genome)], None
+            pass
+        return _rows()[genome_to_code(genome)], None
 
     def describe(self) -> dict:
         description = super().describe()

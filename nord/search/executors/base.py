@@ -19,8 +19,9 @@ journal's timestamps: wall-clock seconds, or simulated ones). ``wait`` may raise
 and tells nothing more.
 
 Epochs finished while a task trains are handed to ``on_epoch(number, EpochRecord,
-worker_rank)`` as they happen (the engine sets it to record learning curves); an executor
-passes each task's ``report`` on to it, from whichever rank trains the task.
+worker_rank)`` as they happen; an executor passes each task's ``report`` on to it, from
+whichever rank trains the task. The engine sets it when someone keeps the learning curves (a
+journal, an ``on_epoch`` callback) and leaves it None otherwise: check before calling.
 """
 from __future__ import annotations
 

@@ -12,8 +12,9 @@ and no script is imported again, which would start MPI twice under ``spawn``); w
 does not exist, spawn is used. ``processes=1`` runs every job in this process.
 
 Signals are this process's business: workers ignore SIGINT (a Ctrl-C reaches every process
-of the terminal's group; this one stops the pool) and exit at once, quietly, on the SIGTERM
-with which the pool ends them.
+of the terminal's group; this one stops the pool) and exit quietly on the SIGTERM with which
+the pool ends them, even inside a search (whose own handler would raise there and print a
+traceback); a worker inside one long call into C exits when the call returns.
 """
 from __future__ import annotations
 
