@@ -520,11 +520,16 @@ class Journal:
         try:
             if not tables and create:
                 self._create(connection)
+            elif not tables:   # a journal's tables come in one transaction after its file
+                raise JournalError(
+                    f"'{self.path}' is not a nord journal: an SQLite database without tables "
+                    "(a journal is one only while a run creates it: if one is starting, try "
+                    "again); give the path of a journal written by a search")
             elif "nord_schema" not in tables:
                 raise JournalError(
                     f"'{self.path}' is an SQLite database but not a nord journal (it has no "
-                    f"nord_schema table; tables: {sorted(tables) or 'none'}); give the path of a "
-                    "journal written by a search")
+                    f"nord_schema table; tables: {sorted(tables)}); give the path of a journal "
+                    "written by a search")
             else:
                 row = connection.execute("SELECT version FROM nord_schema").fetchone()
                 version = None if row is None else row[0]

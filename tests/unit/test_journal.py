@@ -377,6 +377,15 @@ def test_an_sqlite_database_of_something_else_is_refused(tmp_path):
         Journal(path).start(record())
 
 
+def test_an_empty_database_is_refused_as_a_journal_perhaps_being_created(tmp_path):
+    path = tmp_path / "new.db"
+    sqlite3.connect(str(path)).execute("PRAGMA journal_mode=WAL")   # as a new journal starts
+    with pytest.raises(JournalError, match=r"not a nord journal: an SQLite database without "
+                                           r"tables \(a journal is one only while a run "
+                                           r"creates it: if one is starting, try again\)"):
+        Journal(path).count()
+
+
 def test_another_schema_version_is_refused(journal):
     journal._connection.execute("UPDATE nord_schema SET version = 99")
     journal.finish("finished")
