@@ -2,9 +2,9 @@
 
 An algorithm that asks for one candidate at a time makes a few small draws per candidate,
 and each call into ``numpy.random.Generator`` costs about a microsecond (``choice`` of 3 of
-10 about four and a half microseconds), more than the rest of an ask on a table benchmark. IntegerDraws
-fetches the generator's 32-bit outputs in blocks and turns them into integers the way numpy
-does (Lemire's bounded draw for ``integers``, Floyd's sampling then a shuffle for ``choice``
+10 about four and a half microseconds), more than the rest of an ask on a table benchmark.
+IntegerDraws fetches the generator's 32-bit outputs in blocks and turns them into integers
+the way numpy does (Lemire's bounded draw for ``integers``, Floyd's sampling then a shuffle for ``choice``
 without replacement), so a seeded algorithm proposes exactly the genomes it proposed with
 the generator itself, and journals written either way resume alike::
 

@@ -482,7 +482,7 @@ class Search:
         # candidates in flight when the run stopped go first, in order
         for number in sorted(self.pending):
             self.prepare(self.pending[number])
-        executor, queue, journal = self.executor, self.queue, self.journal
+        executor, queue = self.executor, self.queue
         while True:
             self.dispatch()
             while not queue and executor.free_slots > 0 and self.asked < self.budget:
@@ -492,8 +492,7 @@ class Search:
                 self.prepare(candidate)
                 if queue:
                     self.dispatch()
-            if journal is not None:
-                self.flush()  # after the hand-out, so that workers do not wait for the disk
+            self.flush()  # after the hand-out, so that workers do not wait for the disk
             if executor.in_flight == 0:
                 if queue:
                     continue

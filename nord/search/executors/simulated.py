@@ -167,8 +167,7 @@ class SimulatedExecutor(Executor):
     def submit(self, task: Task) -> None:
         if self.charge_compute:
             self._charge()
-        if self.on_epoch is not None:
-            self._local_report(task, 0)
+        self._local_report(task, 0)
         result = self.evaluator.evaluate_task(task)
         started = self._clock
         ended = started + self._cost(result) + self.overhead
