@@ -20,5 +20,5 @@ setup(
         "all": ["mpi4py>=3.1", "pygmo>=2.19"],
         "test": ["pytest>=7", "hypothesis>=6", "pytest-timeout>=2", "networkx>=2.6"],
     },
-    entry_points={"console_scripts": ["nord=nord.cli:main"]},
+    entry_points={"console_scripts": ["nord=nord.app.cli:main"]},
 )

@@ -62,10 +62,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from nord.data import Digits, TensorCurator  # noqa: E402
 from nord.evaluators.local import LocalEvaluator, load_checkpoint, save_checkpoint  # noqa: E402
 from nord.journal import Journal  # noqa: E402
-from nord.networks import NeuralNet  # noqa: E402
+from nord.nn.network import NeuralNet  # noqa: E402
 from nord.search.engine import run_search  # noqa: E402
 from nord.search.executors import Task  # noqa: E402
-from nord.search.registry import make_algorithm  # noqa: E402
+from nord.search.algorithms.registry import make_algorithm  # noqa: E402
 from nord.search.schedulers import make_scheduler, rungs  # noqa: E402
 from nord.search.spaces import ConvSpace  # noqa: E402
 
@@ -449,7 +449,7 @@ def seed_list(text: str) -> List[int]:
 
 def algorithm_name(text: str) -> str:
     from nord.errors import ConfigurationError
-    from nord.search.registry import ALGORITHMS
+    from nord.search.algorithms.registry import ALGORITHMS
     try:
         return ALGORITHMS.canonical(text)
     except ConfigurationError as error:
@@ -496,7 +496,7 @@ if __name__ == "__main__":
     parser.add_argument("--candidates", type=positive, default=None,
                         help="candidates in each search (default 27; quick 6)")
     parser.add_argument("--algorithm", type=algorithm_name, default="random",
-                        help="search algorithm (nord.search.registry), the same for both")
+                        help="search algorithm (nord.search.algorithms.registry), the same for both")
     parser.add_argument("--threads", type=positive, default=1, help="torch CPU threads")
     parser.add_argument("--checkpoint-samples", type=positive, default=3,
                         help="paused candidates whose checkpoint cost is measured")

@@ -118,10 +118,10 @@ def space():
 # --- inside mpirun ---------------------------------------------------------------------------
 def worker(runs, sigma, seed, out):
     """Runs on every rank of one mpirun job: each run in ``runs`` is one run_search."""
-    from nord.environments import Environment
+    from nord.parallel.environment import Environment
     from nord.search.engine import run_search
     from nord.search.executors import MPIExecutor
-    from nord.search.random_search import RandomSearch
+    from nord.search.algorithms.random_search import RandomSearch
 
     records = []
     with Environment(group_size=1, log_handler=False) as env:
@@ -180,7 +180,7 @@ def timeline(path):
 
 def durations(evaluations, workers, mean, sigma, seed):
     """The sleep of each candidate the benchmark's RandomSearch proposes, in order."""
-    from nord.search.random_search import RandomSearch
+    from nord.search.algorithms.random_search import RandomSearch
 
     search_space = space()
     algorithm = RandomSearch(search_space, seed=seed, generation_size=workers)

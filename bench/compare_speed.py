@@ -10,7 +10,7 @@ virtual workers, asynchronous, the CIFAR-10 budget of 20,000 simulated seconds; 
 random search and REA together in under 10 s.
 
 For each algorithm, runs ``--seeds`` seeds at ``--budget`` evaluations through
-``nord.benchmarks.compare.run_comparison`` and prints the wall time, seeds x evaluations per
+``nord.comparisons.compare.run_comparison`` and prints the wall time, seeds x evaluations per
 second and the result (mean ± std of the returned architecture's 200-epoch test accuracy).
 The target of the benchmark issue: 500 seeds x 500 evaluations of one algorithm in under a
 minute. The machine's load average is printed before and after, since a shared machine
@@ -30,9 +30,9 @@ def load() -> str:
 
 def main(algorithms, seeds: int, budget: int, processes: int, dataset: str,
          simulated: bool = False, workers: int = 8) -> None:
-    from nord.benchmarks.compare import run_comparison
+    from nord.comparisons.compare import run_comparison
     from nord.benchmarks.nasbench201 import load_costs, load_table
-    from nord.benchmarks.simulated_time import SimulatedSetting
+    from nord.comparisons.simulated import SimulatedSetting
     load_table()
     load_costs()
     setting = SimulatedSetting.for_dataset(dataset, workers=workers) if simulated else None
@@ -59,7 +59,7 @@ def main(algorithms, seeds: int, budget: int, processes: int, dataset: str,
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--algorithms", default="random,rea",
-                        help="comma-separated short names (nord.benchmarks.compare)")
+                        help="comma-separated short names (nord.comparisons.compare)")
     parser.add_argument("--seeds", type=int, default=500)
     parser.add_argument("--budget", type=int, default=500)
     parser.add_argument("--processes", type=int, default=1)

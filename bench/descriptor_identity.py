@@ -27,7 +27,7 @@ import math
 import time
 
 from nord.benchmarks.nasbench201.cells import N_CELLS, code_to_genome, genome_to_descriptor
-from nord.descriptors import NeuralDescriptor, canonical_params
+from nord.architecture.descriptor import NeuralDescriptor, canonical_params
 
 CONV = {"out_channels": 16, "kernel_size": 3, "padding": 1}
 

@@ -73,7 +73,7 @@ def hand_written(backend, descriptor, data, epochs, lr, device, env):
     """Seconds of the epochs of a plain data-parallel loop (no failure checks at all)."""
     import torch
     from torch import nn
-    from nord.networks import NeuralNet
+    from nord.nn.network import NeuralNet
     torch.manual_seed(0)  # the weights nord starts from (its seed is 0 too)
     model = NeuralNet(descriptor, data.input_shape, data.num_classes).to(device)
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
@@ -117,9 +117,9 @@ def _no_buffer_sync(ddp):
 def overhead_worker(backend_names, rounds, samples, epochs, kind, device_name, out=None):
     """Runs on every rank of one mpirun job; rank 0 writes (or prints) the figures."""
     import torch
-    from nord.environments import Environment
+    from nord.parallel.environment import Environment
     from nord.evaluators.distributed import DistributedEvaluator
-    from nord.training import resolve_device
+    from nord.nn.training import resolve_device
     torch.set_num_threads(1)
     data, descriptor = curator(samples, kind), network(kind)
     rows = []
@@ -192,7 +192,7 @@ def print_overhead(rows):
 def scaling_worker(backend, samples, epochs, out, kind="cifar"):
     """Runs on every rank of one mpirun job."""
     import torch
-    from nord.environments import Environment
+    from nord.parallel.environment import Environment
     from nord.evaluators.distributed import DistributedEvaluator
 
     data = curator(samples, kind)
@@ -307,7 +307,7 @@ def backends(choice):
 
 
 def main(args):
-    from nord.environments import launched_by_mpi
+    from nord.parallel.environment import launched_by_mpi
     if launched_by_mpi():
         if args.part == "scaling":
             sys.exit("the scaling part starts its own mpirun jobs: run it without mpirun")

@@ -29,7 +29,7 @@ import numpy as np
 def main(dataset: str, signal: str, seeds: int, base_seed: int, starts: int = 1) -> None:
     from nord.benchmarks import N_CELLS, BenchmarkEvaluator, NASBench201Space
     from nord.search.engine import run_search
-    from nord.search.local_search import LocalSearch
+    from nord.search.algorithms.local_search import LocalSearch
 
     evaluator = BenchmarkEvaluator(dataset, signal=signal)
     values = np.array([evaluator.query(index).accuracy for index in range(N_CELLS)])

@@ -23,7 +23,7 @@ def generate(path: Path, evaluations: int, seed: int) -> float:
     """Write the run's journal; returns the seconds it took."""
     from nord.benchmarks import BenchmarkEvaluator, NASBench201Space
     from nord.search.engine import run_search
-    from nord.search.evolution import RegularizedEvolution
+    from nord.search.algorithms.evolution import RegularizedEvolution
 
     started = time.perf_counter()
     run_search(RegularizedEvolution(NASBench201Space(), seed=seed),

@@ -9,9 +9,9 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from nord.cli import add_run_flags  # noqa: E402
+from nord.app.cli import add_run_flags  # noqa: E402
 from nord.errors import NordError, RunInterrupted  # noqa: E402
-from nord.runner import RunConfig  # noqa: E402
+from nord.app.runner import RunConfig  # noqa: E402
 
 
 SCHEDULING = ("valid_fraction", "scheduler", "min_epochs", "max_epochs", "eta")
@@ -83,7 +83,7 @@ def launch(main, args) -> int:
     """Run an experiment's ``main(args)``: a refused or failed run ends with one line on
     rank 0 and status 2 on every rank (no traceback), an interrupted one with 128 + the
     signal's number (130 for SIGINT, 143 for SIGTERM)."""
-    from nord.environments import launcher_rank
+    from nord.parallel.environment import launcher_rank
 
     try:
         return main(args)

@@ -13,7 +13,7 @@ import sys
 
 from common import config_from, launch, parser
 
-from nord.runner import run
+from nord.app.runner import run
 
 
 def main(args) -> int:

@@ -12,20 +12,24 @@ mpi4py, horovod or pygmo and stays fast.
 """
 import importlib
 
-from nord.descriptors import NeuralDescriptor
+from nord.architecture import NeuralDescriptor, list_layers, register_layer
 from nord.errors import *  # noqa: F401,F403 - the exception hierarchy is part of the API
+from nord.errors import __all__ as _ERRORS
+from nord.evaluators.base import Evaluator
 from nord.evaluators.result import EvaluationResult
-from nord.layers import list_layers, register_layer
+from nord.search.algorithms import SearchAlgorithm, make_algorithm, register_algorithm
+from nord.search.spaces import SearchSpace
 
 __version__ = "0.1.0"
 
 _LAZY = {
-    "NeuralNet": "nord.networks",
+    "NeuralNet": "nord.nn",
     "LocalEvaluator": "nord.evaluators.local",
     "NeuralEvaluator": "nord.evaluators.local",
     "DistributedEvaluator": "nord.evaluators.distributed",
     "BenchmarkEvaluator": "nord.benchmarks.nasbench201",
-    "Environment": "nord.environments",
+    "Environment": "nord.parallel",
+    "DataCurator": "nord.data",
     "Digits": "nord.data",
     "MNIST": "nord.data",
     "FashionMNIST": "nord.data",
@@ -33,7 +37,13 @@ _LAZY = {
     "TensorCurator": "nord.data",
     "Journal": "nord.journal",
     "run_search": "nord.search.engine",
+    "RunInfo": "nord.search.engine",
+    "RunConfig": "nord.app.runner",
 }
+
+__all__ = ["NeuralDescriptor", "list_layers", "register_layer", "Evaluator", "EvaluationResult",
+           "SearchSpace", "SearchAlgorithm", "make_algorithm", "register_algorithm", *_LAZY,
+           *_ERRORS, "__version__"]
 
 
 def __getattr__(name):
@@ -46,4 +56,4 @@ def __getattr__(name):
 
 
 def __dir__():
-    return sorted(list(globals()) + list(_LAZY))
+    return sorted(__all__)

@@ -8,6 +8,13 @@ Every message says which rule was broken, what was given, and how to fix it::
         print(error)
 """
 
+__all__ = ["NordError", "ConfigurationError", "MissingDependencyError", "DescriptorError",
+           "UnknownLayerError", "DuplicateLayerError", "DanglingConnectionError",
+           "CycleError", "UnreachableLayerError", "EmptyDescriptorError",
+           "LayerParameterError", "ShapeError", "DataError", "MissingDataError",
+           "CorruptDataError", "DistributedError", "SearchSpaceError", "JournalError",
+           "JournalInUseError", "DiskFullError", "RunInterrupted", "BenchmarkError"]
+
 
 class NordError(Exception):
     """Root of every error nord raises on purpose."""

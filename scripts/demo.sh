@@ -33,5 +33,5 @@ echo "== experiment 3: distributed GA, 2 worker ranks train whole networks (rank
 "${MPIRUN[@]}" -np 3 "$PY" experiments/experiment3_distributed_ga.py "${SIZE[@]}" \
     --journal "$OUT/experiment3-distributed.db"
 echo
-"$PY" -m nord.cli list "$OUT"
-"$PY" -m nord.cli report "$OUT" --out "$OUT/report" --title "NORD's three experiments on Digits"
+"$PY" -m nord list "$OUT"
+"$PY" -m nord report "$OUT" --out "$OUT/report" --title "NORD's three experiments on Digits"

@@ -14,7 +14,7 @@ Modules: :mod:`~nord.data.sharding` (pure rules: who gets which samples),
 :mod:`~nord.data.builtin` (Digits, TensorCurator), :mod:`~nord.data.datasets` (MNIST,
 Fashion-MNIST, CIFAR-10), :mod:`~nord.data.files` (official-format readers),
 :mod:`~nord.data.download` (URLs, checksums, resumable verified downloads),
-:mod:`~nord.data.registry` (data sets by name) and :mod:`~nord.data.commands` (``nord data
+:mod:`~nord.data.registry` (data sets by name) and :mod:`~nord.app.data_commands` (``nord data
 download`` and ``nord data list``).
 
 Names are imported on first use, so that ``nord.data.registry`` can be read without torch.

@@ -20,7 +20,7 @@ import traceback
 from abc import ABC, abstractmethod
 from typing import Any, Dict
 
-from nord.descriptors import NeuralDescriptor
+from nord.architecture.descriptor import NeuralDescriptor
 from nord.errors import ConfigurationError, NordError
 from nord.evaluators.result import EvaluationResult
 

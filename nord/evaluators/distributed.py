@@ -46,11 +46,11 @@ from typing import Optional
 
 import torch
 
-from nord.descriptors import NeuralDescriptor
+from nord.architecture.descriptor import NeuralDescriptor
 from nord.errors import ConfigurationError, DistributedError, MissingDependencyError
 from nord.evaluators.local import LocalEvaluator
 from nord.evaluators.result import EvaluationResult
-from nord.training import resolve_device
+from nord.nn.training import resolve_device
 
 logger = logging.getLogger(__name__)
 
@@ -109,7 +109,7 @@ class DistributedEvaluator(LocalEvaluator):
         """The rank on this host (which GPU to take): the environment's, else the launcher's."""
         if self._environment_local_rank is not None:
             return self._environment_local_rank
-        from nord.environments import launcher_local_rank
+        from nord.parallel.environment import launcher_local_rank
         return launcher_local_rank() or 0
 
     @property
@@ -170,7 +170,7 @@ class DistributedEvaluator(LocalEvaluator):
     def _receive(self):
         """The root's next message, waited for without spinning a core (between networks
         the root may wait long for its own next task)."""
-        from nord.environments import import_mpi, wait_for_message
+        from nord.parallel.environment import import_mpi, wait_for_message
 
         status = import_mpi().Status()
         wait_for_message(self.comm, 0, _GROUP_TAG, status)
@@ -405,7 +405,7 @@ class _HorovodStep:
 
 def _world_comm():
     """MPI's world communicator when this process runs under mpirun, else None."""
-    from nord.environments import launched_by_mpi
+    from nord.parallel.environment import launched_by_mpi
     if not launched_by_mpi():
         return None
     try:

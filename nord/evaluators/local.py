@@ -43,13 +43,13 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 
 import torch
 
-from nord.descriptors import NeuralDescriptor
+from nord.architecture.descriptor import NeuralDescriptor
 from nord.errors import ConfigurationError, NordError
 from nord.evaluators.base import Evaluator
 from nord.evaluators.callbacks import TrainingCallback, TrainingState, run_callbacks
 from nord.evaluators.result import EpochRecord, EvaluationResult
-from nord.networks import NeuralNet
-from nord.training import (ProgressBar, make_optimizer, optimizer_class, resolve_device,
+from nord.nn.network import NeuralNet
+from nord.nn.training import (ProgressBar, make_optimizer, optimizer_class, resolve_device,
                            test_counts, train_epoch)
 
 logger = logging.getLogger(__name__)

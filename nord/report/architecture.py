@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple, Union
 
-from nord.descriptors import NeuralDescriptor
+from nord.architecture.descriptor import NeuralDescriptor
 from nord.errors import MissingDependencyError
 
 __all__ = ["NodeBox", "Layout", "layered_layout", "draw_descriptor", "layer_label"]

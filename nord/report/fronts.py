@@ -26,7 +26,7 @@ def plot_front_against_exact(path: Path, dataset: str, indices: Sequence[int], f
         path: the PNG to write.
         dataset: the NAS-Bench-201 data set.
         indices: table rows of every cell the run evaluated.
-        front, exact: ``ParetoFront`` s (``nord.benchmarks.multiobjective``) of the run and of
+        front, exact: ``ParetoFront`` s (``nord.comparisons.multiobjective``) of the run and of
             the whole table.
         reference_point: the hypervolume's ``(cost, accuracy)`` reference point.
         costs: the x axis's value of every cell (default: parameters), e.g. latencies.

@@ -41,7 +41,7 @@ Point = Tuple[float, float]
 
 
 def _pygmo():
-    from nord.search.pygmo_adapter import import_pygmo
+    from nord.search.algorithms.pygmo_adapter import import_pygmo
     return import_pygmo()
 
 

@@ -33,7 +33,7 @@ import os
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
-from nord.descriptors import NeuralDescriptor
+from nord.architecture.descriptor import NeuralDescriptor
 from nord.errors import ConfigurationError, NordError
 from nord.report.architecture import draw_descriptor
 from nord.report.curves import has_curves, has_introspection, plot_introspection, \

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
-from nord.descriptors import NeuralDescriptor
+from nord.architecture.descriptor import NeuralDescriptor
 from nord.evaluators.result import EpochRecord, EvaluationResult
 from nord.journal import EvaluationRecord, Journal, RunRecord
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
 REPO = Path(__file__).resolve().parents[2]
-NORD = [sys.executable, "-m", "nord.cli"]
+NORD = [sys.executable, "-m", "nord"]
 """``nord`` as the ranks start it: this interpreter, so the same on every (virtual) host."""
 
 TIMES_AND_RANKS = ("started", "ended", "train_time", "eval_time", "worker_rank")

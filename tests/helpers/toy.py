@@ -15,12 +15,12 @@ import os
 import time
 from typing import Optional
 
-from nord.descriptors import NeuralDescriptor
+from nord.architecture.descriptor import NeuralDescriptor
 from nord.errors import SearchSpaceError
 from nord.evaluators.base import Evaluator
 from nord.evaluators.result import EvaluationResult
-from nord.search.algorithm import Candidate, SearchAlgorithm
-from nord.search.space import SearchSpace
+from nord.search.algorithms.base import Candidate, SearchAlgorithm
+from nord.search.spaces.base import SearchSpace
 
 
 class ToySpace(SearchSpace):

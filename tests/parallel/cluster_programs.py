@@ -17,7 +17,7 @@ from pathlib import Path
 
 
 def where(outdir):
-    from nord.environments import Environment, launcher_local_rank, launcher_world_size
+    from nord.parallel.environment import Environment, launcher_local_rank, launcher_world_size
 
     with Environment() as env:
         from mpi4py import MPI
@@ -38,7 +38,7 @@ def where(outdir):
 
 
 def start():
-    from nord.environments import Environment
+    from nord.parallel.environment import Environment
 
     with Environment() as env:
         print(f"started as rank {env.rank} of {env.size}", flush=True)

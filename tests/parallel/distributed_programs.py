@@ -12,7 +12,7 @@ import torch
 
 from nord import NeuralDescriptor
 from nord.data import Digits, TensorCurator
-from nord.environments import Environment
+from nord.parallel.environment import Environment
 from nord.evaluators.distributed import DistributedEvaluator
 from nord.evaluators.local import LocalEvaluator
 
@@ -141,7 +141,7 @@ class FailsBackward(torch.nn.Module):
 def backward_failure(env, backend):
     """A failure in the backward pass of one rank fails the network everywhere, no hang,
     and the next network trains (the collectives are left in a usable state)."""
-    from nord.layers import register_layer
+    from nord.architecture.layers import register_layer
     register_layer("fails_backward", FailsBackward, overwrite=True)
     d = NeuralDescriptor()
     d.add_layer_sequential("conv2d", {"out_channels": 4, "kernel_size": 3})
@@ -171,7 +171,7 @@ class NaNOnLastRank(torch.nn.Module):
 def nan_on_one_rank(env, backend):
     """A NaN loss on one rank only fails the network everywhere, read at every step or
     every few steps, and the next network trains."""
-    from nord.layers import register_layer
+    from nord.architecture.layers import register_layer
     register_layer("nan_on_last_rank", NaNOnLastRank, overwrite=True)
     d = NeuralDescriptor()
     d.add_layer_sequential("conv2d", {"out_channels": 4, "kernel_size": 3})
@@ -316,7 +316,7 @@ def one_collective_per_step(env, backend):
 
 
 def network_model(curator):
-    from nord.networks import NeuralNet
+    from nord.nn.network import NeuralNet
     return NeuralNet(network(), curator.input_shape, curator.num_classes)
 
 

@@ -45,7 +45,7 @@ def _group_record(env):
 
 def world(outdir):
     """World attributes and the world collectives, with values made from the size."""
-    from nord.environments import Environment
+    from nord.parallel.environment import Environment
 
     with Environment() as env:
         record = {
@@ -65,7 +65,7 @@ def world(outdir):
 
 def groups(outdir, group_size, dedicated):
     """The group this rank landed in, and collectives inside the group."""
-    from nord.environments import Environment
+    from nord.parallel.environment import Environment
 
     group_size = None if group_size == "none" else int(group_size)
     with Environment(group_size=group_size, dedicated_root=(dedicated == "dedicated")) as env:
@@ -80,7 +80,7 @@ def groups(outdir, group_size, dedicated):
 
 def twice(outdir):
     """Two Environments one after the other in the same job: groups of 1, then one group."""
-    from nord.environments import Environment
+    from nord.parallel.environment import Environment
 
     with Environment(group_size=1) as env:
         first = _group_record(env)
@@ -91,7 +91,7 @@ def twice(outdir):
 
 def output():
     """log and print once; ordered and status lines after staggered sleeps (last rank first)."""
-    from nord.environments import Environment
+    from nord.parallel.environment import Environment
 
     with Environment() as env:
         env.log("log-marker from rank %d", env.rank)
@@ -103,7 +103,7 @@ def output():
 
 def fail(failing_rank, how):
     """Rank ``failing_rank`` fails in the way ``how``; the others wait for it forever."""
-    from nord.environments import Environment
+    from nord.parallel.environment import Environment
 
     failing_rank = int(failing_rank)
 
@@ -140,7 +140,7 @@ def fail(failing_rank, how):
 
 def config_error():
     """Every rank asks for groups larger than the job."""
-    from nord.environments import Environment
+    from nord.parallel.environment import Environment
 
     probe = os.environ.get("OMPI_COMM_WORLD_SIZE", "1")
     with Environment(group_size=int(probe) + 1):

@@ -1,4 +1,4 @@
-"""nord.environments under a real mpirun, at 2 and 3 ranks.
+"""nord.parallel.environment under a real mpirun, at 2 and 3 ranks.
 
 Each test starts ``mpirun -np N python -m tests.parallel.environment_programs ...`` and checks
 what the ranks reported; expectations are computed from N. A job that reports for several
@@ -310,7 +310,7 @@ def test_without_mpi4py_every_rank_runs_alone_and_warns():
 
 
 def test_use_mpi_true_outside_mpirun_is_an_mpi_singleton():
-    code = ("from nord.environments import Environment\n"
+    code = ("from nord.parallel.environment import Environment\n"
             "with Environment(use_mpi=True) as env:\n"
             "    print(env.size, env.comm is not None, env.group.comm.Get_size())\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

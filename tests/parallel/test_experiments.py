@@ -210,7 +210,7 @@ def test_sigterm_to_mpirun_ends_the_run_cleanly_and_resume_finishes_it(tmp_path)
 
     journal = tmp_path / "run.db"
     command = ["mpirun", "-np", "3", "--oversubscribe", "--bind-to", "none", sys.executable,
-               "-m", "nord.cli", "run", "--evaluation", "distributed", "--mode", "async",
+               "-m", "nord", "run", "--evaluation", "distributed", "--mode", "async",
                "--algorithm", "random", "--budget", "200", "--epochs", "2", "--threads", "1",
                "--space-params", '{"channels": [1, 4], "kernel_size": [1, 3]}',
                "--journal", str(journal)]
@@ -233,7 +233,7 @@ def test_sigterm_to_mpirun_ends_the_run_cleanly_and_resume_finishes_it(tmp_path)
         before = [row["candidate"] for row in record.evaluations()]
         # a budget below what the journal holds (its candidates in flight included) is refused
         budget = len(record.candidates()) + 2
-    resumed = run_mpi(["-m", "nord.cli", "run", "--evaluation", "distributed", "--mode",
+    resumed = run_mpi(["-m", "nord", "run", "--evaluation", "distributed", "--mode",
                        "async", "--algorithm", "random", "--budget", budget, "--epochs", "2",
                        "--threads", "1", "--space-params",
                        '{"channels": [1, 4], "kernel_size": [1, 3]}', "--journal", journal,

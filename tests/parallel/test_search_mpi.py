@@ -103,7 +103,7 @@ def test_sync_journal_equals_the_serial_journal(mpi_run):
 
 
 def test_random_search_sync_journal_equals_the_serial_journal(tmp_path):
-    from nord.search.random_search import RandomSearch
+    from nord.search.algorithms.random_search import RandomSearch
 
     journal, _, _ = search(tmp_path, 3, "--algorithm", "random", "--mode", "sync")
     run_search(RandomSearch(ToySpace(), seed=0, generation_size=4), ToyEvaluator(),

@@ -12,13 +12,13 @@ import pytest
 
 from nord.errors import ConfigurationError
 from nord.evaluators.result import FAILED_FITNESS, EvaluationResult
-from nord.search import registry
-from nord.search.algorithm import Candidate, SearchAlgorithm
-from nord.search.evolution import RegularizedEvolution, mutate_one, mutate_value
-from nord.search.genetic import GeneticAlgorithm, roulette_probabilities
-from nord.search.local_search import LocalSearch
-from nord.search.random_search import RandomSearch
-from nord.search.space import SearchSpace
+from nord.search.algorithms import registry
+from nord.search.algorithms.base import Candidate, SearchAlgorithm
+from nord.search.algorithms.evolution import RegularizedEvolution, mutate_one, mutate_value
+from nord.search.algorithms.genetic import GeneticAlgorithm, roulette_probabilities
+from nord.search.algorithms.local_search import LocalSearch
+from nord.search.algorithms.random_search import RandomSearch
+from nord.search.spaces.base import SearchSpace
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -112,7 +112,7 @@ NEEDS_NEIGHBOURS = ("local_search",)
 
 
 def _pygmo(space, seed):
-    from nord.search.pygmo_adapter import PygmoAlgorithm
+    from nord.search.algorithms.pygmo_adapter import PygmoAlgorithm
     return PygmoAlgorithm(space, seed=seed)
 
 

@@ -3,9 +3,9 @@ import json
 
 import pytest
 
-from nord.cli import main
+from nord.app.cli import main
 from nord.journal import Journal
-from nord.runner import RunConfig
+from nord.app.runner import RunConfig
 from nord.errors import ConfigurationError
 
 
@@ -122,7 +122,7 @@ def test_compare_prints_the_table_and_saves_json(tmp_path, capsys):
     printed = capsys.readouterr().out
     assert "random" in printed and "rea" in printed and "±" in printed
     saved = json.loads(out.read_text())
-    from nord.benchmarks.compare import load_json
+    from nord.comparisons.compare import load_json
     result = load_json(out)
     assert len(result.values("rea", "reported_accuracy")) == 6 and saved
 

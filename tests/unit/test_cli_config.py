@@ -6,8 +6,8 @@ import math
 import pytest
 
 from nord import __version__
-from nord.cli import RUN_FLAGS, build_parser, main
-from nord.config_file import read_config, to_toml
+from nord.app.cli import RUN_FLAGS, build_parser, main
+from nord.app.config_file import read_config, to_toml
 from nord.journal import Journal
 
 BENCH = ["--space", "nasbench201", "--algorithm", "rea", "--budget", "12"]
@@ -78,7 +78,7 @@ def test_nord_config_prints_what_repeats_the_run(tmp_path, capsys):
 def read_config_text(folder, text):
     path = folder / "probe.toml"
     path.write_text(text)
-    from nord.runner import RunConfig
+    from nord.app.runner import RunConfig
     from dataclasses import fields
     return read_config(str(path), [f.name for f in fields(RunConfig)])
 
@@ -179,7 +179,7 @@ def test_selecting_on_test_data_is_warned_and_journaled(tmp_path, capsys):
 def test_a_bad_argument_is_refused_before_torch_or_the_data_load(argv):
     import subprocess
     import sys
-    probe = ("import sys\nfrom nord.cli import main\ncode = main(%r)\n"
+    probe = ("import sys\nfrom nord.app.cli import main\ncode = main(%r)\n"
              "print('exit', code, 'heavy', sorted(m for m in ('torch', 'sklearn', 'mpi4py') "
              "if m in sys.modules))" % (argv,))
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
@@ -200,7 +200,7 @@ def _commands(parser, path=("nord",)):
 def test_every_flag_of_every_command_has_help_that_gives_its_default():
     import argparse
 
-    from nord.cli import build_parser
+    from nord.app.cli import build_parser
     missing = []
     for path, parser in _commands(build_parser()):
         for action in parser._actions:
@@ -217,14 +217,14 @@ def test_every_flag_of_every_command_has_help_that_gives_its_default():
 
 
 def test_compare_takes_the_benchmark_names_of_the_data_sets(capsys):
-    from nord.cli import main
+    from nord.app.cli import main
     assert main(["compare", "--dataset", "ImageNet16-120", "--algorithms", "random",
                  "--budget", "5", "--seeds", "2"]) == 0
     assert "ImageNet16-120" in capsys.readouterr().out
 
 
 def test_report_warns_on_the_terminal_when_a_run_selected_on_test_data(tmp_path, capsys):
-    from nord.cli import main
+    from nord.app.cli import main
     journal = tmp_path / "test-selected.db"
     assert main(["run", "--dataset", "digits", "--valid-fraction", "0", "--budget", "2",
                  "--epochs", "1", "--journal", str(journal)]) == 0
@@ -235,7 +235,7 @@ def test_report_warns_on_the_terminal_when_a_run_selected_on_test_data(tmp_path,
 
 # --- training callbacks from the command line -------------------------------------------------
 def test_run_records_the_callbacks_it_is_given_and_config_repeats_them(tmp_path, capsys):
-    from nord.cli import main
+    from nord.app.cli import main
     from nord.journal import Journal
     journal = tmp_path / "look.db"
     assert main(["run", "--dataset", "digits", "--budget", "2", "--epochs", "1",
@@ -258,7 +258,7 @@ def test_run_records_the_callbacks_it_is_given_and_config_repeats_them(tmp_path,
      "--callbacks names dead_relu more than once (aliases included)"),
 ])
 def test_bad_callbacks_are_refused_with_the_valid_names(argv, message, capsys):
-    from nord.cli import main
+    from nord.app.cli import main
     assert main(["run", *argv]) == 2
     err = capsys.readouterr().err
     assert err.startswith("nord run: ") and message in err

@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from nord.cli import main
+from nord.app.cli import main
 from nord.journal import Journal
 from tests.helpers.signals import default_sigint
 
 REPO = Path(__file__).resolve().parents[2]
-NORD = [sys.executable, "-m", "nord.cli"]
+NORD = [sys.executable, "-m", "nord"]
 RUN = ["run", "--algorithm", "random", "--epochs", "2", "--threads", "1",
        "--space-params", '{"channels": [1, 4], "kernel_size": [1, 3]}']
 SLOW_RUN = [*RUN, "--budget", "500"]   # long enough to be still running when it is stopped
@@ -167,7 +167,7 @@ def test_list_and_report_skip_a_damaged_journal_with_a_note(tmp_path):
 
 
 def test_advice_about_a_file_that_is_not_a_journal_fits_the_command(tmp_path, capsys):
-    from nord.cli import main
+    from nord.app.cli import main
     junk = tmp_path / "junk.db"
     junk.write_text("not a database")
     assert main(["resume", str(junk)]) == 2
@@ -183,7 +183,7 @@ def test_advice_about_a_file_that_is_not_a_journal_fits_the_command(tmp_path, ca
 def test_compare_stopped_between_two_runs_says_so_too(monkeypatch, capsys):
     """The signal may come while no seed's search runs (between seeds, or building the
     table): still one line, exit 130."""
-    import nord.benchmarks.compare as compare
+    import nord.comparisons.compare as compare
 
     def interrupted_between_runs(*args, **kwargs):
         signal.raise_signal(signal.SIGINT)

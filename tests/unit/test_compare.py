@@ -14,18 +14,18 @@ import numpy as np
 import pytest
 
 from nord.benchmarks import BenchmarkEvaluator, NASBench201Space, load_table
-from nord.benchmarks.compare import (REFERENCE_RESULTS, ComparisonResult, SeedRun,
+from nord.comparisons.compare import (REFERENCE_RESULTS, ComparisonResult, SeedRun,
                                      evaluated_cells, load_json, run_comparison, run_seed,
                                      run_seeds)
-from nord.benchmarks.simulated_time import SimulatedSetting
+from nord.comparisons.simulated import SimulatedSetting
 from nord.errors import ConfigurationError
 from nord.journal import Journal
 from nord.report import write_report
-from nord.search.algorithm import Candidate, SearchAlgorithm
+from nord.search.algorithms.base import Candidate, SearchAlgorithm
 from nord.search.engine import run_search
-from nord.search.evolution import RegularizedEvolution
-from nord.search.random_search import RandomSearch
-from nord.search.registry import ALGORITHMS, make_algorithm, register_algorithm
+from nord.search.algorithms.evolution import RegularizedEvolution
+from nord.search.algorithms.random_search import RandomSearch
+from nord.search.algorithms.registry import ALGORITHMS, make_algorithm, register_algorithm
 
 SPACE = NASBench201Space()
 

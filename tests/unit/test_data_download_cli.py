@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from nord.cli import main
+from nord.app.cli import main
 from nord.data import MNIST
-from nord.data.commands import CommandProgress
+from nord.app.data_commands import CommandProgress
 from nord.data.download import MIRROR_ENV, ROOT_ENV
 from nord.errors import CorruptDataError, MissingDataError
 from tests.helpers.datafiles import cifar_archive_bytes, cifar_parts, md5, write_file, write_mnist
@@ -322,7 +322,7 @@ def test_ctrl_c_keeps_the_part_and_says_how_to_go_on(tmp_path):
     env.update(no_proxy="127.0.0.1", PYTHONPATH=str(REPO))
     with FileServer(folder, pause_at=30_000) as server:
         command = subprocess.Popen(
-            [sys.executable, "-m", "nord.cli", "data", "download", "mnist", "--root", str(tmp_path / "data"),
+            [sys.executable, "-m", "nord", "data", "download", "mnist", "--root", str(tmp_path / "data"),
              "--mirror", server.url, "--checksums", str(sums)],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
             preexec_fn=default_sigint)
@@ -387,7 +387,7 @@ def run_python(code, **env):
 
 def test_help_does_not_import_torch():
     out = run_python(
-        "import sys\nfrom nord.cli import main\n"
+        "import sys\nfrom nord.app.cli import main\n"
         "for argv in (['--help'], ['data', 'download', '--help']):\n"
         "    try:\n        main(argv)\n    except SystemExit:\n        pass\n"
         "print('torch' in sys.modules)\n")
@@ -399,7 +399,7 @@ def test_the_download_imports_torch_only_to_read_the_data(tmp_path):
     folder, sums = serve_mnist(tmp_path)
     with FileServer(folder) as server:
         out = run_python(
-            "import sys\nfrom nord.data.commands import fetch, load\n"
+            "import sys\nfrom nord.app.data_commands import fetch, load\n"
             f"name, root, table = fetch('mnist', {str(tmp_path / 'data')!r}, {server.url!r}, {str(sums)!r})\n"
             "print('before', 'torch' in sys.modules)\nload(name, root, table)\n"
             "print('after', 'torch' in sys.modules)\n", no_proxy="127.0.0.1")

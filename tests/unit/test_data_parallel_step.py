@@ -13,7 +13,7 @@ from torch import nn
 
 from nord.errors import ConfigurationError, DistributedError
 from nord.evaluators.distributed import _GradientAveraging
-from nord.training import NonFiniteLossError, make_optimizer, train_epoch
+from nord.nn.training import NonFiniteLossError, make_optimizer, train_epoch
 
 CPU = torch.device("cpu")
 

@@ -1,4 +1,4 @@
-"""NeuralDescriptor (nord.descriptors): the paper's API, graph rules and their errors,
+"""NeuralDescriptor (nord.architecture.descriptor): the paper's API, graph rules and their errors,
 purity, JSON, the canonical hash, DOT, editing."""
 import json
 import os
@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from torch.nn import Conv2d, MaxPool2d, ReLU
 
-from nord.descriptors import MERGE_RULES, NeuralDescriptor
+from nord.architecture.descriptor import MERGE_RULES, NeuralDescriptor
 from nord.errors import (CycleError, DanglingConnectionError, DescriptorError,
                          DuplicateLayerError, EmptyDescriptorError, LayerParameterError,
                          UnknownLayerError, UnreachableLayerError)
@@ -365,7 +365,7 @@ def test_descriptors_build_validate_hash_and_serialise_without_torch():
         package = types.ModuleType('nord')
         package.__path__ = [{os.path.join(REPO, 'nord')!r}]
         sys.modules['nord'] = package
-        from nord.descriptors import NeuralDescriptor
+        from nord.architecture.descriptor import NeuralDescriptor
         d = NeuralDescriptor()
         d.add_layer('conv2d', [3, 10, 5], 'convolution')
         d.add_layer('max_pool2d', {{'kernel_size': 2}}, 'max_pool1')
@@ -389,7 +389,7 @@ def test_import_nord_works_without_optional_dependencies():
         for name in ('horovod', 'mpi4py', 'pygmo'):
             sys.modules[name] = None
         import nord
-        import nord.descriptors, nord.layers, nord.modules, nord.networks
+        import nord.architecture.descriptor, nord.architecture.layers, nord.nn.modules, nord.nn.network
         d = nord.NeuralDescriptor()
         d.add_layer_sequential('relu')
         print('imported', d.hash)

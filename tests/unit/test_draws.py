@@ -8,9 +8,9 @@ import pytest
 from nord.benchmarks.nasbench201 import NASBench201Space
 from nord.errors import ConfigurationError
 from nord.evaluators.result import EvaluationResult
-from nord.search.draws import IntegerDraws
-from nord.search.evolution import RegularizedEvolution, mutate_one
-from nord.search.space import SearchSpace
+from nord.search.algorithms.draws import IntegerDraws
+from nord.search.algorithms.evolution import RegularizedEvolution, mutate_one
+from nord.search.spaces.base import SearchSpace
 
 pytestmark = pytest.mark.timeout(120)
 

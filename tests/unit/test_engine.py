@@ -15,10 +15,10 @@ from nord.errors import ConfigurationError, DiskFullError, JournalError, NordErr
 from nord.evaluators.base import Evaluator
 from nord.evaluators.result import EvaluationResult
 from nord.journal import Journal
-from nord.search.algorithm import Candidate, SearchAlgorithm
+from nord.search.algorithms.base import Candidate, SearchAlgorithm
 from nord.search.engine import run_search
 from nord.search.executors import Completion, Executor, run_task
-from nord.search.random_search import RandomSearch
+from nord.search.algorithms.random_search import RandomSearch
 from tests.helpers.toy import ToyEvaluator, ToyGenerational, ToySpace, journal_rows
 
 REPO = Path(__file__).resolve().parents[2]
@@ -464,7 +464,7 @@ def test_mpi_executor_without_mpirun_evaluates_in_this_process(tmp_path):
 
 
 def test_mpi_executor_runs_a_second_search_in_the_same_environment(tmp_path):
-    from nord.environments import Environment
+    from nord.parallel.environment import Environment
     from nord.search.executors import MPIExecutor
 
     with Environment() as env:
@@ -520,7 +520,7 @@ class Renamed(ToySpace):
         self.visits += 1
         if self.visits == 1:
             return super().decode(genome)
-        from nord.descriptors import NeuralDescriptor
+        from nord.architecture.descriptor import NeuralDescriptor
         width, kernel = genome
         descriptor = NeuralDescriptor()
         descriptor.add_layer("relu", None, "second")

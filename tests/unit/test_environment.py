@@ -1,4 +1,4 @@
-"""Serial tests of nord.environments: the pure helpers, and the Environment as one process.
+"""Serial tests of nord.parallel.environment: the pure helpers, and the Environment as one process.
 
 No mpirun here: the tests under mpirun are in tests/parallel/test_environment_mpi.py.
 Tests that must not start MPI in the test process (a missing mpi4py, a launcher's variables)
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from nord.environments import (Environment, GroupAssignment, derive_seed, group_assignment,
+from nord.parallel.environment import (Environment, GroupAssignment, derive_seed, group_assignment,
                                group_layout, launched_by_mpi, launcher_local_rank,
                                launcher_world_size)
 from nord.errors import ConfigurationError, DistributedError
@@ -311,25 +311,25 @@ def test_log_goes_through_the_nord_logger(serial, caplog):
 def test_log_handler_is_on_the_nord_logger_not_the_root_logger(serial):
     names = [h.get_name() for h in logging.getLogger("nord").handlers]
     root_names = [h.get_name() for h in logging.getLogger().handlers]
-    assert "nord.environments" in names and "nord.environments" not in root_names
+    assert "nord.parallel.environment" in names and "nord.parallel.environment" not in root_names
 
 
 def test_log_handler_is_removed_at_close():
     with Environment(use_mpi=False):
         pass
-    assert "nord.environments" not in [h.get_name() for h in logging.getLogger("nord").handlers]
+    assert "nord.parallel.environment" not in [h.get_name() for h in logging.getLogger("nord").handlers]
 
 
 def test_nested_environments_add_one_handler():
     with Environment(use_mpi=False), Environment(use_mpi=False):
         names = [h.get_name() for h in logging.getLogger("nord").handlers]
-    assert names.count("nord.environments") == 1
+    assert names.count("nord.parallel.environment") == 1
 
 
 def test_log_handler_can_be_left_to_the_application():
     with Environment(use_mpi=False, log_handler=False):
         names = [h.get_name() for h in logging.getLogger("nord").handlers]
-    assert "nord.environments" not in names
+    assert "nord.parallel.environment" not in names
 
 
 def test_print_on_a_single_process(serial, capsys):
@@ -373,7 +373,7 @@ def test_status_names_host_and_group(serial, capsys):
 PROBE = """
 import json, sys
 {prelude}
-from nord.environments import Environment
+from nord.parallel.environment import Environment
 with Environment({arguments}) as env:
     record = dict(rank=env.rank, size=env.size, comm=env.comm is None,
                   group=env.group.size, bcast=env.bcast("b"), gather=env.gather(1))

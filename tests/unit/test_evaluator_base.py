@@ -1,7 +1,7 @@
 """Evaluator.descriptor_evaluate: what it refuses before any bookkeeping."""
 import pytest
 
-from nord.descriptors import NeuralDescriptor
+from nord.architecture.descriptor import NeuralDescriptor
 from nord.errors import ConfigurationError
 from nord.evaluators.base import Evaluator
 from nord.evaluators.result import EvaluationResult

@@ -1,4 +1,4 @@
-"""The exact identity of architectures: nord.identity (canonical order of coloured DAGs) and
+"""The exact identity of architectures: nord.architecture.identity (canonical order of coloured DAGs) and
 NeuralDescriptor.canonical_form / hash / same_architecture.
 
 The canonical order is checked against a brute-force canonical form on every small DAG,
@@ -12,11 +12,11 @@ import random
 import networkx as nx
 import pytest
 
-from nord import identity
+from nord.architecture import identity
 from nord.benchmarks.nasbench201.cells import N_CELLS, code_to_genome, genome_to_descriptor
-from nord.descriptors import NeuralDescriptor
+from nord.architecture.descriptor import NeuralDescriptor
 from nord.errors import ConfigurationError, UnreachableLayerError
-from nord.identity import canonical_order
+from nord.architecture.identity import canonical_order
 
 
 # --- graphs as (colours, successors) ------------------------------------------------------
@@ -592,17 +592,17 @@ def test_every_nasbench201_cell_is_distinct_and_equal_to_its_shuffled_copy():
 
 # --- networks -------------------------------------------------------------------------------
 def test_building_a_network_computes_no_identity(monkeypatch):
-    import nord.networks
-    from nord.networks import NeuralNet
+    import nord.nn.network
+    from nord.nn.network import NeuralNet
 
     calls = []
-    real = nord.networks.architecture_form
+    real = nord.nn.network.architecture_form
 
     def counted(*args):
         calls.append(1)
         return real(*args)
 
-    monkeypatch.setattr(nord.networks, "architecture_form", counted)
+    monkeypatch.setattr(nord.nn.network, "architecture_form", counted)
     d = NeuralDescriptor()
     d.add_layer_sequential("conv2d", CONV)
     d.add_layer_sequential("relu")

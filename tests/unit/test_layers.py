@@ -1,4 +1,4 @@
-"""The layer registry (nord.layers): lookup, the contract every registered layer meets,
+"""The layer registry (nord.architecture.layers): lookup, the contract every registered layer meets,
 and registering a user's own layer."""
 import inspect
 
@@ -6,11 +6,11 @@ import pytest
 import torch
 from torch import nn
 
-import nord.layers
-from nord.descriptors import NeuralDescriptor
+import nord.architecture.layers
+from nord.architecture.descriptor import NeuralDescriptor
 from nord.errors import ConfigurationError, UnknownLayerError
-from nord.layers import REQUIRED, get_layer_spec, list_layers, register_layer
-from nord.networks import NeuralNet
+from nord.architecture.layers import REQUIRED, get_layer_spec, list_layers, register_layer
+from nord.nn.network import NeuralNet
 
 SPATIAL_INPUT = (3, 16, 16)
 CLASSES = 5
@@ -24,7 +24,7 @@ SENSIBLE = {"out_channels": 4, "kernel_size": 3, "output_size": 2, "out_features
 @pytest.fixture
 def registry(monkeypatch):
     """A private copy of the registry, so layers registered by a test do not leak."""
-    monkeypatch.setattr(nord.layers, "LAYERS", nord.layers.LAYERS.copy())
+    monkeypatch.setattr(nord.architecture.layers, "LAYERS", nord.architecture.layers.LAYERS.copy())
 
 
 def minimal_params(name):
@@ -198,7 +198,7 @@ def test_invalid_registration_is_a_configuration_error(registry, kwargs):
 
 
 def test_stale_dotted_path_does_not_break_lookup_by_class(registry):
-    register_layer("ghost", "nord.modules.Ghost")  # no such class
+    register_layer("ghost", "nord.nn.modules.Ghost")  # no such class
 
     class Ghost(nn.Module):
         pass

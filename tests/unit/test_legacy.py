@@ -15,12 +15,12 @@ import pytest
 import torch
 import torch.nn as nn
 
-import nord.layers
+import nord.architecture.layers
 import nord.legacy
 from nord.data.files import read_cifar10
-from nord.descriptors import NeuralDescriptor
+from nord.architecture.descriptor import NeuralDescriptor
 from nord.errors import ConfigurationError, MissingDataError, UnknownLayerError
-from nord.layers import get_layer_spec
+from nord.architecture.layers import get_layer_spec
 from nord.legacy.smoke import write_cifar10
 from nord.legacy.utils import (extract_params, format_time, generate_layer_parameters,
                                get_convolution_out_size, get_logger, get_random_value,
@@ -40,7 +40,7 @@ def neural_nets():
     registry that is dropped after this module.
     """
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(nord.layers, "LAYERS", nord.layers.LAYERS.copy())
+        patch.setattr(nord.architecture.layers, "LAYERS", nord.architecture.layers.LAYERS.copy())
         yield importlib.import_module("nord.legacy.neural_nets")
 
 

@@ -41,7 +41,7 @@ def test_trains_better_than_chance(digits):
 
 
 def test_parameter_count_matches_the_network(digits):
-    from nord.networks import NeuralNet
+    from nord.nn.network import NeuralNet
     expected = NeuralNet(small_net(), digits.input_shape, digits.num_classes).count_parameters()
     result = LocalEvaluator(curator=digits, epochs=1).descriptor_evaluate(small_net())
     assert result.n_params == expected

@@ -10,9 +10,9 @@ from nord.benchmarks import BenchmarkEvaluator, NASBench201Space, benchmark_arra
 from nord.errors import SearchSpaceError
 from nord.evaluators.result import EvaluationResult
 from nord.search.engine import run_search
-from nord.search.local_search import LocalSearch
-from nord.search.registry import make_algorithm
-from nord.search.space import SearchSpace
+from nord.search.algorithms.local_search import LocalSearch
+from nord.search.algorithms.registry import make_algorithm
+from nord.search.spaces.base import SearchSpace
 from tests.helpers.toy import ToyEvaluator, ToySpace, journal_rows
 
 pytestmark = pytest.mark.timeout(60)

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from nord.benchmarks import load_table
-from nord.benchmarks.compare import run_comparison
-from nord.benchmarks.hardware import LatencyEvaluator, LatencyLimit, Objective, parse_objectives
-from nord.benchmarks.multiobjective import (EXACT_HYPERVOLUME, REFERENCE_POINT, exact_front,
+from nord.comparisons.compare import run_comparison
+from nord.comparisons.hardware import LatencyEvaluator, LatencyLimit, Objective, parse_objectives
+from nord.comparisons.multiobjective import (EXACT_HYPERVOLUME, REFERENCE_POINT, exact_front,
                                             front_of, make_nsga2, normalised_hypervolume,
                                             reference_point_of, run_nsga2, run_nsga2_seed,
                                             write_nsga2_report)
@@ -282,6 +282,6 @@ def test_nsga2_under_a_limit_returns_fronts_within_it():
 
 
 def test_the_cli_refuses_an_unknown_device_and_lists_the_devices(capsys):
-    from nord.cli import main
+    from nord.app.cli import main
     assert main(["compare", "--multi-objective", "--objectives", "accuracy,latency:phone"]) == 2
     assert "pixel3, raspi4" in capsys.readouterr().err

@@ -8,7 +8,7 @@ from nord.benchmarks.nasbench201.cells import (CELL_FORMAT, EDGE_NAMES, N_CELLS,
                                         descriptor_to_genome, genome_to_cell, genome_to_code,
                                         genome_to_descriptor, is_connected)
 from nord.benchmarks.nasbench201 import NASBench201Space, load_table
-from nord.descriptors import NeuralDescriptor
+from nord.architecture.descriptor import NeuralDescriptor
 from nord.errors import BenchmarkError, ConfigurationError, SearchSpaceError
 
 # row 1 of the benchmark table

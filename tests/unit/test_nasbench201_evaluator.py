@@ -10,7 +10,7 @@ import pytest
 from nord.benchmarks import (BenchmarkEvaluator, NASBench201Space, cell_to_descriptor,
                              genome_to_cell, load_table)
 from nord.benchmarks.nasbench201.table import TABLE_FILE
-from nord.descriptors import NeuralDescriptor
+from nord.architecture.descriptor import NeuralDescriptor
 from nord.errors import BenchmarkError
 from nord.evaluators.base import Evaluator
 
@@ -184,9 +184,9 @@ def test_cell_descriptor_builds_and_runs_as_a_network(genome):
     try:
         import torch
 
-        from nord.networks import NeuralNet
+        from nord.nn.network import NeuralNet
     except ImportError as error:
-        pytest.skip(f"nord.networks (NeuralNet) cannot be imported yet: {error}")
+        pytest.skip(f"nord.nn.network (NeuralNet) cannot be imported yet: {error}")
     net = NeuralNet(cell_to_descriptor(genome), input_shape=(16, 8, 8), num_classes=10)
     logits = net(torch.randn(2, 16, 8, 8))
     assert logits.shape == (2, 10)
@@ -197,9 +197,9 @@ def test_cell_network_has_the_benchmark_operations():
     """ReLU-conv-BN without conv bias (as in NAS-Bench-201), and average pooling that does
     not count padding."""
     try:
-        from nord.networks import NeuralNet
+        from nord.nn.network import NeuralNet
     except ImportError as error:
-        pytest.skip(f"nord.networks (NeuralNet) cannot be imported yet: {error}")
+        pytest.skip(f"nord.nn.network (NeuralNet) cannot be imported yet: {error}")
     net = NeuralNet(cell_to_descriptor((3, 2, 4, 3, 2, 4)), input_shape=(16, 8, 8),
                     num_classes=10)
     per_edge = {name: sum(p.numel() for p in module.parameters())

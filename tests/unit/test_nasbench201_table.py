@@ -213,7 +213,7 @@ def test_the_benchmark_names_of_the_data_sets_are_accepted(name, dataset):
 
 
 def test_nord_run_takes_the_benchmark_name_of_a_data_set(tmp_path, capsys):
-    from nord.cli import main
+    from nord.app.cli import main
     from nord.journal import Journal
     journal = tmp_path / "in16.db"
     assert main(["run", "--space", "nasbench201", "--dataset", "ImageNet16-120", "--budget", "3",

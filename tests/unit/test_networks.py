@@ -1,14 +1,14 @@
-"""NeuralNet (nord.networks) and the merge rule (nord.modules): descriptor -> torch module."""
+"""NeuralNet (nord.nn.network) and the merge rule (nord.nn.modules): descriptor -> torch module."""
 import pytest
 import torch
 from torch import nn
 from torch.nn import Conv2d, MaxPool2d
 from torch.nn import functional as F
 
-from nord.descriptors import NeuralDescriptor
+from nord.architecture.descriptor import NeuralDescriptor
 from nord.errors import LayerParameterError, ShapeError, UnreachableLayerError
-from nord.modules import Merge, ReLUConvBN, Zero, align
-from nord.networks import NeuralNet
+from nord.nn.modules import Merge, ReLUConvBN, Zero, align
+from nord.nn.network import NeuralNet
 
 
 def conv(out_channels, kernel_size=3, **extra):

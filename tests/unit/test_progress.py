@@ -5,9 +5,9 @@ import re
 
 import pytest
 
-from nord.progress import SearchProgressView
+from nord.app.progress import SearchProgressView
 from nord.search.engine import run_search
-from nord.search.random_search import RandomSearch
+from nord.search.algorithms.random_search import RandomSearch
 from nord.search.schedulers import make_scheduler
 from tests.helpers.toy import ToyCurves, ToyEvaluator, ToySpace
 

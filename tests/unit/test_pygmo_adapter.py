@@ -18,12 +18,12 @@ import pytest
 from nord.errors import ConfigurationError, MissingDependencyError
 from nord.evaluators.base import Evaluator
 from nord.evaluators.result import FAILED_FITNESS, EvaluationResult
-from nord.search import registry
-from nord.search.space import SearchSpace
+from nord.search.algorithms import registry
+from nord.search.spaces.base import SearchSpace
 from tests.unit.test_algorithms import Grid, Mixed, synthetic
 
 pg = pytest.importorskip("pygmo")
-from nord.search.pygmo_adapter import (FAILED_N_PARAMS, SGA_DEFAULTS,  # noqa: E402
+from nord.search.algorithms.pygmo_adapter import (FAILED_N_PARAMS, SGA_DEFAULTS,  # noqa: E402
                                        PygmoAlgorithm, PygmoProblem, import_pygmo,
                                        pygmo_algorithm_names)
 
@@ -427,7 +427,7 @@ def test_missing_pygmo_is_a_missing_dependency_error(monkeypatch):
 
 
 def test_importing_the_registry_does_not_import_pygmo():
-    code = "import sys, nord.search.registry; assert 'pygmo' not in sys.modules"
+    code = "import sys, nord.search.algorithms.registry; assert 'pygmo' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
 
 
@@ -485,8 +485,8 @@ def test_garbage_collection_stops_the_thread():
 
 def test_the_interpreter_exits_with_pygmo_waiting():
     code = textwrap.dedent("""
-        from nord.search.pygmo_adapter import PygmoAlgorithm
-        from nord.search.space import SearchSpace
+        from nord.search.algorithms.pygmo_adapter import PygmoAlgorithm
+        from nord.search.spaces.base import SearchSpace
 
         class Grid(SearchSpace):
             lower, upper = (1, 1), (9, 9)

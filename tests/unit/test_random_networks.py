@@ -11,9 +11,9 @@ import pytest
 import torch
 from torch.nn import functional as F
 
-from nord.descriptors import MERGE_RULES, NeuralDescriptor
+from nord.architecture.descriptor import MERGE_RULES, NeuralDescriptor
 from nord.errors import LayerParameterError, NordError, ShapeError, UnreachableLayerError
-from nord.networks import NeuralNet
+from nord.nn.network import NeuralNet
 
 INPUT_SHAPE = (3, 12, 12)
 CLASSES = 4

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nord.descriptors import NeuralDescriptor
+from nord.architecture.descriptor import NeuralDescriptor
 from nord.errors import ConfigurationError, JournalError
 from nord.journal import Journal
 from nord.report import (dominates, hypervolume, is_multi_objective, layered_layout, load_runs,

@@ -120,7 +120,7 @@ def test_every_fate_of_a_scheduled_candidate_is_told_apart():
 def asha_report(tmp_path_factory):
     """A real ASHA search (toy learning curves) and its report."""
     from nord.search.engine import run_search
-    from nord.search.random_search import RandomSearch
+    from nord.search.algorithms.random_search import RandomSearch
     from nord.search.schedulers import make_scheduler
     from tests.helpers.toy import ToyCurves, ToySpace
 

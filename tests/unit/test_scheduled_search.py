@@ -7,8 +7,8 @@ import pytest
 from nord.errors import ConfigurationError, JournalError
 from nord.journal import Journal
 from nord.search.engine import run_search
-from nord.search.evolution import RegularizedEvolution
-from nord.search.random_search import RandomSearch
+from nord.search.algorithms.evolution import RegularizedEvolution
+from nord.search.algorithms.random_search import RandomSearch
 from nord.search.schedulers import make_scheduler
 from tests.helpers.toy import ToyCurves, ToySpace, journal_rows
 

@@ -14,7 +14,7 @@ import pytest
 
 from nord.errors import ConfigurationError
 from nord.journal import Journal
-from nord.search.algorithm import Candidate, SearchAlgorithm
+from nord.search.algorithms.base import Candidate, SearchAlgorithm
 from nord.search.engine import run_search
 from nord.search.executors import SimulatedExecutor
 from tests.helpers.toy import ToyEvaluator, ToySpace

@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 
 from nord.benchmarks import load_table
-from nord.benchmarks.compare import ComparisonResult, load_json, run_comparison
-from nord.benchmarks.simulated_time import (TIME_BUDGETS, SimulatedSetting, anytime_curves,
+from nord.comparisons.compare import ComparisonResult, load_json, run_comparison
+from nord.comparisons.simulated import (TIME_BUDGETS, SimulatedSetting, anytime_curves,
                                             curve_on_grid, incumbent_curve,
                                             run_simulated_seed, time_to_reach)
-from nord.cli import main
+from nord.app.cli import main
 from nord.errors import ConfigurationError
 
 SMALL = SimulatedSetting(time_budget=3000, workers=4, mode="async")

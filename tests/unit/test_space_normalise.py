@@ -3,8 +3,8 @@ import numpy as np
 import pytest
 
 from nord.errors import SearchSpaceError
-from nord.search import space as space_module
-from nord.search.space import SearchSpace
+from nord.search.spaces import base as space_module
+from nord.search.spaces.base import SearchSpace
 
 
 class Cells(SearchSpace):
@@ -125,7 +125,7 @@ def test_genomes_drawn_in_blocks_are_those_drawn_one_at_a_time(make):
 
 def test_random_search_asks_the_genomes_of_one_draw_at_a_time():
     from nord.benchmarks.nasbench201 import NASBench201Space
-    from nord.search.random_search import RandomSearch
+    from nord.search.algorithms.random_search import RandomSearch
     space = NASBench201Space()
     search, rng = RandomSearch(space, seed=5), np.random.default_rng(5)
     assert [search.ask().genome for _ in range(200)] == [space.sample(rng) for _ in range(200)]

@@ -9,10 +9,10 @@ from hypothesis import strategies as st
 from nord.errors import ConfigurationError, SearchSpaceError, ShapeError, UnknownLayerError
 from nord.evaluators.base import Evaluator
 from nord.evaluators.result import FAILED_FITNESS, EvaluationResult
-from nord.search.spaces import PAPER_LAYERS, ConvSpace
+from nord.search.spaces.conv import PAPER_LAYERS, ConvSpace
 
 torch = pytest.importorskip("torch")
-from nord.networks import NeuralNet  # noqa: E402  (needs torch)
+from nord.nn.network import NeuralNet  # noqa: E402  (needs torch)
 
 DIGITS = (1, 8, 8)
 

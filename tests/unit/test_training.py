@@ -6,8 +6,8 @@ import torch
 from torch import nn
 
 from nord.errors import ConfigurationError
-from nord.training import NonFiniteLossError, ProgressBar, make_optimizer, resolve_device, train_epoch
-from nord.training import test_counts as count_correct  # not a test itself
+from nord.nn.training import NonFiniteLossError, ProgressBar, make_optimizer, resolve_device, train_epoch
+from nord.nn.training import test_counts as count_correct  # not a test itself
 
 
 def fake_gpus(monkeypatch, count):

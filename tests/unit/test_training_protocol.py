@@ -10,7 +10,7 @@ from nord.data import Digits
 from nord.evaluators.callbacks import DeadReLUs, GradientNorms, TrainingCallback, WeightNorms
 from nord.evaluators.local import LocalEvaluator
 from nord.search.executors import Task
-from nord.training import test_counts as count_correct
+from nord.nn.training import test_counts as count_correct
 
 
 def net(width=8, dropout=True):

@@ -9,7 +9,7 @@ has three equivalent forms, and every function here converts between them exactl
     cell = genome_to_cell(genome)
     # '|nor_conv_3x3~0|+|nor_conv_3x3~0|avg_pool_3x3~1|+|skip_connect~0|nor_conv_3x3~1|skip_connect~2|'
     cell_to_genome(cell) == genome
-    descriptor = cell_to_descriptor(cell, channels=16)   # buildable with nord.networks.NeuralNet
+    descriptor = cell_to_descriptor(cell, channels=16)   # buildable with nord.nn.network.NeuralNet
     descriptor_to_cell(descriptor) == cell
 
 The genome's edge order is the benchmark's: ``(0->1), (0->2), (1->2), (0->3), (1->3),
@@ -38,7 +38,7 @@ from typing import Any, Dict, Optional, Sequence, Tuple
 
 import numpy as np
 
-from nord.descriptors import NeuralDescriptor, canonical_params
+from nord.architecture.descriptor import NeuralDescriptor, canonical_params
 from nord.errors import BenchmarkError, ConfigurationError
 
 OPS: Tuple[str, ...] = ("none", "skip_connect", "nor_conv_1x1", "nor_conv_3x3", "avg_pool_3x3")

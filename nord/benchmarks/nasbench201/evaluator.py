@@ -43,7 +43,7 @@ from nord.benchmarks.nasbench201.cells import descriptor_to_genome, genome_to_co
 from nord.benchmarks.nasbench201.space import NASBench201Space
 from nord.benchmarks.nasbench201.table import (SEARCH_EPOCHS, NASBench201Table, get_dataset,
                                                load_table)
-from nord.descriptors import NeuralDescriptor
+from nord.architecture.descriptor import NeuralDescriptor
 from nord.errors import BenchmarkError
 from nord.evaluators.base import Evaluator
 from nord.evaluators.result import EvaluationResult

@@ -13,9 +13,9 @@ from nord.benchmarks.nasbench201.cells import (DEFAULT_CHANNELS, N_EDGES, N_OPS,
                                                cell_to_genome, check_genome, code_to_genome,
                                                genome_to_cell, genome_to_code)
 from nord.benchmarks.nasbench201.table import load_table
-from nord.descriptors import NeuralDescriptor
+from nord.architecture.descriptor import NeuralDescriptor
 from nord.errors import ConfigurationError
-from nord.search.space import SearchSpace
+from nord.search.spaces.base import SearchSpace
 
 __all__ = ["NASBench201Space"]
 

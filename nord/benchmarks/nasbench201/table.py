@@ -49,7 +49,7 @@ import numpy as np
 
 from nord.benchmarks.nasbench201.cells import (N_CELLS, N_EDGES, OPS, cell_to_genome, code_to_genome,
                                                descriptor_to_genome, genome_to_code)
-from nord.descriptors import NeuralDescriptor
+from nord.architecture.descriptor import NeuralDescriptor
 from nord.errors import BenchmarkError, CorruptDataError, MissingDataError
 from nord.registry import Registry
 

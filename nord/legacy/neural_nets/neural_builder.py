@@ -11,7 +11,7 @@ of several inputs, a ``ShapeError`` that names the layer when the sample does no
 from __future__ import annotations
 
 from nord.errors import ConfigurationError
-from nord.networks import NeuralNet as _NordNeuralNet
+from nord.nn.network import NeuralNet as _NordNeuralNet
 
 __all__ = ["NeuralNet", "sample_shape"]
 

@@ -11,6 +11,6 @@ accepted them silently); generated names are ``<type>_<n>`` (2018: ``<n>_Layer``
 layer with several inputs sums them (2018 kept only one of them); and every layer without
 outgoing connections is an output (2018 used the last layer added).
 """
-from nord.descriptors import NeuralDescriptor
+from nord.architecture.descriptor import NeuralDescriptor
 
 __all__ = ["NeuralDescriptor"]

@@ -96,7 +96,7 @@ class Task:
         """The NeuralDescriptor, decoded on first use (from its JSON, or by the space)."""
         if self._descriptor is None:
             if self._json is not None:
-                from nord.descriptors import NeuralDescriptor
+                from nord.architecture.descriptor import NeuralDescriptor
                 self._descriptor = NeuralDescriptor.from_json(self._json)
             elif self.space is not None:
                 self._descriptor = self.space.to_descriptor(self.genome)

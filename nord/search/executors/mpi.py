@@ -3,7 +3,7 @@
 Every rank calls :func:`~nord.search.engine.run_search` with the same executor; rank 0 returns
 the summary, the other ranks serve evaluations until rank 0 is done and return None::
 
-    from nord.environments import Environment
+    from nord.parallel.environment import Environment
     from nord.search import MPIExecutor, run_search
 
     with Environment(group_size=1) as env:          # mpirun -np 4: 3 workers, ranks 1, 2, 3
@@ -38,7 +38,7 @@ the whole job (the Environment calls ``MPI_Abort``).
 
 Waiting without burning a core: Open MPI's blocking receive spins on the CPU, which on a
 machine with more ranks than cores slows the ranks that train. Waiting ranks therefore poll
-with ``Iprobe`` and sleep between polls (:func:`nord.environments.wait_for_message`), and
+with ``Iprobe`` and sleep between polls (:func:`nord.parallel.environment.wait_for_message`), and
 sends are non-blocking (``isend``), so rank 0 never waits for a busy worker to take its
 message. ``poll_interval=0`` uses a blocking ``Probe`` instead (lowest latency, one busy core
 per waiting rank).
@@ -56,7 +56,7 @@ import time
 from collections import deque
 from typing import Any, Deque, Dict, List
 
-from nord.environments import import_mpi, wait_for_message
+from nord.parallel.environment import import_mpi, wait_for_message
 from nord.errors import ConfigurationError
 from nord.evaluators.result import EvaluationResult
 from nord.search.executors.base import Completion, Executor, Task, run_task
@@ -87,7 +87,7 @@ class _WorldView:
     """An Environment-like view of COMM_WORLD with one group per rank (used when no env is given)."""
 
     def __init__(self):
-        from nord.environments import launched_by_mpi
+        from nord.parallel.environment import launched_by_mpi
 
         self.comm = None
         if launched_by_mpi():
@@ -107,7 +107,7 @@ class MPIExecutor(Executor):
             with groups of several ranks, one that trains data-parallel (it needs ``serve``
             and ``release``: ``DistributedEvaluator``). None on a dedicated rank 0, which
             never evaluates.
-        env: a started :class:`~nord.environments.Environment` (or any object with ``comm``,
+        env: a started :class:`~nord.parallel.environment.Environment` (or any object with ``comm``,
             ``rank``, ``size``, ``group``, ``n_groups`` and ``group_roots``). None uses
             ``COMM_WORLD`` with one group per rank (rank 0 dispatches, ranks 1.. evaluate), or
             a single process when not launched by an MPI launcher.

@@ -23,7 +23,7 @@ def make_algorithm(name: str, seed: int, population: int):
     space = ToySpace()
     if name == "toy":
         return ToyGenerational(space, seed=seed, population=population)
-    from nord.search.random_search import RandomSearch
+    from nord.search.algorithms.random_search import RandomSearch
 
     return RandomSearch(space, seed=seed, generation_size=population)
 
@@ -78,7 +78,7 @@ def main(args):
     if args.serial:
         write_summary(args.summary, run_search(algorithm, evaluator, **common))
         return
-    from nord.environments import Environment
+    from nord.parallel.environment import Environment
     from nord.search.executors import MPIExecutor
 
     group_size = None if args.group_size == "all" else int(args.group_size)

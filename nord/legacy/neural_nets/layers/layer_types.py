@@ -4,7 +4,7 @@
     d.add_layer(Flatten, [], 'flat')          # torch.nn.Flatten, nord's 'flatten'
     find_layer_type(torch.nn.Conv1d)          # 'convolutions'
 
-A descriptor accepts only layer types in nord's registry (``nord.layers``). Importing this
+A descriptor accepts only layer types in nord's registry (``nord.architecture.layers``). Importing this
 module registers the single-input classes of the groups below that nord does not know yet
 (``Conv1d``, ``ConvTranspose2d``, ``PReLU``, ``Softmax``, ``LPPool2d``, ``AlphaDropout``, ...)
 under snake-case names (``conv1d``, ``conv_transpose2d``, ``prelu``, ...), with their
@@ -20,7 +20,7 @@ from typing import Optional
 import torch.nn as nn
 
 from nord.errors import UnknownLayerError
-from nord.layers import REQUIRED, get_layer_spec, list_layers, register_layer
+from nord.architecture.layers import REQUIRED, get_layer_spec, list_layers, register_layer
 
 __all__ = ["Flatten", "convolutions", "activations", "losses", "pooling", "dropout", "linear",
            "flatten", "layer_types", "find_layer_type", "REGISTERED"]

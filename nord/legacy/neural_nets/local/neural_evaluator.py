@@ -144,7 +144,7 @@ class NeuralEvaluator:
 
     def train(self, net, epochs: int, verbose: bool = False) -> None:
         """Train a torch network in place with the evaluator's data and SGD settings."""
-        from nord.training import ProgressBar, make_optimizer, resolve_device, train_epoch
+        from nord.nn.training import ProgressBar, make_optimizer, resolve_device, train_epoch
 
         device = resolve_device(self.device)
         net.to(device)
@@ -161,7 +161,7 @@ class NeuralEvaluator:
 
     def test(self, net, verbose: bool = False) -> float:
         """The accuracy (a fraction) of a torch network on the test set."""
-        from nord.training import resolve_device, test_counts
+        from nord.nn.training import resolve_device, test_counts
 
         device = resolve_device(self.device)
         net.to(device)

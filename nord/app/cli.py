@@ -1,0 +1,644 @@
+"""The nord command: run and resume searches, report, list and export runs, compare algorithms.
+
+    nord run --algorithm regularized_evolution --budget 50 --journal runs/rea.db
+    nord run --config run.toml --journal runs/b.db        # flags override the file
+    nord config runs/rea.db > run.toml                      # a recorded run's settings
+    mpirun -np 3 nord run --evaluation distributed --mode async --journal runs/async.db
+    nord resume runs/rea.db
+    nord export runs/rea.db backup/rea.db          # a consistent copy, also of a live run
+    nord report runs/rea.db runs/async.db --out reports/
+    nord list runs/
+    nord compare --benchmark nasbench201 --dataset cifar10 --algorithms random,rea \\
+        --budget 100 --seeds 500 --json compare.json
+    nord compare --workers 8 --mode async --seeds 100 --report out/   # in simulated time
+    nord data download cifar10 --root data          # resumable, checked, read once
+
+Argument parsing lives here and in experiments/; everything else takes plain arguments.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import sys
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+from nord.errors import ConfigurationError, NordError, RunInterrupted
+
+DESCRIPTION = "nord: neural architecture search, from a laptop to an MPI or SLURM cluster."
+
+
+def _json_dict(text: Optional[str], flag: str) -> dict:
+    if not text:
+        return {}
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise ConfigurationError(f"{flag} must be a JSON object such as '{{\"layers\": 3}}'; "
+                                 f"{text!r} does not parse: {error}") from error
+    if not isinstance(value, dict):
+        raise ConfigurationError(f"{flag} must be a JSON object (keyword arguments); got {text!r}")
+    return value
+
+
+# --- nord run: one flag per RunConfig field ------------------------------------------------------
+# (field, flag, type, help). The help says what the setting is; the default is added from
+# RunConfig, so the two never disagree. Flags left out of the command line are not in the
+# parsed arguments at all, so a --config file can set them.
+RUN_FLAGS = (
+    ("algorithm", "--algorithm", str, "the search algorithm: {algorithms}"),
+    ("algorithm_params", "--params", "json",
+     "the algorithm's settings as a JSON object, e.g. '{{\"sample_size\": 5}}' (default: "
+     "the algorithm's own)"),
+    ("space", "--space", str, "the search space: conv (the paper's convolutional layers) or "
+                               "nasbench201 (the benchmark's cells, looked up in its table)"),
+    ("space_params", "--space-params", "json",
+     "the space's settings as a JSON object, e.g. '{{\"layers\": 3}}' (default: the "
+     "space's own)"),
+    ("evaluation", "--evaluation", str,
+     "how candidates are evaluated: local (one process per network), data-parallel (all ranks "
+     "train each network), distributed (groups of --group-size ranks train networks side by "
+     "side), benchmark (NAS-Bench-201 look-ups) (default: local; benchmark for --space "
+     "nasbench201)"),
+    ("dataset", "--dataset", str,
+     "digits (built in), mnist, fashion-mnist, cifar10; for nasbench201: cifar10, cifar100, "
+     "imagenet16 (also ImageNet16-120) (default: digits; cifar10 for nasbench201)"),
+    ("data_root", "--data-root", str,
+     "folder of the data set's files (default: $NORD_DATA_ROOT, else ~/.cache/nord/data)"),
+    ("data_checksums", "--data-checksums", str,
+     "MD5s to check the data set's files against instead of the official ones, for files "
+     "from a mirror that differ ('<md5>  <file name>' lines, the file given to 'nord data "
+     "download --checksums') (default: the official MD5s)"),
+    ("valid_fraction", "--valid-fraction", float,
+     "share of the training split held out (stratified) as the validation split the search "
+     "sees, where the data set has no official one; 0 selects on test data (warned)"),
+    ("epochs", "--epochs", int, "training epochs of each candidate (without --scheduler)"),
+    ("batch_size", "--batch-size", int, "training mini-batch per rank, in samples"),
+    ("lr", "--lr", float, "learning rate"),
+    ("optimizer", "--optimizer", str, "adam, adamw, sgd or rmsprop"),
+    ("scheduler", "--scheduler", str,
+     "stop poor candidates early: asha (async mode), sha (sync), hyperband, median "
+     "(default: none, every candidate trains --epochs)"),
+    ("min_epochs", "--min-epochs", int,
+     "(scheduler) epochs before a candidate is first judged (default: 1)"),
+    ("max_epochs", "--max-epochs", int,
+     "(scheduler) epochs a candidate trains at most (default: --epochs)"),
+    ("eta", "--eta", int,
+     "(scheduler) each rung keeps the best 1/eta; rungs are eta times apart (default: 3)"),
+    ("budget", "--budget", int,
+     "evaluations in the run, reused and failed ones included (default: what the algorithm "
+     "asks for, else 100)"),
+    ("mode", "--mode", str,
+     "sync (generations: results told in candidate order) or async (steady state: no worker "
+     "waits)"),
+    ("group_size", "--group-size", int,
+     "ranks training one network, for --evaluation distributed (default: 1)"),
+    ("backend", "--backend", str, "data-parallel training with horovod or torch (auto: Horovod "
+                                   "when it is installed)"),
+    ("device", "--device", str, "auto (CUDA when available), cpu, cuda or cuda:N"),
+    ("threads", "--threads", int, "torch CPU threads per rank (default: torch's choice)"),
+    ("seed", "--seed", int, "seeds the algorithm and every candidate's training"),
+    ("journal", "--journal", str,
+     "the run's SQLite journal (default: runs/<algorithm>-<date>-<time>.db)"),
+    ("callbacks", "--callbacks", "list",
+     "training callbacks whose scalars each epoch records, comma-separated: grad_norm "
+     "(gradient norm per layer), weight_norm (weight norm per layer), dead_relu (share of "
+     "dead ReLU units) (default: none)"),
+)
+
+_METAVARS = {"json": "JSON", "list": "NAMES", int: "N", float: "X", str: "NAME", "data_root": "DIR",
+             "data_checksums": "FILE",
+             "journal": "FILE", "device": "DEVICE", "lr": "RATE", "valid_fraction": "FRACTION"}
+
+
+def _flag_help(name: str, text: str) -> str:
+    from dataclasses import MISSING, fields
+
+    from nord.app.runner import RunConfig
+    if "(default" in text:
+        return text
+    field = next(f for f in fields(RunConfig) if f.name == name)
+    default = field.default if field.default is not MISSING else field.default_factory()
+    if default is None or default == {}:
+        return text
+    return f"{text} (default: {default})"
+
+
+def add_run_flags(parser: argparse.ArgumentParser, names) -> None:
+    """Add the ``nord run`` flags of the RunConfig fields ``names`` to ``parser`` (default
+    None: RunConfig's), with the same help, for scripts that build runs (experiments/)."""
+    from nord.search.algorithms.registry import ALGORITHMS
+    for name, flag, kind, text in RUN_FLAGS:
+        if name in names:
+            parser.add_argument(flag, type=str if kind in ("json", "list") else kind, default=None,
+                                dest=name, metavar=_METAVARS.get(name) or _METAVARS[kind],
+                                help=_flag_help(name, text.format(
+                                    algorithms="; ".join(ALGORITHMS.choices()))))
+
+
+ALGORITHM_FLAGS = (("population", "population_size"), ("generations", "generations"))
+"""``nord run`` flags that set an entry of ``algorithm_params``: (flag, key)."""
+
+
+def _run_config(args):
+    """The RunConfig of ``nord run``: RunConfig's defaults, then the --config file, then the
+    flags given."""
+    from dataclasses import fields
+
+    from nord.app.config_file import read_config
+    from nord.app.runner import RunConfig
+    known = [f.name for f in fields(RunConfig)]
+    values: Dict[str, Any] = {}
+    given = vars(args)
+    if getattr(args, "config", None):
+        values.update(read_config(args.config, known, moved={
+            flag: f"algorithm_params.{key}" for flag, key in ALGORITHM_FLAGS}))
+        overridden = {name for name, flag, _, _ in RUN_FLAGS
+                      if flag.lstrip("-").replace("-", "_") in given}
+        try:   # a bad value in the file is named with the file's path
+            RunConfig(**{key: value for key, value in values.items() if key not in overridden})
+        except ConfigurationError as error:
+            raise ConfigurationError(f"{args.config}: {error}") from None
+    for name, flag, kind, _ in RUN_FLAGS:
+        key = flag.lstrip("-").replace("-", "_")
+        if key not in given:
+            continue
+        value = given[key]
+        if kind == "json":
+            value = {**values.get(name, {}), **_json_dict(value, flag)}
+        values[name] = value
+    for flag, key in ALGORITHM_FLAGS:
+        if flag in given:
+            values["algorithm_params"] = {**values.get("algorithm_params", {}),
+                                          key: given[flag]}
+    return RunConfig(**values)
+
+
+def _run(args) -> int:
+    from nord.app.runner import run
+    run(_run_config(args), resume=getattr(args, "resume", False))
+    return 0
+
+
+def _config(args) -> int:
+    from dataclasses import asdict
+
+    from nord.app.config_file import to_toml
+    from nord.app.runner import stored_config
+    config = stored_config(args.journal)
+    values = asdict(config)
+    values.pop("journal", None)
+    sys.stdout.write(to_toml(values, comment=(
+        f"the configuration of the run in {args.journal}\n"
+        "repeat it with: nord run --config THIS.toml --journal NEW.db")))
+    return 0
+
+
+def _resume(args) -> int:
+    from nord.app.runner import resume
+    resume(args.journal, budget=args.budget)
+    return 0
+
+
+def _export(args) -> int:
+    from nord.journal import Journal
+    with Journal(args.journal) as journal:
+        journal.metadata()   # a clear error when it is not a journal
+        written = journal.export(args.out)
+    print(f"exported: {written}")
+    return 0
+
+
+def _report(args) -> int:
+    from nord.report import write_report
+    _check_output(args.out, "--out", folder=True)
+    skipped = []
+    page = write_report(args.journals, args.out, title=args.title, fmt=args.format,
+                        pareto=True if args.pareto else None, best_count=args.best,
+                        skipped=skipped)
+    for path, reason in skipped:
+        print(f"skipped {path}: {reason}", file=sys.stderr)
+    summary = Path(args.out) / "summary.json"
+    if summary.is_file():
+        biased = json.loads(summary.read_text()).get("selected_on_test") or []
+        for label in biased:
+            print(f"warning: {label} selected its architectures on TEST data: its best test "
+                  "accuracy is optimistically biased (the report says so at the top)",
+                  file=sys.stderr)
+    print(f"report written: {page}")
+    return 0
+
+
+def _list(args) -> int:
+    import os
+
+    from nord.journal import list_runs
+    runs, skipped = list_runs(args.paths)
+    named = {os.path.realpath(path) for path in args.paths if os.path.isfile(path)}
+    status = 0
+    for path, reason in skipped:   # a file named on its own that is no journal is an error
+        if os.path.realpath(path) in named:
+            status = 2
+            print(f"nord list: {reason}", file=sys.stderr)
+        else:
+            print(f"skipped {path}: {reason}", file=sys.stderr)
+    if not runs:
+        if not status:
+            print(f"no run journals in {', '.join(args.paths)}")
+        return status
+    width = max(len("journal"), *(len(str(run["path"])) for run in runs))
+    print(f"{'journal':{width}s} {'algorithm':22s} {'state':11s} {'evals':>9s} {'failed':>6s} "
+          f"{'best':>7s}  created")
+    for run in runs:
+        created = datetime.datetime.fromtimestamp(run["created"]).strftime("%Y-%m-%d %H:%M")
+        best = run["best_accuracy"]
+        best = None if best is None or best != best else best  # no successful evaluation yet
+        print(f"{str(run['path']):{width}s} {run['algorithm']:22s} {run['state']:11s} "
+              f"{run['evaluations']:>4d}/{run['budget'] or '?':<4} {run['failed']:>6d} "
+              f"{'-' if best is None else format(best, '.4f'):>7s}  {created}")
+    return status
+
+
+def _compare(args) -> int:
+    from nord.parallel.environment import interruptible
+    with interruptible():   # between runs too, not only inside each seed's search
+        return _compare_in(args)
+
+
+def _compare_in(args) -> int:
+    if args.benchmark != "nasbench201":
+        raise ConfigurationError(f"unknown benchmark {args.benchmark!r}; nord ships 'nasbench201'")
+    processes = args.processes or None
+    if args.objectives is not None and not args.multi_objective:
+        raise ConfigurationError(
+            f"--objectives {args.objectives} sets what --multi-objective trades for accuracy; "
+            "add --multi-objective, or leave --objectives out (a single-objective comparison "
+            "maximises accuracy; --max-latency-ms with --latency-device constrains it)")
+    if args.multi_objective and args.workers is not None:
+        raise ConfigurationError(
+            f"--workers {args.workers} runs a comparison in simulated time, which "
+            "--multi-objective does not do (it counts --budget evaluations); leave one of them out")
+    if args.multi_objective and args.algorithms is not None:
+        raise ConfigurationError(
+            f"--algorithms {args.algorithms} chooses single-objective algorithms; "
+            "--multi-objective always runs pygmo's nsga2. Leave one of them out")
+    if args.workers is not None and args.budget is not None:
+        raise ConfigurationError(
+            f"--budget {args.budget} counts evaluations, but with --workers each run's budget "
+            "is simulated seconds; give --time-budget S instead (default: the data set's "
+            "NATS-Bench budget), or leave --workers out")
+    if args.latency_device is not None and args.max_latency_ms is None:
+        raise ConfigurationError(
+            f"--latency-device {args.latency_device} is the device of a latency limit; add "
+            "--max-latency-ms MS, or leave --latency-device out (a latency objective names "
+            "its device in --objectives accuracy,latency:DEVICE)")
+    budget = 100 if args.budget is None else args.budget
+    algorithms = "random,rea" if args.algorithms is None else args.algorithms
+    if args.processes is not None and args.processes < 0:
+        raise ConfigurationError(
+            f"--processes must be an integer >= 0 (0: one per CPU); got {args.processes}")
+    _check_output(args.json, "--json", folder=False)
+    _check_output(args.report, "--report", folder=True)
+    if args.population is not None and not args.multi_objective:
+        raise ConfigurationError(
+            f"--population {args.population} sets nsga2's population in a --multi-objective "
+            "run; the single-objective algorithms use their published settings. Add "
+            "--multi-objective, or leave --population out")
+    if args.report and args.workers is None and not args.multi_objective:
+        raise ConfigurationError(
+            "--report draws anytime curves of runs in simulated time (or, with "
+            "--multi-objective, a Pareto front); add --workers N, or --multi-objective")
+    if args.population is not None and args.population < 5:
+        raise ConfigurationError(
+            f"--population must be an integer >= 5 (nsga2 needs at least 5 individuals); got "
+            f"{args.population}. Default: 20")
+    population = 20 if args.population is None else args.population
+    if args.multi_objective:
+        from nord.comparisons.multiobjective import (DEFAULT_OBJECTIVES, run_nsga2,
+                                                    write_nsga2_report)
+        objectives = args.objectives or DEFAULT_OBJECTIVES
+        result = run_nsga2(dataset=args.dataset, budget=budget, seeds=args.seeds,
+                           base_seed=args.base_seed, population_size=population,
+                           processes=processes, objectives=objectives,
+                           max_latency_ms=args.max_latency_ms,
+                           latency_device=args.latency_device)
+        print(result.table())
+        if args.json:
+            print(f"saved: {result.save_json(args.json)}")
+        if args.report:
+            written = write_nsga2_report(args.report, dataset=args.dataset, budget=budget,
+                                         seed=args.base_seed, population_size=population,
+                                         objectives=objectives, limit=result.limit)
+            print(f"report written: {written.page} (front next to the exact one: {written.figure})")
+        return 0
+    from nord.comparisons.compare import run_comparison
+    simulation = _simulation(args)
+
+    def progress(name, done, total):
+        if done == total or done % max(1, total // 10) == 0:
+            print(f"  {name}: {done}/{total} seeds", file=sys.stderr, flush=True)
+
+    result = run_comparison(dataset=args.dataset, algorithms=algorithms, budget=budget,
+                            seeds=args.seeds, base_seed=args.base_seed, processes=processes,
+                            progress=progress, max_latency_ms=args.max_latency_ms,
+                            latency_device=args.latency_device, simulation=simulation)
+    print(result.table())
+    if args.json:
+        print(f"saved: {result.save_json(args.json)}")
+    if args.report:
+        from pathlib import Path
+
+        from nord.comparisons.simulated import write_anytime_plot
+        folder = Path(args.report)
+        folder.mkdir(parents=True, exist_ok=True)
+        label = {"cifar10": "CIFAR-10", "cifar100": "CIFAR-100",
+                 "imagenet16": "ImageNet16-120"}[result.dataset]
+        figure = write_anytime_plot(
+            folder / "anytime.png", result.curves(),
+            f"{label}, {simulation.workers} workers ({simulation.mode}), {result.seeds} seeds: "
+            "mean ± std")
+        print(f"anytime curves: {figure}")
+    return 0
+
+
+def _check_output(path: Optional[str], flag: str, folder: bool) -> None:
+    """Refuse, before any work, an output path that cannot be written when the work is done."""
+    if path is None:
+        return
+    import os
+    from pathlib import Path
+
+    target = Path(path)
+    if folder and target.exists() and not target.is_dir():
+        raise ConfigurationError(
+            f"{flag} {path} names a folder to write into, but {path} is a file; give a folder "
+            "path (it is created if missing)")
+    if not folder and target.is_dir():
+        raise ConfigurationError(
+            f"{flag} {path} names a file to write, but {path} is a folder; give a file path, "
+            f"e.g. {target / 'compare.json'}")
+    if not folder and target.exists():
+        if os.access(target, os.W_OK):
+            return
+        raise ConfigurationError(f"{flag} {path} cannot be written (no permission); choose "
+                                 "another path")
+    existing = next(parent for parent in (target, *target.parents) if parent.exists())
+    if not existing.is_dir() or not os.access(existing, os.W_OK | os.X_OK):
+        raise ConfigurationError(
+            f"{flag} {path} cannot be written: {existing} is not a folder you can write; "
+            "choose a path in one")
+
+
+_SIMULATION_FLAGS = ("time_budget", "mode", "signal", "noise", "overhead")
+
+
+def _simulation(args):
+    """The simulated-time setting of 'nord compare', or None without --workers."""
+    from nord.benchmarks.nasbench201.evaluator import SIGNALS
+    from nord.comparisons.simulated import TIME_BUDGETS, SimulatedSetting
+
+    if args.workers is None:
+        given = [f"--{name.replace('_', '-')}" for name in _SIMULATION_FLAGS
+                 if getattr(args, name) is not None]
+        if given:
+            raise ConfigurationError(
+                f"{', '.join(given)} set{'s' if len(given) == 1 else ''} up a comparison in "
+                "simulated time, which needs --workers N (the simulated GPUs), e.g. --workers 8")
+        return None
+    if args.workers < 1:
+        raise ConfigurationError(
+            f"--workers must be an integer >= 1 (the simulated GPUs); got {args.workers}")
+    if args.time_budget is not None and args.time_budget <= 0:
+        raise ConfigurationError(
+            f"--time-budget must be a positive number of simulated seconds; got "
+            f"{args.time_budget:g}. Default: {TIME_BUDGETS[args.dataset]:,.0f} for "
+            f"{args.dataset}")
+    if args.overhead is not None and args.overhead < 0:
+        raise ConfigurationError(f"--overhead must be >= 0 seconds; got {args.overhead:g}")
+    signal = args.signal or "valid12"
+    if args.noise == "seed" and signal == "valid12":
+        raise ConfigurationError(
+            "--noise seed needs per-seed accuracies, which NAS-Bench-201 has for the 200-epoch "
+            "signal only (the 12-epoch one is one value per cell); add --signal valid200")
+    if signal not in SIGNALS:   # argparse's choices catch this; a guard for direct callers
+        raise ConfigurationError(f"--signal must be one of {', '.join(SIGNALS)}; got {signal!r}")
+    setting = SimulatedSetting.for_dataset(
+        args.dataset, time_budget=args.time_budget, workers=args.workers,
+        mode=args.mode or "async", signal=signal, noise=args.noise,
+        overhead=args.overhead or 0.0)
+    try:
+        return setting.check(args.dataset)
+    except ConfigurationError as error:
+        if "time budget" in str(error):
+            raise ConfigurationError(f"--time-budget {args.time_budget:g}: {error}") from error
+        raise
+
+
+def _layers(args) -> int:
+    from nord.architecture.layers import get_layer_spec, list_layers
+    for name in list_layers():
+        spec = get_layer_spec(name)
+        params = ", ".join(p for p, _ in spec.params)
+        print(f"{name:22s} {str(spec.target):28s} ({params})")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from nord import __version__
+
+    parser = argparse.ArgumentParser(
+        prog="nord", description=DESCRIPTION,
+        epilog="'nord COMMAND --help' explains a command and its flags.")
+    parser.add_argument("--version", action="version", version=f"nord {__version__}")
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    from nord.search.algorithms.registry import ALGORITHMS
+
+    run = commands.add_parser(
+        "run", help="run a search (under mpirun: on every rank)",
+        description="Run a search. Every setting has a flag; --config FILE sets any of them "
+                    "from a TOML file (keys: the flag names with underscores; "
+                    "algorithm_params for --params), and flags given here override the file.",
+        argument_default=argparse.SUPPRESS)
+    run.add_argument("--config", metavar="FILE",
+                     help="a TOML file of settings, e.g. from 'nord config RUN.db'")
+    algorithms = "; ".join(ALGORITHMS.choices())
+    for name, flag, kind, text in RUN_FLAGS:
+        text = text.format(algorithms=algorithms)
+        run.add_argument(flag, type=str if kind in ("json", "list") else kind,
+                         metavar=_METAVARS.get(name) or _METAVARS[kind],
+                         help=_flag_help(name, text))
+        if name == "algorithm_params":
+            run.add_argument("--population", type=int, metavar="N",
+                             help="population size of evolutionary algorithms (a shortcut "
+                                  "into --params; default: the algorithm's)")
+            run.add_argument("--generations", type=int, metavar="N",
+                             help="generations after the initial population, for pygmo's "
+                                  "algorithms (default: as many as --budget allows; nord's "
+                                  "genetic runs until the budget is spent)")
+    run.add_argument("--resume", action="store_true",
+                     help="continue the run in --journal (which must hold one)")
+    run.set_defaults(handler=_run)
+
+    resume = commands.add_parser("resume", help="continue a run from its journal",
+                                 description="Continue a run with the settings stored in "
+                                             "its journal (only its budget and where it runs "
+                                             "may change).")
+    resume.add_argument("journal", help="the run's journal (.db)")
+    resume.add_argument("--budget", type=int, default=None, metavar="N",
+                        help="extend the run to N evaluations in all, those in the journal "
+                             "included (default: its own budget)")
+    resume.set_defaults(handler=_resume)
+
+    config = commands.add_parser(
+        "config", help="print a recorded run's settings as TOML",
+        description="Print the settings a run was started with, as TOML for "
+                    "'nord run --config': nord config a.db > a.toml && "
+                    "nord run --config a.toml --journal b.db")
+    config.add_argument("journal", help="the run's journal (.db)")
+    config.set_defaults(handler=_config)
+
+    report = commands.add_parser("report", help="plots and a summary page comparing runs")
+    report.add_argument("journals", nargs="+", help="run journals, or folders of them")
+    report.add_argument("--out", required=True, metavar="DIR", help="folder for the report")
+    report.add_argument("--title", default=None,
+                        help="the page's title (default: 'Comparison of N runs')")
+    report.add_argument("--format", default="markdown", choices=["markdown", "html"],
+                        help="report.md with PNG files beside it, or one self-contained "
+                             "report.html")
+    report.add_argument("--pareto", action="store_true", help="Pareto front for every run")
+    report.add_argument("--best", type=int, default=3, metavar="N",
+                        help="best architectures drawn per run")
+    report.set_defaults(handler=_report)
+
+    listing = commands.add_parser("list", help="the runs journaled in files or folders")
+    listing.add_argument("paths", nargs="*", default=["runs"],
+                         help="journals, or folders searched with their sub-folders (default: runs)")
+    listing.set_defaults(handler=_list)
+
+    export = commands.add_parser("export", help="a consistent copy of a journal, also of a live run")
+    export.add_argument("journal", help="the run's journal")
+    export.add_argument("out", help="the copy's path (a new file)")
+    export.set_defaults(handler=_export)
+
+    names = "; ".join(f"{entry.label}: {entry.description}" for entry in ALGORITHMS.entries())
+    from nord.benchmarks.nasbench201.costs import DEVICES
+    compare = commands.add_parser(
+        "compare", help="compare search algorithms over many seeds on a tabular benchmark",
+        description="Each algorithm runs --seeds times with --budget evaluations; the table "
+                    "gives the mean and standard deviation of the 200-epoch test accuracy of "
+                    "the architecture it returns (the one with the best 12-epoch validation "
+                    "accuracy, the only signal it sees).")
+    compare.add_argument("--benchmark", default="nasbench201", choices=["nasbench201"],
+                         help="the tabular benchmark")
+    compare.add_argument("--dataset", default="cifar10", metavar="NAME",
+                         help="cifar10 (also cifar10-valid), cifar100, imagenet16 (also "
+                              "ImageNet16-120)")
+    compare.add_argument("--algorithms", default=None,
+                         help=f"comma-separated: {names} (default: random,rea; not with "
+                              "--multi-objective, which runs nsga2)")
+    compare.add_argument("--budget", type=int, default=None,
+                         help="evaluations per run (default: 100; not with --workers, whose "
+                              "budget is --time-budget)")
+    compare.add_argument("--seeds", type=int, default=100, help="runs per algorithm")
+    compare.add_argument("--base-seed", type=int, default=0, metavar="SEED",
+                         help="the first seed; runs use SEED..SEED+SEEDS-1")
+    compare.add_argument("--processes", type=int, default=1, help="worker processes (0: one per CPU)")
+    compare.add_argument("--json", default=None, metavar="FILE",
+                         help="save the table and every run's values")
+    compare.add_argument("--multi-objective", action="store_true",
+                         help="pygmo's nsga2 on accuracy against a cost (--objectives): "
+                              "hypervolume per seed, next to the exact front's")
+    compare.add_argument("--objectives", default=None, metavar="accuracy,COST",
+                         help="(nsga2) accuracy,parameters (default) or accuracy,latency:DEVICE "
+                              "with DEVICE one of " + ", ".join(DEVICES))
+    compare.add_argument("--max-latency-ms", type=float, default=None, metavar="MS",
+                         help="cells slower than MS milliseconds are failed evaluations (any "
+                              "algorithm; device: --latency-device, or the latency objective's)")
+    compare.add_argument("--latency-device", default=None, metavar="DEVICE",
+                         help="the device of --max-latency-ms")
+    compare.add_argument("--population", type=int, default=None, help="(nsga2) population size")
+    compare.add_argument("--report", default=None, metavar="DIR",
+                         help="folder for anytime curves (with --workers: anytime.png) or, with "
+                              "--multi-objective, one run's front next to the exact one")
+    simulated = compare.add_argument_group(
+        "simulated time",
+        "With --workers N, each run has a budget of simulated seconds on N GPUs instead of "
+        "--budget evaluations; an evaluation costs the training time behind its signal "
+        "(valid12: 12/200 of the 200-epoch time, an approximation; valid200: all of it). "
+        "The table adds evaluations done, simulated time and worker utilisation.")
+    simulated.add_argument("--workers", type=int, default=None, metavar="N",
+                           help="simulated GPUs (turns simulated time on)")
+    simulated.add_argument("--time-budget", type=float, default=None, metavar="S",
+                           help="simulated seconds per run (default, from NATS-Bench: 20,000 "
+                                "cifar10, 40,000 cifar100, 120,000 imagenet16)")
+    simulated.add_argument("--mode", choices=["sync", "async"], default=None,
+                           help="sync: each generation waits for its slowest network; async: a "
+                                "free worker gets the next candidate at once (default async)")
+    simulated.add_argument("--signal", choices=["valid12", "valid200"], default=None,
+                           help="search signal: 12-epoch (default) or 200-epoch validation "
+                                "accuracy (seed mean)")
+    simulated.add_argument("--noise", choices=["seed"], default=None,
+                           help="seed: each evaluation answers with one training seed's "
+                                "accuracy (NATS-Bench protocol; needs --signal valid200)")
+    simulated.add_argument("--overhead", type=float, default=None, metavar="S",
+                           help="seconds added to every evaluation (default 0)")
+    compare.set_defaults(handler=_compare)
+
+    layers = commands.add_parser("layers", help="the layer types descriptors may use")
+    layers.set_defaults(handler=_layers)
+
+    from nord.app.data_commands import register as register_data
+    register_data(commands)
+    _say_defaults(parser)
+    return parser
+
+
+def _say_defaults(parser: argparse.ArgumentParser) -> None:
+    """End every flag's help with its default, where it has one and does not say it yet."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for subparser in action.choices.values():
+                _say_defaults(subparser)
+            continue
+        default = action.default
+        if (not action.option_strings or action.help in (None, argparse.SUPPRESS)
+                or default in (None, False, argparse.SUPPRESS) or "default" in action.help):
+            continue
+        shown = ",".join(map(str, default)) if isinstance(default, list) else default
+        action.help = f"{action.help} (default: {shown})"
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.verbose:
+        import logging
+        logging.getLogger("nord").setLevel(logging.DEBUG)
+    from nord.parallel.environment import launcher_rank
+    speak = (launcher_rank() or 0) == 0   # under mpirun every rank fails alike: one says why
+    try:
+        return args.handler(args)
+    except RunInterrupted as stop:
+        if speak and args.command == "compare":   # a run says itself how to resume
+            print(f"nord compare: interrupted by {stop.signal_name}; nothing was printed or "
+                  "saved (runs are not journaled: run the command again)", file=sys.stderr)
+        return stop.exit_code
+    except KeyboardInterrupt:   # a command that writes no run (report, list, config)
+        if speak:
+            print(f"nord {args.command}: interrupted", file=sys.stderr)
+        return 130
+    except NordError as error:
+        if speak:
+            print(f"nord {args.command}: {error}", file=sys.stderr)
+        return 2
+    except OSError as error:  # a journal or report path that cannot be written
+        if speak:
+            print(f"nord {args.command}: {error.strerror or error}: {error.filename or ''}; "
+                  "choose a path in a folder you can write", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,570 @@
+"""A search run assembled from plain arguments: the one place experiments and the CLI share.
+
+    from nord.app.runner import RunConfig, run, resume
+    config = RunConfig(algorithm="pygmo", evaluation="distributed", dataset="digits",
+                       budget=40, journal="runs/exp3.db", seed=0)
+    summary = run(config)           # under mpirun: every rank calls it; rank 0 gets the summary
+    summary = resume("runs/exp3.db", budget=80)   # extended; None if nothing is left to do
+
+How each ``evaluation`` uses the MPI ranks (see ``nord.search.executors.mpi``):
+
+* ``'local'``: one process trains every network (the paper's experiment 1). Under mpirun
+  with several ranks this is the same as ``'distributed'``.
+* ``'data-parallel'``: every network is trained by all ranks together with the
+  DistributedEvaluator (Horovod, or torch.distributed); rank 0 runs the algorithm
+  (experiment 2).
+* ``'distributed'``: groups of ``group_size`` ranks (default 1) train whole networks at
+  once; rank 0 runs the algorithm and hands out candidates (experiment 3).
+* ``'benchmark'``: look-ups in the NAS-Bench-201 table (space 'nasbench201').
+
+A configuration is checked when it is made, before anything heavy is imported or loaded, and
+the journal is checked before the data is read: a bad argument or a journal that cannot be
+used is reported at once, and a refused start writes nothing. The configuration is stored in
+the run's journal, so ``resume(journal)`` needs nothing else.
+"""
+from __future__ import annotations
+
+import datetime
+import logging
+import os
+import sys
+from dataclasses import asdict, dataclass, field, fields, replace
+from typing import Any, Dict, List, Optional, Tuple
+
+from nord.checks import check_device, check_valid_fraction
+from nord.errors import ConfigurationError, JournalError, NordError, RunInterrupted
+
+logger = logging.getLogger(__name__)
+
+EVALUATIONS = ("local", "data-parallel", "distributed", "benchmark")
+OPTIMIZERS = ("adam", "adamw", "sgd", "rmsprop")
+"""The optimizers a run may name (``nord.nn.training.OPTIMIZERS``, without importing torch)."""
+EXECUTION_FIELDS = ("budget", "journal", "threads", "device", "backend")
+"""Settings a resumed run may change: how long it runs and where, not what it measures."""
+TRAINING_FIELDS = ("epochs", "batch_size", "lr", "optimizer", "valid_fraction", "data_root",
+                   "data_checksums")
+"""Settings of training and of the data it reads: what a benchmark run (a table look-up)
+must leave at their defaults."""
+RECORDED_WHEN_SET = ("data_checksums",)
+"""Settings added after journals were first written, recorded only when not None (what
+leaving them out meant before), so that a journal written without them still resumes."""
+RUNS_FOLDER = "runs"
+"""Where a run without ``journal`` writes its journal."""
+
+
+@dataclass
+class RunConfig:
+    """Everything a run needs, as plain values (JSON-compatible, stored in the journal).
+
+    Attributes:
+        algorithm: a registered algorithm or alias ('regularized_evolution' or 'rea',
+            'pygmo', 'genetic' or 'ga', 'random', ...: ``nord.search.algorithms.registry``).
+        algorithm_params: its keyword arguments (e.g. population_size, generations).
+        space: a registered search space: 'conv' (the paper's k convolutional layers) or
+            'nasbench201'.
+        space_params: the space's keyword arguments (e.g. layers, channels, kernel_size).
+        evaluation: 'local', 'data-parallel', 'distributed' or 'benchmark' (module docstring);
+            None: 'benchmark' for the 'nasbench201' space, else 'local'.
+        dataset: a data set name ('digits', 'mnist', 'fashion-mnist', 'cifar10') or, for
+            'benchmark', a NAS-Bench-201 data set ('cifar10', 'cifar100', 'imagenet16');
+            None: 'cifar10' for the benchmark, else 'digits'.
+        data_root: folder of the data set files (None: the curator's default).
+        data_checksums: a file of MD5s (``md5sum`` format) that the data set's files are
+            checked against instead of the official ones: for files from a mirror whose
+            files differ (``nord data download --checksums``). None: the official MD5s.
+        epochs, batch_size, lr, optimizer: training settings of every candidate.
+        budget: evaluations in the run (None: what the algorithm asks for when known, else 100).
+        mode: 'sync' (generations) or 'async' (steady state).
+        group_size: ranks per group for 'distributed' (default 1).
+        backend: 'auto', 'horovod' or 'torch', for data-parallel training.
+        device: 'auto', 'cpu', 'cuda' or 'cuda:N'.
+        threads: torch CPU threads per rank (None: torch's default).
+        seed: seeds the algorithm and the training of every candidate.
+        journal: the SQLite journal's path (None: ``runs/<algorithm>-<time>.db``).
+        valid_fraction: the share of the training split held out (stratified, seeded) as
+            the validation split, the search signal, where the data set has no official one;
+            0 selects on the test split, and the journal and report warn of it.
+        scheduler: None (every candidate trains ``epochs``) or an early-stopping scheduler
+            ('median', 'sha', 'asha', 'hyperband': ``nord.search.schedulers``) that trains
+            candidates from ``min_epochs`` to at most ``max_epochs``, keeping the best
+            ``1/eta`` at each rung.
+        min_epochs, max_epochs, eta: the scheduler's settings (``max_epochs`` defaults to
+            ``epochs``); given without a scheduler, they are refused.
+    """
+
+    algorithm: str = "regularized_evolution"
+    algorithm_params: Dict[str, Any] = field(default_factory=dict)
+    space: str = "conv"
+    space_params: Dict[str, Any] = field(default_factory=dict)
+    evaluation: Optional[str] = None
+    dataset: Optional[str] = None
+    data_root: Optional[str] = None
+    data_checksums: Optional[str] = None
+    epochs: int = 1
+    batch_size: int = 64
+    lr: float = 1e-3
+    optimizer: str = "adam"
+    budget: Optional[int] = None
+    mode: str = "sync"
+    group_size: Optional[int] = None
+    backend: str = "auto"
+    device: str = "auto"
+    threads: Optional[int] = None
+    seed: int = 0
+    journal: Optional[str] = None
+    valid_fraction: float = 0.1
+    scheduler: Optional[str] = None
+    min_epochs: Optional[int] = None
+    max_epochs: Optional[int] = None
+    eta: Optional[int] = None
+    callbacks: List[str] = field(default_factory=list)
+
+    def __post_init__(self):
+        from nord.search.algorithms.registry import ALGORITHMS
+        from nord.search.spaces import SPACES
+
+        self.algorithm = ALGORITHMS.canonical(self.algorithm)
+        self.space = SPACES.canonical(self.space)
+        if self.evaluation is None:
+            self.evaluation = "benchmark" if self.space == "nasbench201" else "local"
+        if self.evaluation not in EVALUATIONS:
+            raise ConfigurationError(
+                f"evaluation must be one of {', '.join(EVALUATIONS)}; got {self.evaluation!r}")
+        if self.dataset is None:
+            self.dataset = "cifar10" if self.evaluation == "benchmark" else "digits"
+        if (self.evaluation == "benchmark") != (self.space == "nasbench201"):
+            raise ConfigurationError(
+                "the NAS-Bench-201 space goes with evaluation='benchmark' and back: the table "
+                f"holds only its cells; got space={self.space!r}, evaluation={self.evaluation!r}")
+        if self.evaluation == "benchmark":
+            from nord.benchmarks.nasbench201.table import get_dataset
+            self.dataset = get_dataset(self.dataset).name
+        else:
+            from nord.data.registry import CURATORS
+            self.dataset = CURATORS.canonical(self.dataset)
+        self._check_training_settings()
+        check_device(self.device)
+        for name, minimum in (("budget", 1), ("group_size", 1), ("threads", 1), ("seed", 0)):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int)
+                                      or value < minimum):
+                raise ConfigurationError(f"{name} must be an integer >= {minimum}; got {value!r}")
+        if isinstance(self.epochs, bool) or not isinstance(self.epochs, int) or self.epochs < 0:
+            raise ConfigurationError(f"epochs must be an integer >= 0; got {self.epochs!r}")
+        if isinstance(self.batch_size, bool) or not isinstance(self.batch_size, int) \
+                or self.batch_size < 1:
+            raise ConfigurationError(f"batch_size must be an integer >= 1; got {self.batch_size!r}")
+        if not isinstance(self.lr, (int, float)) or isinstance(self.lr, bool) or not self.lr > 0:
+            raise ConfigurationError(f"the learning rate must be a positive number; got {self.lr!r}")
+        if self.optimizer not in OPTIMIZERS:
+            raise ConfigurationError(
+                f"optimizer must be one of {', '.join(OPTIMIZERS)}; got {self.optimizer!r}")
+        if self.mode not in ("sync", "async"):
+            raise ConfigurationError(f"mode must be 'sync' or 'async'; got {self.mode!r}")
+        if self.backend not in ("auto", "horovod", "torch"):
+            raise ConfigurationError(
+                f"backend must be 'auto', 'horovod' or 'torch'; got {self.backend!r}")
+        for name in ("algorithm_params", "space_params"):
+            if not isinstance(getattr(self, name), dict):
+                raise ConfigurationError(
+                    f"{name} must be a dict of keyword arguments; got {getattr(self, name)!r}")
+        self.valid_fraction = check_valid_fraction(self.valid_fraction)
+        self._check_scheduler()
+        self._check_callbacks()
+        if "seed" in self.algorithm_params:
+            raise ConfigurationError(
+                "give the seed as RunConfig(seed=...) (nord run --seed), not among the "
+                "algorithm's parameters: it seeds the algorithm and the training alike")
+
+    def _check_callbacks(self) -> None:
+        """Built-in training callbacks by canonical name; none where nothing trains."""
+        from nord.evaluators.callbacks import CALLBACKS
+        if isinstance(self.callbacks, str):
+            self.callbacks = [name for name in self.callbacks.split(",") if name.strip()]
+        if not isinstance(self.callbacks, list):
+            raise ConfigurationError(
+                f"callbacks must be a list of names such as ['grad_norm']; got {self.callbacks!r}")
+        self.callbacks = [CALLBACKS.canonical(name.strip()) for name in self.callbacks]
+        repeated = sorted({name for name in self.callbacks if self.callbacks.count(name) > 1})
+        if repeated:
+            raise ConfigurationError(
+                f"--callbacks names {', '.join(repeated)} more than once (aliases included); "
+                "each callback records its scalars once per epoch: name it once")
+        if self.callbacks and self.evaluation == "benchmark":
+            raise ConfigurationError(
+                "--callbacks look inside training, but NAS-Bench-201 runs look results up and "
+                "train nothing; drop --callbacks")
+
+    def _check_training_settings(self) -> None:
+        """Settings of training and its data refused where nothing uses them, rather than
+        recorded as if they had shaped the run."""
+        if self.evaluation == "benchmark":
+            defaults = {f.name: f.default for f in fields(self) if f.name in TRAINING_FIELDS}
+            given = [f"--{name.replace('_', '-')} {getattr(self, name)}"
+                     for name in TRAINING_FIELDS if getattr(self, name) != defaults[name]]
+            if given:
+                raise ConfigurationError(
+                    f"{', '.join(given)} set(s) how candidates are trained, but a NAS-Bench-201 "
+                    "run looks results up in the benchmark's table (its networks were trained "
+                    "once, by the benchmark's authors, with its own split and settings); leave "
+                    f"{'it' if len(given) == 1 else 'them'} out")
+        elif self.dataset == "digits" and (self.data_root, self.data_checksums) != (None, None):
+            flag = "--data-root" if self.data_root is not None else "--data-checksums"
+            raise ConfigurationError(
+                f"{flag} points at a data set's files, but digits is built in (it comes with "
+                "scikit-learn); leave it out, or choose a data set read from files (mnist, "
+                "fashion-mnist, cifar10)")
+
+    def _check_scheduler(self) -> None:
+        """A scheduler's name and settings, its mode and evaluation, checked now: a bad one is
+        refused before anything is loaded."""
+        given = [name for name in ("min_epochs", "max_epochs", "eta")
+                 if getattr(self, name) is not None]
+        if self.scheduler is None:
+            if given:
+                flags = ", ".join("--" + name.replace("_", "-") for name in given)
+                raise ConfigurationError(
+                    f"{flags} set(s) an early-stopping scheduler, but no scheduler was chosen; "
+                    "add --scheduler asha (or sha, median, hyperband), or train every candidate "
+                    "--epochs without one")
+            return
+        if self.evaluation == "benchmark":
+            raise ConfigurationError(
+                "a scheduler stops training early, but evaluation='benchmark' looks results up "
+                "in the NAS-Bench-201 table: there is no training to stop. Run the benchmark "
+                "without --scheduler")
+        self.scheduler_instance()
+
+    def scheduler_instance(self):
+        """The configured scheduler, prepared for this run's mode; None without one.
+
+        Raises:
+            ConfigurationError: an unknown scheduler, bad settings, or a mode it cannot serve.
+        """
+        if self.scheduler is None:
+            return None
+        from nord.search.schedulers import SCHEDULERS, make_scheduler
+        self.scheduler = SCHEDULERS.canonical(self.scheduler)
+        settings = {"min_epochs": 1 if self.min_epochs is None else self.min_epochs,
+                    "max_epochs": self.epochs if self.max_epochs is None else self.max_epochs,
+                    "eta": 3 if self.eta is None else self.eta}
+        if settings["max_epochs"] <= settings["min_epochs"]:
+            raise ConfigurationError(
+                f"with --scheduler {self.scheduler}, candidates train from --min-epochs "
+                f"({settings['min_epochs']}) to --max-epochs ({settings['max_epochs']}"
+                f"{', from --epochs' if self.max_epochs is None else ''}): there is nothing to "
+                "stop early. Give a --max-epochs larger than --min-epochs")
+        scheduler = make_scheduler(self.scheduler, **settings)
+        scheduler.prepare(self.budget or 100, self.mode)
+        return scheduler
+
+    @property
+    def training_epochs(self) -> int:
+        """The epochs a candidate trains at most: ``max_epochs`` with a scheduler, else
+        ``epochs``."""
+        if self.scheduler is not None and self.max_epochs is not None:
+            return self.max_epochs
+        return self.epochs
+
+    def to_dict(self) -> Dict[str, Any]:
+        return asdict(self)
+
+    def measured(self) -> Dict[str, Any]:
+        """The settings that decide what the run measures (all but ``EXECUTION_FIELDS``;
+        those of ``RECORDED_WHEN_SET`` only when set)."""
+        return {key: value for key, value in self.to_dict().items()
+                if key not in EXECUTION_FIELDS
+                and not (key in RECORDED_WHEN_SET and value is None)}
+
+    def execution(self) -> Dict[str, Any]:
+        """The settings a resumed run may change."""
+        return {key: getattr(self, key) for key in EXECUTION_FIELDS}
+
+    @classmethod
+    def from_dict(cls, data: Dict[str, Any]) -> "RunConfig":
+        known = {f.name for f in fields(cls)}
+        return cls(**{key: value for key, value in data.items() if key in known})
+
+
+def default_journal(config: RunConfig) -> str:
+    """``runs/<algorithm>-<date>-<time>.db``, a path no file has yet."""
+    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+    base = os.path.join(RUNS_FOLDER, f"{config.algorithm}-{stamp}")
+    path, number = base + ".db", 1
+    while os.path.exists(path):
+        number += 1
+        path = f"{base}-{number}.db"
+    return path
+
+
+# --- the parts of a run ------------------------------------------------------------------------
+def build_curator(config: RunConfig):
+    from nord.data import get_curator
+    kwargs = {"seed": config.seed} if config.dataset == "digits" else {}
+    kwargs["valid_fraction"] = config.valid_fraction
+    if config.data_root is not None and config.dataset != "digits":
+        kwargs["root"] = config.data_root
+    if config.data_checksums is not None:
+        from nord.data import FileCurator
+        from nord.data.download import read_checksums
+        from nord.data.registry import curator_class
+        if not issubclass(curator_class(config.dataset), FileCurator):
+            raise ConfigurationError(
+                f"data_checksums (--data-checksums) checks a data set's files, and "
+                f"{config.dataset!r} is not read from files; leave it out")
+        try:
+            kwargs["checksums"] = read_checksums(config.data_checksums)
+        except OSError as error:
+            raise ConfigurationError(
+                f"cannot read the data checksums {config.data_checksums} (--data-checksums): "
+                f"{error.strerror or error}") from None
+    return get_curator(config.dataset, **kwargs)
+
+
+def build_space(config: RunConfig, curator=None):
+    from nord.search.spaces import make_space
+    shape = {} if config.space == "nasbench201" else {"input_shape": tuple(curator.input_shape)}
+    return make_space(config.space, **shape, **config.space_params)
+
+
+def group_size(config: RunConfig) -> Optional[int]:
+    """Ranks per group: all of them for 'data-parallel', else ``group_size`` (default 1)."""
+    if config.evaluation == "data-parallel":
+        return None
+    return config.group_size or 1
+
+
+def ranks_per_network(config: RunConfig, world_size: int) -> int:
+    """How many ranks train each network (it changes the global batch, so it is recorded)."""
+    if config.evaluation == "benchmark":
+        return 1
+    if config.evaluation == "data-parallel":
+        return world_size
+    return min(group_size(config), max(1, world_size - (1 if dedicated_root(config) else 0)))
+
+
+def dedicated_root(config: RunConfig) -> bool:
+    """Rank 0 only dispatches when groups of several ranks train networks: otherwise the
+    other ranks of rank 0's group would have nobody to train with."""
+    from nord.parallel.environment import launcher_world_size
+    return ((launcher_world_size() or 1) > 1 and config.evaluation == "distributed"
+            and group_size(config) > 1)
+
+
+def build_evaluator(config: RunConfig, env, curator=None):
+    """This rank's evaluator; None on a dedicated root (it never evaluates)."""
+    if config.evaluation == "benchmark":
+        from nord.benchmarks.nasbench201 import BenchmarkEvaluator
+        return BenchmarkEvaluator(dataset=config.dataset)
+    if env.group is None:
+        return None
+    from nord.evaluators.callbacks import make_callbacks
+    training = dict(curator=curator, epochs=config.training_epochs, batch_size=config.batch_size,
+                    lr=config.lr, optimizer=config.optimizer, device=config.device,
+                    seed=config.seed, threads=config.threads,
+                    callbacks=make_callbacks(config.callbacks))
+    if env.group.size > 1:
+        from nord.evaluators.distributed import DistributedEvaluator
+        return DistributedEvaluator(env, backend=config.backend, **training)
+    from nord.evaluators.local import LocalEvaluator
+    return LocalEvaluator(**training)
+
+
+def describe_evaluation(config: RunConfig, world_size: int) -> Dict[str, Any]:
+    """What the journal records about how candidates are evaluated, from the configuration
+    alone (a dedicated rank 0 holds no evaluator, and need not load the data)."""
+    if config.evaluation == "benchmark":
+        from nord.benchmarks.nasbench201 import BenchmarkEvaluator
+        return BenchmarkEvaluator(dataset=config.dataset).describe()
+    ranks = ranks_per_network(config, world_size)
+    return {"evaluator": "DistributedEvaluator" if ranks > 1 else "LocalEvaluator",
+            "dataset": config.dataset, "epochs": config.training_epochs,
+            "batch_size": config.batch_size,
+            "optimizer": config.optimizer, "lr": config.lr, "seed": config.seed,
+            "ranks_per_network": ranks, "callbacks": list(config.callbacks)}
+
+
+TEST_SELECTION = ("there is no validation split (valid_fraction=0 and the data set has no "
+                  "official one): the search selected architectures by their TEST accuracy, so "
+                  "the best one's test accuracy is optimistically biased. Hold out a validation "
+                  "split (--valid-fraction 0.1) for results you report")
+
+
+def accuracy_names(config: RunConfig, evaluator: Dict[str, Any],
+                   warnings: List[str]) -> Tuple[str, str]:
+    """What the search's accuracy and the reported accuracy are measured on, in words."""
+    if config.evaluation == "benchmark":
+        return evaluator.get("signal", "accuracy"), evaluator.get("reported", "test accuracy")
+    if TEST_SELECTION in warnings:
+        return "test accuracy (no validation split)", "test accuracy"
+    return "validation accuracy", "test accuracy"
+
+
+def describe_data(config: RunConfig, curator) -> Tuple[Dict[str, Any], List[str]]:
+    """What the journal records about the data (name, folder, split sizes and how the
+    validation split was made: a resumed run must get the same one), and the run's warnings
+    about it. Loads the data set."""
+    described = curator.describe()
+    described.pop("classes", None)
+    dataset = {"name": config.dataset, "root": config.data_root, **described}
+    dataset["name"] = config.dataset
+    warnings = [TEST_SELECTION] if curator.n_valid == 0 else []
+    return dataset, warnings
+
+
+def _check_journal(config: RunConfig, resume: bool) -> Tuple[Optional[str], Optional[str]]:
+    """Rank 0, before anything is loaded: why the journal cannot be used (or None), and why
+    there is nothing to do (or None): a resume of a finished run that does not extend its
+    budget, which leaves the journal as it is (a job script may resume until done)."""
+    from nord.journal import Journal, RunRecord
+    try:
+        with Journal(config.journal) as journal:
+            stored = journal.check_start(
+                RunRecord("", {}, None, {}, config=config.measured(), budget=config.budget or 0),
+                resume, compare=("config",))
+            if resume and stored is not None and journal.state() == "finished" \
+                    and (config.budget or stored.budget) <= stored.budget:
+                count = journal.count()
+                if count < stored.budget:
+                    return None, (
+                        f"'{config.journal}' holds a finished run whose algorithm stopped by "
+                        f"itself after {count} evaluations, before its budget of "
+                        f"{stored.budget}: nothing to do, and the journal was left as it is. A "
+                        "larger budget adds evaluations only where the algorithm's own limit "
+                        "(such as its generations) allows more")
+                return None, (
+                    f"'{config.journal}' holds a finished run ({count} evaluations, budget "
+                    f"{stored.budget}): nothing to do, and the journal was left as it is. To "
+                    f"evaluate more, extend it: nord resume {config.journal} --budget N, with "
+                    f"N > {stored.budget}")
+    except (JournalError, ConfigurationError) as error:
+        return str(error), None
+    return None, None
+
+
+# --- running ----------------------------------------------------------------------------------
+def run(config: RunConfig, resume: bool = False, progress: bool = True, stream=None):
+    """Run (or resume) a search on every rank; returns the summary on rank 0, else None
+    (None on rank 0 too when a finished run is resumed with no more budget: nothing runs).
+
+    Raises:
+        JournalError: the journal cannot be started or resumed (nothing was written).
+        RunInterrupted: SIGINT or SIGTERM stopped the run; its journal says ``interrupted``.
+    """
+    from nord.parallel.environment import interruptible
+    with interruptible():   # the closing line and the ranks' exit happen before a second signal
+        return _run(config, resume, progress, stream)
+
+
+def _run(config: RunConfig, resume: bool, progress: bool, stream):
+    from nord.parallel.environment import Environment
+    from nord.search.engine import RunInfo, run_search
+    from nord.search.executors import MPIExecutor
+    from nord.app.progress import SearchProgressView
+    from nord.search.algorithms.registry import make_algorithm
+
+    with Environment(group_size=group_size(config), dedicated_root=dedicated_root(config)) as env:
+        if env.is_root and config.journal is None:
+            config.journal = default_journal(config)
+            env.print(f"journal: {config.journal}")
+        config.journal = env.bcast(config.journal)
+        refusal, done = env.bcast(_check_journal(config, resume) if env.is_root else None)
+        summary = None
+        if done is not None:
+            refused = None
+            env.print(done)
+        elif refusal is not None:
+            refused = JournalError(refusal)
+        else:
+            refused = None
+            curator = build_curator(config) if config.evaluation != "benchmark" else None
+            space = build_space(config, curator)
+            evaluator = build_evaluator(config, env, curator)
+            # asynchronous runs keep one candidate in reserve at each worker, so that no
+            # worker waits for rank 0 between two evaluations (bench/async_dispatch.py)
+            executor = MPIExecutor(evaluator, env, space=space,
+                                   prefetch=1 if config.mode == "async" else 0)
+            algorithm = None
+            if env.is_root:
+                algorithm = make_algorithm(config.algorithm, space, seed=config.seed,
+                                           budget=config.budget, **config.algorithm_params)
+            budget = config.budget or getattr(algorithm, "evaluations", None) or 100
+            budget = env.bcast(budget)
+            dataset, warnings = {"name": config.dataset, "root": config.data_root}, []
+            if env.is_root and curator is not None:
+                dataset, warnings = describe_data(config, curator)
+                for warning in warnings:
+                    env.print(f"warning: {warning}", file=sys.stderr)
+            info = RunInfo(evaluator=describe_evaluation(config, env.size), dataset=dataset,
+                           config=config.measured(), execution=config.execution(),
+                           extra={"warnings": warnings} if warnings else {})
+            signal, reported = accuracy_names(config, info.evaluator, warnings)
+            info.evaluator.update(signal=signal, reported=reported)
+            view = SearchProgressView(budget, config.mode, signal, reported,
+                                      stream or sys.stdout) if (progress and env.is_root) \
+                else None
+            try:
+                summary = run_search(algorithm, budget=budget, journal=config.journal,
+                                     mode=config.mode, executor=executor, resume=resume,
+                                     on_result=view and view.result,
+                                     on_epoch=view and view.epoch, info=info,
+                                     scheduler=config.scheduler_instance())
+            except RunInterrupted as stop:
+                if env.is_root:
+                    env.print(f"interrupted by {stop.signal_name}: the journal {config.journal} "
+                              "keeps every finished evaluation; continue with 'nord resume "
+                              f"{config.journal}'", file=sys.stderr)
+                raise
+            finally:
+                if algorithm is not None:
+                    algorithm.close()
+                if view is not None:
+                    view.close()
+            if view is not None and summary is not None:
+                view.close(summary)
+    if refused is not None:
+        raise refused
+    return summary if env.is_root else None
+
+
+def resume(journal: str, progress: bool = True, stream=None, budget: Optional[int] = None):
+    """Continue the run recorded in ``journal`` with the configuration stored there, and
+    ``budget`` (evaluations in all) when given; what :func:`run` returns (None on rank 0
+    too when the run is finished and the budget is not larger: nothing runs).
+
+    Rank 0 reads the journal (the other nodes of a cluster may not see its file) and sends
+    the configuration to every rank.
+    """
+    from nord.parallel.environment import Environment
+    with Environment() as env:
+        stored = None
+        error = None
+        if env.is_root:
+            try:
+                stored = stored_config(journal)
+            except NordError as failure:
+                error = str(failure)
+        stored, error = env.bcast((stored, error))
+    if error is not None:
+        raise JournalError(error)
+    stored.journal = str(journal)
+    if budget is not None:
+        stored = replace(stored, budget=budget)   # checked like any budget
+    return run(stored, resume=True, progress=progress, stream=stream)
+
+
+def stored_config(journal: str) -> RunConfig:
+    """The RunConfig a journal's run was started with (its last execution settings)."""
+    from nord.journal import Journal
+    with Journal(journal) as record:   # a missing path or a folder is named as such
+        meta = record.metadata()
+    config = meta.get("config") or {}
+    if "algorithm" not in config:
+        raise JournalError(
+            f"'{journal}' was not written by 'nord run' (no stored configuration), so it cannot "
+            "be resumed from the command line; call run_search(..., resume=True) with the same "
+            "algorithm, seed and space instead")
+    execution = {key: value for key, value in (meta.get("execution") or {}).items()
+                 if key in EXECUTION_FIELDS}
+    execution["budget"] = meta.get("budget")
+    return RunConfig.from_dict({**config, **execution})

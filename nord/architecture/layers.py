@@ -1,0 +1,210 @@
+"""The layer registry: the names a NeuralDescriptor may use, and how each maps to torch.
+
+The registry is pure data (a dotted import path per layer), so descriptors can be
+built, validated and serialised without importing torch::
+
+    from nord.architecture.layers import list_layers, register_layer
+    list_layers()                       # ['adaptive_avg_pool2d', 'avg_pool2d', ...]
+    register_layer('my_block', 'mypackage.blocks.MyBlock',
+                   params=[('in_channels', REQUIRED), ('width', 16)],
+                   shape_param='in_channels', input_kind='spatial')
+"""
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+
+from nord.errors import ConfigurationError, UnknownLayerError
+from nord.registry import Registry, normalise_name
+
+
+class _Required:
+    def __repr__(self):
+        return "REQUIRED"
+
+
+REQUIRED = _Required()
+"""Marks a parameter that has no default."""
+
+INPUT_KINDS = ("spatial", "flat", "any")
+
+
+@dataclass(frozen=True)
+class LayerSpec:
+    """What nord knows about one layer type.
+
+    Attributes:
+        name: the registry name used in descriptors and JSON ('conv2d').
+        target: dotted import path of the ``torch.nn.Module`` subclass, or the class itself.
+        params: ``(name, default)`` pairs in the constructor's positional order;
+            ``REQUIRED`` marks parameters without a default.
+        shape_param: the parameter inferred from the incoming tensor when omitted
+            (``in_channels``, ``in_features`` or ``num_features``), or None.
+        input_kind: 'spatial' (N, C, H, W), 'flat' (N, F; a Flatten is inserted in front
+            of a spatial input) or 'any'.
+        forced: parameters whose value nord fixes when building, with why (e.g. ``inplace``
+            is always False, since a tensor in a graph may feed several layers).
+    """
+
+    name: str
+    target: Any
+    params: Tuple[Tuple[str, Any], ...] = ()
+    shape_param: Optional[str] = None
+    input_kind: str = "any"
+    forced: Tuple[Tuple[str, Any], ...] = ()
+
+    @property
+    def param_names(self) -> Tuple[str, ...]:
+        return tuple(name for name, _ in self.params)
+
+    @property
+    def defaults(self) -> Dict[str, Any]:
+        return {name: default for name, default in self.params if default is not REQUIRED}
+
+    def resolve(self):
+        """Import and return the torch class (imports torch)."""
+        if not isinstance(self.target, str):
+            return self.target
+        module_name, _, class_name = self.target.rpartition(".")
+        return getattr(importlib.import_module(module_name), class_name)
+
+
+LAYERS: Registry[LayerSpec] = Registry(
+    "layer type", hint="Use one of these (a name or its torch.nn class), or add yours with "
+                      "nord.architecture.layers.register_layer(...)")
+"""Every layer type descriptors may use, by registry name (and torch class name)."""
+
+
+def register_layer(
+    name: str,
+    target: Union[str, type],
+    params: Sequence[Tuple[str, Any]] = (),
+    shape_param: Optional[str] = None,
+    input_kind: str = "any",
+    forced: Sequence[Tuple[str, Any]] = (),
+    overwrite: bool = False,
+) -> LayerSpec:
+    """Add a layer type to the registry so descriptors can use it by name or class.
+
+    The torch class's name is accepted too (``'MaxPool2d'`` for ``'max_pool2d'``).
+
+    Raises:
+        ConfigurationError: the name is taken (pass ``overwrite=True``), the input kind is
+            unknown, or the shape parameter is not among the parameters.
+    """
+    if not isinstance(name, str) or not name.isidentifier():
+        raise ConfigurationError(
+            f"a layer name must be a Python identifier such as 'my_block'; got {name!r}")
+    existing = LAYERS.find(name)
+    if existing is not None and not overwrite:
+        raise ConfigurationError(
+            f"layer name '{name}' is already registered for {existing.value.target}; "
+            "choose another name or pass overwrite=True")
+    if input_kind not in INPUT_KINDS:
+        raise ConfigurationError(
+            f"input_kind must be one of {INPUT_KINDS}; got {input_kind!r} for layer '{name}'")
+    params = tuple((str(p), d) for p, d in params)
+    if shape_param is not None and shape_param not in {p for p, _ in params}:
+        raise ConfigurationError(
+            f"shape_param '{shape_param}' of layer '{name}' is not one of its parameters "
+            f"{[p for p, _ in params]}")
+    spec = LayerSpec(name, target, params, shape_param, input_kind, tuple(forced))
+    if existing is not None:
+        LAYERS.unregister(existing.name)
+    class_name = _class_name(target)
+    aliases = () if normalise_name(class_name) == normalise_name(name) \
+        or class_name in LAYERS else (class_name,)
+    LAYERS.register(name, spec, aliases=aliases)
+    return spec
+
+
+def list_layers() -> List[str]:
+    """Names of every registered layer type, sorted."""
+    return LAYERS.names()
+
+
+def get_layer_spec(layer: Union[str, type, LayerSpec]) -> LayerSpec:
+    """The spec of a layer given by registry name, by class, or as a spec.
+
+    Raises:
+        UnknownLayerError: the name or class is not registered; the message lists the
+            valid names.
+    """
+    if isinstance(layer, LayerSpec):
+        return layer
+    if isinstance(layer, str):
+        found = LAYERS.find(layer)
+        if found is not None:
+            return found.value
+        given = repr(layer)
+    elif isinstance(layer, type):
+        for spec in (entry.value for entry in LAYERS.entries()):
+            if spec.target is layer:
+                return spec
+            if isinstance(spec.target, str) and _class_name(spec.target) == layer.__name__:
+                try:
+                    if spec.resolve() is layer:
+                        return spec
+                except (ImportError, AttributeError):  # a stale dotted path: not this class
+                    continue
+        given = f"class {layer.__module__}.{layer.__qualname__}"
+    else:
+        given = repr(layer)
+    raise UnknownLayerError(
+        f"unknown layer type {given}; valid layer types are: {', '.join(list_layers())}. "
+        f"{LAYERS.hint}")
+
+
+def _class_name(target) -> str:
+    return target.rpartition(".")[2] if isinstance(target, str) else target.__name__
+
+
+# --- the built-in layers -----------------------------------------------------------------
+_NO_INPLACE = (("inplace", False),)
+_CONV = (("in_channels", REQUIRED), ("out_channels", REQUIRED), ("kernel_size", REQUIRED),
+         ("stride", 1), ("padding", 0), ("dilation", 1), ("groups", 1), ("bias", True),
+         ("padding_mode", "zeros"))
+_NORM = (("num_features", REQUIRED), ("eps", 1e-5), ("momentum", 0.1), ("affine", True),
+         ("track_running_stats", True))
+
+register_layer("conv2d", "torch.nn.Conv2d", _CONV, "in_channels", "spatial")
+register_layer("max_pool2d", "torch.nn.MaxPool2d",
+               (("kernel_size", REQUIRED), ("stride", None), ("padding", 0), ("dilation", 1),
+                ("return_indices", False), ("ceil_mode", False)),
+               input_kind="spatial", forced=(("return_indices", False),))
+register_layer("avg_pool2d", "torch.nn.AvgPool2d",
+               (("kernel_size", REQUIRED), ("stride", None), ("padding", 0), ("ceil_mode", False),
+                ("count_include_pad", True), ("divisor_override", None)),
+               input_kind="spatial")
+register_layer("adaptive_avg_pool2d", "torch.nn.AdaptiveAvgPool2d", (("output_size", REQUIRED),),
+               input_kind="spatial")
+register_layer("adaptive_max_pool2d", "torch.nn.AdaptiveMaxPool2d",
+               (("output_size", REQUIRED), ("return_indices", False)),
+               input_kind="spatial", forced=(("return_indices", False),))
+register_layer("batch_norm2d", "torch.nn.BatchNorm2d", _NORM, "num_features", "spatial")
+register_layer("batch_norm1d", "torch.nn.BatchNorm1d", _NORM, "num_features", "flat")
+register_layer("linear", "torch.nn.Linear",
+               (("in_features", REQUIRED), ("out_features", REQUIRED), ("bias", True)),
+               "in_features", "flat")
+register_layer("flatten", "torch.nn.Flatten", (("start_dim", 1), ("end_dim", -1)))
+register_layer("identity", "torch.nn.Identity")
+register_layer("relu", "torch.nn.ReLU", (("inplace", False),), forced=_NO_INPLACE)
+register_layer("relu6", "torch.nn.ReLU6", (("inplace", False),), forced=_NO_INPLACE)
+register_layer("leaky_relu", "torch.nn.LeakyReLU", (("negative_slope", 0.01), ("inplace", False)),
+               forced=_NO_INPLACE)
+register_layer("elu", "torch.nn.ELU", (("alpha", 1.0), ("inplace", False)), forced=_NO_INPLACE)
+register_layer("gelu", "torch.nn.GELU", (("approximate", "none"),))
+register_layer("silu", "torch.nn.SiLU", (("inplace", False),), forced=_NO_INPLACE)
+register_layer("sigmoid", "torch.nn.Sigmoid")
+register_layer("tanh", "torch.nn.Tanh")
+register_layer("dropout", "torch.nn.Dropout", (("p", 0.5), ("inplace", False)), forced=_NO_INPLACE)
+register_layer("dropout2d", "torch.nn.Dropout2d", (("p", 0.5), ("inplace", False)),
+               input_kind="spatial", forced=_NO_INPLACE)
+# nord's own modules (nord/nn/modules.py), e.g. the operations of NAS-Bench-201 cells.
+register_layer("zero", "nord.nn.modules.Zero")
+register_layer("relu_conv_bn", "nord.nn.modules.ReLUConvBN",
+               (("in_channels", REQUIRED), ("out_channels", REQUIRED), ("kernel_size", REQUIRED),
+                ("stride", 1), ("padding", 0), ("dilation", 1), ("affine", True),
+                ("track_running_stats", True)),
+               "in_channels", "spatial")

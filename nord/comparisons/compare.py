@@ -1,0 +1,530 @@
+"""Compare search algorithms on NAS-Bench-201: many seeds, a budget of evaluations, seconds.
+
+The runner behind ``nord compare``. Each algorithm runs once per seed through the search
+engine (:func:`nord.search.run_search`, no journal), with a budget of ``budget`` evaluations
+(table look-ups), and returns the architecture with the best search signal it evaluated; the
+table then says how good that architecture really is::
+
+    from nord.comparisons.compare import run_comparison
+
+    result = run_comparison(dataset="cifar10", algorithms=("random", "rea"), budget=100,
+                            seeds=500)
+    print(result.table())
+    result.save_json("compare.json")
+    result.values("rea")            # per-seed 200-epoch test accuracy (fractions), by seed
+
+**Protocol** (that of the benchmark's paper and of the published comparisons):
+
+* The search signal an algorithm sees is the 12-epoch validation accuracy
+  (``EvaluationResult.accuracy``). The architecture an algorithm *returns* is the one with
+  the best search signal among all those it evaluated (ties: the first evaluated).
+* The reported figure is that architecture's 200-epoch test accuracy
+  (``EvaluationResult.reported_accuracy``), which the algorithms never see.
+* **Budget**: ``budget`` evaluations = look-ups = results told to the algorithm, repeats of
+  an architecture already evaluated included (a repeat costs as much as a new one). This is
+  the convention that reproduces the reference numbers (:data:`REFERENCE_RESULTS`): had only
+  distinct architectures counted, REA would reach 94.34 ± 0.11 at 500, outside the
+  reference's 94.32 ± 0.14. An algorithm that finishes before the budget (a pygmo
+  algorithm whose generations are spent) stops there; ``SeedRun.evaluations`` says how many
+  it used.
+* **Latency limit** (``max_latency_ms``, ``nord compare --max-latency-ms MS --latency-device
+  D``): a cell slower than the limit on the device is a failed evaluation, its error saying
+  why (:mod:`nord.comparisons.hardware`), and the returned architecture is the best of the
+  cells within the limit (none within it: the run's accuracies are NaN, and the statistics
+  leave it out).
+* Seed ``i`` of ``seeds`` is ``base_seed + i``; a seed's run depends only on the algorithm,
+  data set, budget and seed, so results are identical for any ``processes``.
+* Mean ± standard deviation over seeds; the deviation is the population one (``ddof=0``),
+  the standard error ``std / sqrt(seeds)``.
+
+**Simulated time** (``simulation=SimulatedSetting(...)``, ``nord compare --workers N``):
+instead of a budget of evaluations, each run has a budget of simulated seconds on ``workers``
+virtual GPUs, every evaluation costing the training time behind its signal
+(:mod:`nord.comparisons.simulated`). The table then also gives the evaluations done, the
+simulated time used and the workers' utilisation, and the result holds each algorithm's
+anytime curve (``curves()``): the incumbent's test accuracy against simulated time, mean and
+a band over seeds::
+
+    setting = SimulatedSetting.for_dataset("cifar10", workers=8, mode="async")
+    result = run_comparison("cifar10", ("random", "rea"), seeds=100, simulation=setting)
+
+**Algorithms** are those of :mod:`nord.search.algorithms.registry`, by any of their names: ``random``,
+``rea`` (regularized evolution, population 10, sample 3: the benchmark paper's setting),
+``ga`` (nord's genetic algorithm), ``pygmo-sga`` (the NORD paper's sga), ``pygmo-gaco``,
+``pygmo-pso``, ``pygmo-de``, and any registered later; pygmo's algorithms take as many
+generations as the budget needs. Seeds run on a :class:`~nord.search.executors.ProcessPool`
+(forked workers inherit any algorithm registered before ``run_comparison``).
+"""
+from __future__ import annotations
+
+import gc
+import json
+import logging
+import math
+import os
+import time
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+from nord.benchmarks.nasbench201 import BenchmarkEvaluator, NASBench201Space, get_dataset
+from nord.checks import check_int
+from nord.comparisons.hardware import LatencyEvaluator, LatencyLimit, latency_limit
+from nord.comparisons.records import JSONRecord, SeedRun
+from nord.comparisons.simulated import SimulatedSetting, anytime_curves, run_simulated_seed
+from nord.errors import ConfigurationError
+from nord.search.engine import run_search
+from nord.search.executors import ProcessPool
+from nord.search.algorithms.registry import ALGORITHMS, make_algorithm
+
+__all__ = ["REFERENCE_RESULTS", "SeedRun", "ComparisonResult", "JSONRecord", "evaluated_cells",
+           "run_seed", "run_seeds", "run_comparison", "load_json"]
+
+logger = logging.getLogger(__name__)
+
+Progress = Callable[[str, int, int], None]
+"""``progress(algorithm, seeds_done, seeds_total)``, called as seeds finish."""
+
+
+REFERENCE_RESULTS: Dict[Tuple[str, str, int], Tuple[float, float]] = {
+    ("cifar10", "random", 100): (93.75, 0.35),
+    ("cifar10", "rea", 100): (93.98, 0.35),
+    ("cifar10", "random", 500): (94.01, 0.23),
+    ("cifar10", "rea", 500): (94.32, 0.14),
+}
+"""Published reference (mean, std over 500 seeds, % 200-epoch test accuracy) on this table,
+from the benchmark issue, keyed by (data set, algorithm, budget). The NAS-Bench-201 paper
+itself (500 runs, its time budget) reports REA 93.92 ± 0.30 and random search 93.70 ± 0.36."""
+
+
+# --- one run ----------------------------------------------------------------------------------
+_EVALUATORS: Dict[str, BenchmarkEvaluator] = {}
+
+
+def benchmark_evaluator(dataset: str) -> BenchmarkEvaluator:
+    """One evaluator per data set and process (its records are built on first use)."""
+    evaluator = _EVALUATORS.get(dataset)
+    if evaluator is None:
+        evaluator = _EVALUATORS[dataset] = BenchmarkEvaluator(dataset)
+    return evaluator
+
+
+def evaluated_cells(algorithm, dataset: str, budget: int, evaluator=None) -> List[int]:
+    """Run ``algorithm`` (a fresh one over ``NASBench201Space``) through the search engine for
+    ``budget`` look-ups, no journal; the table row of each evaluated cell, in the order told
+    (fewer than ``budget`` when the algorithm finished first). The algorithm is closed.
+    ``evaluator``: default the data set's ``BenchmarkEvaluator``."""
+    cells: List[int] = []
+    try:
+        run_search(algorithm, evaluator or benchmark_evaluator(dataset), budget=budget,
+                   on_result=lambda progress: cells.append(progress.outcome.key))
+    finally:
+        algorithm.close()
+    return cells
+
+
+def run_seed(algorithm: str = "rea", dataset: str = "cifar10", budget: int = 100,
+             seed: int = 0, limit: Optional[LatencyLimit] = None) -> SeedRun:
+    """One run of the algorithm named ``algorithm`` with ``seed`` (under a latency limit)."""
+    dataset = get_dataset(dataset).name
+    instance = make_algorithm(algorithm, NASBench201Space(), seed=seed, budget=budget)
+    if limit is None:
+        return SeedRun.from_indices(seed, evaluated_cells(instance, dataset, budget), dataset)
+    evaluator = LatencyEvaluator(benchmark_evaluator(dataset), limit=limit)
+    return SeedRun.from_indices(seed, evaluated_cells(instance, dataset, budget, evaluator),
+                                dataset, limit.allowed())
+
+
+@contextmanager
+def cycle_collector_paused():
+    """Pause Python's cyclic garbage collector for the block (as it was before, after it).
+
+    A run on the table makes a few objects per evaluation and keeps the first result of each
+    architecture until it ends; none of them form reference cycles, so reference counting
+    frees them all, yet the collector traverses them again and again as they age: a quarter
+    of a simulated run's time (``bench/compare_speed.py --simulated``). Paused for one run at
+    a time, whatever cycles an algorithm of one's own does make are collected after it."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def run_seeds(algorithm: str, dataset: str, budget: int, seeds: Iterable[int],
+              limit: Optional[LatencyLimit] = None,
+              simulation: Optional[SimulatedSetting] = None) -> Tuple[List[SeedRun], float]:
+    """Runs for several seeds in this process, the collector paused during each (see
+    :func:`cycle_collector_paused`); also returns the seconds they took."""
+    started = time.perf_counter()
+    runs = []
+    for seed in seeds:
+        with cycle_collector_paused():
+            runs.append(run_seed(algorithm, dataset, budget, seed, limit) if simulation is None
+                        else run_simulated_seed(algorithm, dataset, seed, simulation))
+    return runs, time.perf_counter() - started
+
+
+# --- the comparison ---------------------------------------------------------------------------
+def _stats(values: np.ndarray) -> Dict[str, float]:
+    values = np.asarray(values, dtype=float) * 100
+    values = values[~np.isnan(values)]   # runs that found no cell within a latency limit
+    if values.size == 0:
+        return {"mean": math.nan, "std": math.nan, "stderr": math.nan, "min": math.nan,
+                "max": math.nan}
+    std = float(values.std())
+    return {"mean": float(values.mean()), "std": std, "stderr": std / math.sqrt(values.size),
+            "min": float(values.min()), "max": float(values.max())}
+
+
+@dataclass
+class ComparisonResult(JSONRecord):
+    """The outcome of ``run_comparison``: per algorithm, one :class:`SeedRun` per seed.
+
+    Attributes:
+        dataset: 'cifar10', 'cifar100' or 'imagenet16'.
+        budget: evaluations per run, repeats included (None for simulated runs, whose
+            budget is ``simulation.time_budget``).
+        base_seed: seeds are ``base_seed .. base_seed + len(seeds) - 1``.
+        seeds: number of seeds per algorithm.
+        runs: algorithm short name -> its runs, ordered by seed.
+        seconds: algorithm -> seconds of computation summed over the processes.
+        descriptions: algorithm -> its description.
+        wall_time: seconds ``run_comparison`` took.
+        processes: worker processes used.
+        simulation: the simulated-time setting, or None for a budget of evaluations.
+    """
+
+    dataset: str
+    budget: Optional[int]
+    base_seed: int
+    seeds: int
+    runs: Dict[str, List[SeedRun]]
+    seconds: Dict[str, float] = field(default_factory=dict)
+    descriptions: Dict[str, str] = field(default_factory=dict)
+    wall_time: float = math.nan
+    processes: int = 1
+    simulation: Optional[SimulatedSetting] = None
+    limit: Optional[LatencyLimit] = None
+
+    @property
+    def algorithms(self) -> List[str]:
+        return list(self.runs)
+
+    def values(self, algorithm: str, what: str = "reported_accuracy") -> np.ndarray:
+        """One field of every run of ``algorithm``, by seed (accuracies as fractions)."""
+        if algorithm not in self.runs:
+            raise ConfigurationError(
+                f"no algorithm {algorithm!r} in this comparison; it has "
+                f"{', '.join(self.runs)}")
+        return np.array([getattr(run, what) for run in self.runs[algorithm]])
+
+    def summary(self) -> Dict[str, Dict[str, Any]]:
+        """Per algorithm: the seeds run and those that returned an architecture
+        ('returned': the statistics are over these), statistics (in %) of the reported
+        accuracy ('test') and of the search signal ('search'), mean evaluations and distinct
+        architectures per run,
+        seconds and evaluations per second; for simulated runs also the mean simulated time
+        used ('simulated_time', seconds) and worker utilisation ('utilisation', a fraction)."""
+        summary = {}
+        for name, runs in self.runs.items():
+            evaluations = sum(run.evaluations for run in runs)
+            seconds = self.seconds.get(name, math.nan)
+            reported = self.values(name, "reported_accuracy")
+            summary[name] = {
+                "seeds": len(runs),
+                "returned": int(np.count_nonzero(~np.isnan(reported.astype(float)))),
+                "test": _stats(reported),
+                "search": _stats(self.values(name, "accuracy")),
+                "evaluations": evaluations / len(runs) if runs else math.nan,
+                "unique": float(np.mean([run.unique for run in runs])) if runs else math.nan,
+                "seconds": seconds,
+                "evaluations_per_second": (evaluations / seconds
+                                           if seconds and math.isfinite(seconds) else math.nan),
+            }
+            if self.simulation is not None:
+                summary[name]["simulated_time"] = _mean([run.simulated_time for run in runs])
+                summary[name]["utilisation"] = _mean([run.utilisation for run in runs])
+        return summary
+
+    def curves(self, points: int = 101) -> Dict[str, Dict[str, Any]]:
+        """Per algorithm, its anytime curve over seeds (simulated runs only; see
+        :func:`~nord.comparisons.simulated.anytime_curves`): the incumbent's test
+        accuracy (%) against simulated seconds, mean and mean -/+ one standard deviation."""
+        if self.simulation is None:
+            return {}
+        return {name: anytime_curves([run.curve or [] for run in runs],
+                                     self.simulation.time_budget, points)
+                for name, runs in self.runs.items()}
+
+    def table(self) -> str:
+        """A plain-text table: per algorithm, mean ± std (%) of the returned architecture's
+        200-epoch test accuracy and of its search signal, over the seeds."""
+        label = {"cifar10": "CIFAR-10", "cifar100": "CIFAR-100",
+                 "imagenet16": "ImageNet16-120"}.get(self.dataset, self.dataset)
+        last = self.base_seed + self.seeds - 1
+        seeds = f"{self.seeds} seed{'s' if self.seeds != 1 else ''} ({self.base_seed}..{last})"
+        sim = self.simulation
+        if sim is None:
+            lines = [f"NAS-Bench-201, {label}: budget {self.budget} evaluations, {seeds}",
+                     "returned architecture = best 12-epoch validation accuracy among those "
+                     "evaluated; mean ± std over seeds"]
+        else:
+            grouped = (f", networks trained on {sim.train_workers} workers each (scaling "
+                       f"efficiency {sim.scaling_efficiency:g})" if sim.train_workers > 1 else "")
+            lines = [f"NAS-Bench-201, {label}: {sim.time_budget:,.0f} simulated seconds on "
+                     f"{sim.workers} worker{'s' if sim.workers != 1 else ''} ({sim.mode}"
+                     f"{grouped}), {seeds}",
+                     f"search signal {sim.signal}{' with seed noise' if sim.noise else ''}"
+                     f"{f', overhead {sim.overhead:g} s per evaluation' if sim.overhead else ''}"
+                     "; returned architecture = best signal among those told; mean ± std over "
+                     "seeds"]
+        if self.limit is not None:
+            lines.append(f"latency limit: cells slower than {self.limit.max_ms:g} ms on "
+                         f"{self.limit.device} are failed evaluations, never returned")
+        header = ("algorithm", "seeds", "test acc. 200 ep (%)", "search signal (%)",
+                  "evals", "distinct", "compute (s)")
+        if sim is not None:
+            header += ("sim. time (h)", "utilisation")
+        rows = []
+        summary = self.summary()
+        for name, numbers in summary.items():
+            seeds = (str(numbers["seeds"]) if numbers["returned"] == numbers["seeds"]
+                     else f"{numbers['returned']}/{numbers['seeds']}")
+            evaluations = numbers["evaluations"]
+            row = (name, seeds,
+                   f"{numbers['test']['mean']:.2f} ± {numbers['test']['std']:.2f}",
+                   f"{numbers['search']['mean']:.2f} ± {numbers['search']['std']:.2f}",
+                   f"{evaluations:.0f}" if float(evaluations).is_integer()
+                   else f"{evaluations:.1f}", f"{numbers['unique']:.1f}",
+                   f"{numbers['seconds']:.2f}")
+            if sim is not None:
+                row += (f"{numbers['simulated_time'] / 3600:.2f}",
+                        f"{numbers['utilisation'] * 100:.1f} %")
+            rows.append(row)
+        widths = [max(len(row[i]) for row in [header] + rows) for i in range(len(header))]
+        def line(row):
+            return "  ".join(cell.ljust(w) if i == 0 else cell.rjust(w)
+                             for i, (cell, w) in enumerate(zip(row, widths))).rstrip()
+        lines += ["", line(header), line(tuple("-" * w for w in widths))]
+        lines += [line(row) for row in rows]
+        notes = self._nothing_returned(summary)
+        if sim is not None:
+            notes += self._ended_early(sim.time_budget)
+        return "\n".join(lines + ([""] + notes if notes else []))
+
+    def _nothing_returned(self, summary: Mapping[str, Mapping[str, Any]]) -> List[str]:
+        """Notes on algorithms with seeds that returned no architecture (every evaluation
+        failed: over the latency limit); the statistics leave those seeds out."""
+        notes = []
+        for name, numbers in summary.items():
+            empty = numbers["seeds"] - numbers["returned"]
+            if empty:
+                why = (f"every cell it evaluated was slower than {self.limit.max_ms:g} ms on "
+                       f"{self.limit.device}" if self.limit is not None
+                       else "every evaluation failed")
+                notes.append(f"note: {name} returned no architecture in {empty} of "
+                             f"{numbers['seeds']} seed(s): {why}")
+        return notes
+
+    def _ended_early(self, time_budget: float) -> List[str]:
+        """Notes on algorithms whose runs stopped before the time budget: their rows do not
+        stand for a full budget."""
+        notes = []
+        for name, runs in self.runs.items():
+            early = sum(1 for run in runs if run.simulated_time is not None
+                        and run.simulated_time < time_budget * (1 - 1e-9))
+            if early:
+                notes.append(
+                    f"note: {name} stopped before the time budget in {early} of {len(runs)} "
+                    "seed(s): the algorithm proposed nothing more (a pygmo algorithm's "
+                    "generations are sized from the budget, and repeats of a cell are told "
+                    "but cost no simulated time), so its row is not a full-budget result")
+        return notes
+
+    def to_dict(self) -> Dict[str, Any]:
+        """Everything, JSON-ready: settings, the summary and every seed's run; for simulated
+        runs also the setting ('simulation') and each algorithm's anytime curve ('curve')."""
+        summary = self.summary()
+        curves = self.curves()
+        data = {
+            "benchmark": "nasbench201", "dataset": self.dataset, "budget": self.budget,
+            "seeds": self.seeds, "base_seed": self.base_seed, "processes": self.processes,
+            "wall_time": self.wall_time,
+            "max_latency": None if self.limit is None else self.limit.to_dict(),
+            "protocol": ("returned architecture: best search signal (12-epoch validation "
+                         "accuracy) among those evaluated, first found on ties; reported: its "
+                         "200-epoch test accuracy; budget: evaluations including repeats; "
+                         "std with ddof=0; accuracies in the runs are fractions, in the "
+                         "summary percent"),
+            "algorithms": {
+                name: {"description": self.descriptions.get(name, ""),
+                       "seconds": self.seconds.get(name),
+                       "summary": summary[name],
+                       **({"curve": curves[name]} if name in curves else {}),
+                       "runs": [asdict(run) for run in runs]}
+                for name, runs in self.runs.items()},
+        }
+        if self.simulation is not None:
+            data["simulation"] = self.simulation.to_dict()
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "ComparisonResult":
+        try:
+            algorithms = data["algorithms"]
+            simulation = data.get("simulation")
+            return cls(dataset=data["dataset"],
+                       budget=None if data["budget"] is None else int(data["budget"]),
+                       base_seed=int(data["base_seed"]), seeds=int(data["seeds"]),
+                       runs={name: [SeedRun.from_dict(run) for run in entry["runs"]]
+                             for name, entry in algorithms.items()},
+                       seconds={name: _number(entry.get("seconds"))
+                                for name, entry in algorithms.items()},
+                       descriptions={name: entry.get("description", "")
+                                     for name, entry in algorithms.items()},
+                       wall_time=_number(data.get("wall_time")),
+                       processes=int(data.get("processes", 1)),
+                       simulation=None if simulation is None else SimulatedSetting(**simulation),
+                       limit=LatencyLimit(data["max_latency"]["device"],
+                                          data["max_latency"]["max_latency_ms"])
+                       if data.get("max_latency") else None)
+        except (KeyError, TypeError, ValueError) as error:
+            raise ConfigurationError(
+                f"not a comparison written by ComparisonResult.to_json: {error!r}") from error
+
+    @classmethod
+    def from_json(cls, text: str) -> "ComparisonResult":
+        try:
+            data = json.loads(text)
+        except ValueError as error:
+            raise ConfigurationError(f"not a comparison saved by save_json: {error}") from error
+        return cls.from_dict(data)
+
+
+def load_json(path: Union[str, os.PathLike]) -> ComparisonResult:
+    """A comparison saved with ``save_json``."""
+    return ComparisonResult.from_json(Path(path).read_text(encoding="utf-8"))
+
+
+def _number(value: Any) -> float:
+    return math.nan if value is None else float(value)
+
+
+def _mean(values: Sequence[Optional[float]]) -> float:
+    values = [value for value in values if value is not None]
+    return float(np.mean(values)) if values else math.nan
+
+
+def _run_chunk(job: Tuple[str, str, Optional[int], List[int], Optional[LatencyLimit],
+                          Optional[SimulatedSetting]]) -> Tuple[str, List[SeedRun], float]:
+    """One worker's share: several seeds of one algorithm, and the seconds they took."""
+    algorithm, dataset, budget, seeds, limit, simulation = job
+    runs, seconds = run_seeds(algorithm, dataset, budget, seeds, limit, simulation)
+    return algorithm, runs, seconds
+
+
+def chunks(seeds: Sequence[int], processes: int) -> List[List[int]]:
+    """Seeds split into jobs: all at once in one process, else about four jobs per process
+    (so that the workers finish together)."""
+    size = max(1, math.ceil(len(seeds) / (4 * processes))) if processes > 1 else len(seeds)
+    return [list(seeds[start:start + size]) for start in range(0, len(seeds), size)]
+
+
+def run_comparison(dataset: str = "cifar10", algorithms: Union[str, Sequence[str]] = ("random", "rea"),
+                   budget: int = 100, seeds: int = 10, base_seed: int = 0,
+                   processes: Optional[int] = 1, progress: Optional[Progress] = None,
+                   max_latency_ms: Optional[float] = None,
+                   latency_device: Optional[str] = None,
+                   simulation: Optional[SimulatedSetting] = None) -> ComparisonResult:
+    """Run each algorithm for ``seeds`` seeds at ``budget`` evaluations on NAS-Bench-201,
+    or, with ``simulation``, for a budget of simulated time on simulated workers.
+
+    Args:
+        dataset: 'cifar10', 'cifar100' or 'imagenet16' (ImageNet16-120).
+        algorithms: names of registered algorithms (any name or alias), or one
+            comma-separated string such as ``'random,rea'``; the table uses the names given.
+        budget: evaluations per run, repeats of an architecture included.
+        seeds: runs per algorithm; run ``i`` uses seed ``base_seed + i``.
+        base_seed: the first seed (>= 0).
+        processes: worker processes over seeds (None: one per CPU). Results do not depend
+            on it.
+        progress: ``progress(algorithm, seeds_done, seeds_total)`` after each batch of seeds
+            (in this process).
+        max_latency_ms: a latency limit on ``latency_device`` (see the module docstring).
+        latency_device: the device of the limit (:data:`nord.benchmarks.DEVICES`).
+        simulation: a :class:`~nord.comparisons.simulated.SimulatedSetting`; ``budget``
+            is then ignored (the result's is None). Not with a latency limit.
+
+    Returns:
+        A :class:`ComparisonResult`; ``.table()`` prints it, ``.save_json(path)`` saves it.
+
+    Raises:
+        ConfigurationError: an unknown algorithm (the message lists the valid ones), a
+            repeated one, or a budget, seed count, base seed or process count out of range.
+        BenchmarkError: an unknown data set.
+        MissingDependencyError: a pygmo algorithm without pygmo installed.
+    """
+    dataset = get_dataset(dataset).name
+    if isinstance(algorithms, str):
+        algorithms = [name for name in algorithms.split(",") if name.strip()]
+    names = [name.strip() for name in algorithms]
+    if not names:
+        raise ConfigurationError("give at least one algorithm to compare, e.g. ('random', 'rea')")
+    canonical = [ALGORITHMS.canonical(name) for name in names]
+    if len(set(canonical)) != len(canonical):
+        raise ConfigurationError(f"an algorithm is listed twice: {names}")
+    if simulation is not None:
+        simulation = simulation.check(dataset)
+        budget = None
+    else:
+        budget = check_int(budget, "budget (evaluations per run)", 1)
+    seeds = check_int(seeds, "seeds (runs per algorithm)", 1)
+    base_seed = check_int(base_seed, "base_seed", 0)
+    if processes is None:
+        processes = os.cpu_count() or 1
+    processes = min(check_int(processes, "processes", 1), seeds * len(names))
+    # fail now, in this process, on anything an algorithm's construction rejects (pygmo
+    # missing, a bad setting) rather than in every worker
+    for name in names:
+        make_algorithm(name, NASBench201Space(), seed=base_seed, budget=budget or 100).close()
+    limit = latency_limit(max_latency_ms, latency_device, dataset)
+    if limit is not None and simulation is not None:
+        raise ConfigurationError(
+            "a latency limit and simulated time do not go together yet: drop --max-latency-ms "
+            "or --workers")
+    benchmark_evaluator(dataset).evaluate_genome((0,) * 6)   # load the table before any fork
+    if limit is not None:
+        LatencyEvaluator(benchmark_evaluator(dataset), limit=limit).evaluate_genome((0,) * 6)
+
+    seed_list = list(range(base_seed, base_seed + seeds))
+    jobs = [(name, dataset, budget, chunk, limit, simulation) for name in names
+            for chunk in chunks(seed_list, processes)]
+    runs: Dict[str, List[SeedRun]] = {name: [] for name in names}
+    seconds = {name: 0.0 for name in names}
+    started = time.perf_counter()
+
+    def collect(name: str, chunk_runs: List[SeedRun], chunk_seconds: float) -> None:
+        runs[name].extend(chunk_runs)
+        seconds[name] += chunk_seconds
+        if progress is not None:
+            progress(name, len(runs[name]), seeds)
+
+    for outcome in ProcessPool(processes).map(_run_chunk, jobs):
+        collect(*outcome)
+    for name in names:
+        runs[name].sort(key=lambda run: run.seed)
+    wall_time = time.perf_counter() - started
+    logger.info("compared %s on %s: %d seeds x %s in %.1f s", ", ".join(names), dataset, seeds,
+                f"{budget} evaluations" if simulation is None
+                else f"{simulation.time_budget:g} simulated seconds", wall_time)
+    return ComparisonResult(dataset=dataset, budget=budget, base_seed=base_seed, seeds=seeds,
+                            runs=runs, seconds=seconds,
+                            descriptions={n: ALGORITHMS.entry(n).description for n in names},
+                            wall_time=wall_time, processes=processes, simulation=simulation,
+                            limit=limit)

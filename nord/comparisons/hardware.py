@@ -1,0 +1,295 @@
+"""Hardware-aware search on NAS-Bench-201: the second objective, and a latency limit.
+
+A multi-objective comparison trades accuracy against a cost of the network: its parameter
+count, or its inference latency on one of the devices of the costs table. A latency limit
+turns the cost into a constraint that any algorithm can search under::
+
+    from nord.comparisons.hardware import LatencyEvaluator, LatencyLimit, parse_objectives
+
+    cost = parse_objectives("accuracy,latency:pixel3")   # the objective traded for accuracy
+    cost.values("cifar10")          # milliseconds of every cell, in table order
+    cost.reference                  # the hypervolume's reference on that axis: 39 ms
+    limit = LatencyLimit("pixel3", 10.0)
+    evaluator = LatencyEvaluator(BenchmarkEvaluator("cifar10"), "pixel3", limit)
+    evaluator.evaluate_genome((3, 3, 4, 1, 3, 1))   # failed: 17.2 ms is over the limit
+
+**Objectives** are written ``accuracy,COST`` with ``COST`` one of ``parameters`` (the
+trainable parameter count, as ``nord compare --multi-objective`` always did) and
+``latency:DEVICE`` for ``DEVICE`` in :data:`~nord.benchmarks.nasbench201.costs.DEVICES`
+(``pixel3``, ``raspi4``, ``eyeriss``, ``fpga``, ``gold_6226``, ``titan_rtx_1``,
+``titan_rtx_256``, ``1080ti_1``). The search maximises the search signal and minimises the
+cost.
+
+**Reference points** of the hypervolume, ``(cost, accuracy 0)``: 1.6 M parameters (above
+the largest network's 1.53 M); for a latency, 1.05 times the slowest cell's latency on that
+device, rounded up to two significant digits (pixel3: 39 ms, raspi4: 110 ms), so every cell
+of the table lies inside the box and the slowest still adds a sliver.
+
+**Latencies** are those of the benchmark's CIFAR-10 network (HW-NAS-Bench). The CIFAR-100
+network differs only in its classifier (``Linear(64, 100)``), so its latencies are taken as
+the same, an approximation; ImageNet16-120's network has another input size, whose latencies
+the table does not hold, so latency objectives and limits refuse that data set.
+
+**A latency limit** (``--max-latency-ms``) makes every cell slower than the limit a failed
+evaluation whose error says so: algorithms are told a failure (as for a network that does
+not train), and the architecture or front a run returns is chosen among the cells within
+the limit. The exact front it is compared with is then the table's within the limit.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Dict, Optional
+
+import numpy as np
+
+from nord.benchmarks.nasbench201 import (DEVICES, BenchmarkEvaluator, get_dataset, load_costs,
+                                         load_table)
+from nord.errors import BenchmarkError, ConfigurationError
+from nord.evaluators.base import Evaluator
+from nord.evaluators.result import EvaluationResult
+
+__all__ = ["Objective", "LatencyLimit", "LatencyEvaluator", "parse_objectives", "latency_limit",
+           "check_latency_dataset", "objective_names", "PARAMETERS_REFERENCE", "LATENCY_METRIC"]
+
+PARAMETERS_REFERENCE = 1.6e6
+"""Reference of the parameter axis: 1.6 M, above every NAS-Bench-201 network (1.53 M)."""
+
+LATENCY_METRIC = "latency_ms"
+"""Where ``LatencyEvaluator`` puts a cell's latency in ``result.metrics``."""
+
+_LATENCY_DATASETS = ("cifar10", "cifar100")
+
+
+def objective_names() -> str:
+    """The valid ``--objectives`` values, for messages."""
+    return "'accuracy,parameters' or 'accuracy,latency:DEVICE' with DEVICE one of " + \
+        ", ".join(DEVICES)
+
+
+def _round_up(value: float, digits: int = 2) -> float:
+    """``value`` rounded up to ``digits`` significant digits."""
+    scale = 10.0 ** (math.floor(math.log10(value)) - digits + 1)
+    return round(math.ceil(value / scale - 1e-9) * scale, 10)
+
+
+@dataclass(frozen=True)
+class Objective:
+    """The cost traded for accuracy: the parameter count, or the latency on a device.
+
+    Attributes:
+        name: 'parameters' or 'latency:DEVICE'.
+        device: the device of a latency, else None.
+    """
+
+    name: str
+    device: Optional[str] = None
+
+    @property
+    def metric(self) -> str:
+        """What nsga2 minimises second (``PygmoAlgorithm``'s ``second_objective``)."""
+        return "n_params" if self.device is None else LATENCY_METRIC
+
+    @property
+    def label(self) -> str:
+        """The axis label: 'trainable parameters' or 'latency on pixel3 (ms)'."""
+        return "trainable parameters" if self.device is None else \
+            f"latency on {self.device} (ms)"
+
+    @property
+    def unit(self) -> str:
+        return "" if self.device is None else " ms"
+
+    @property
+    def reference(self) -> float:
+        """The hypervolume's reference value on this axis (see the module docstring)."""
+        if self.device is None:
+            return PARAMETERS_REFERENCE
+        return _round_up(1.05 * float(load_costs().latency(self.device).max()))
+
+    def values(self, dataset: str) -> np.ndarray:
+        """The cost of every cell, in table index order (read-only)."""
+        dataset = self.check_dataset(dataset)
+        if self.device is None:
+            return load_table().arrays(dataset).n_params
+        return load_costs().latency(self.device)
+
+    def check_dataset(self, dataset: str) -> str:
+        """``dataset``'s name if this objective has values for it.
+
+        Raises:
+            BenchmarkError: an unknown data set, or a latency on ImageNet16-120.
+        """
+        name = get_dataset(dataset).name
+        if self.device is not None:
+            check_latency_dataset(name)
+        return name
+
+    def format(self, value: float) -> str:
+        """A value of this objective for tables: '1.2 M' or '3.61 ms'."""
+        return f"{value / 1e6:.3g} M" if self.device is None else f"{value:.3g} ms"
+
+
+def check_latency_dataset(dataset: str) -> None:
+    """Refuse a data set whose networks have no latencies in the table (ImageNet16-120)."""
+    if dataset not in _LATENCY_DATASETS:
+        raise BenchmarkError(
+            f"NAS-Bench-201's latencies are those of the CIFAR-10 network (also used for "
+            f"CIFAR-100, whose network differs only in its classifier); data set {dataset!r} "
+            f"has none. Use --dataset {' or '.join(_LATENCY_DATASETS)} with a latency "
+            "objective or limit")
+
+
+def _check_device(device: Any, what: str) -> str:
+    if device not in DEVICES:
+        raise BenchmarkError(
+            f"unknown device {device!r} in {what}; NAS-Bench-201 has latencies for "
+            f"{', '.join(DEVICES)}")
+    return device
+
+
+def parse_objectives(text: Any) -> Objective:
+    """The cost objective of ``'accuracy,parameters'`` or ``'accuracy,latency:DEVICE'``.
+
+    Raises:
+        ConfigurationError: not two objectives, accuracy not first, or an unknown one (the
+            message lists the valid values).
+        BenchmarkError: an unknown device (the message lists the devices).
+    """
+    if isinstance(text, Objective):
+        return text
+    parts = [part.strip() for part in str(text).split(",")] if isinstance(text, str) else []
+    if len(parts) != 2 or parts[0] != "accuracy":
+        raise ConfigurationError(
+            f"objectives must be two, accuracy first: {objective_names()}; got {text!r}")
+    cost = parts[1]
+    if cost == "parameters":
+        return Objective("parameters")
+    if cost.startswith("latency:"):
+        device = _check_device(cost.split(":", 1)[1], f"objectives {text!r}")
+        return Objective(cost, device)
+    raise ConfigurationError(
+        f"unknown objective {cost!r} in {text!r}; objectives are {objective_names()}")
+
+
+@dataclass(frozen=True)
+class LatencyLimit:
+    """Cells slower than ``max_ms`` milliseconds on ``device`` are failed evaluations.
+
+    Raises:
+        BenchmarkError: an unknown device. ConfigurationError: a limit that is not > 0.
+    """
+
+    device: str
+    max_ms: float
+
+    def __post_init__(self):
+        _check_device(self.device, "the latency limit")
+        if isinstance(self.max_ms, bool) or not isinstance(self.max_ms, (int, float)) \
+                or not self.max_ms > 0 or not math.isfinite(self.max_ms):
+            raise ConfigurationError(
+                f"the latency limit (--max-latency-ms) must be a number of milliseconds > 0; "
+                f"got {self.max_ms!r}")
+
+    def allowed(self) -> np.ndarray:
+        """Which cells are within the limit, in table index order."""
+        return load_costs().latency(self.device) <= self.max_ms
+
+    def check_reachable(self) -> None:
+        """Refuse a limit no cell meets, naming the fastest cell's latency."""
+        fastest = float(load_costs().latency(self.device).min())
+        if fastest > self.max_ms:
+            raise ConfigurationError(
+                f"no NAS-Bench-201 cell runs within {self.max_ms:g} ms on {self.device}: the "
+                f"fastest takes {fastest:g} ms; raise --max-latency-ms")
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"device": self.device, "max_latency_ms": self.max_ms}
+
+
+def latency_limit(max_latency_ms: Optional[float], device: Optional[str],
+                  dataset: str) -> Optional[LatencyLimit]:
+    """The :class:`LatencyLimit` of ``--max-latency-ms`` on ``device`` (None without a limit).
+
+    Raises:
+        ConfigurationError: a limit without a device, or one no cell meets.
+        BenchmarkError: an unknown device, or a data set without latencies.
+    """
+    if max_latency_ms is None:
+        return None
+    if device is None:
+        raise ConfigurationError(
+            f"a latency limit ({max_latency_ms!r} ms) needs a device: give one with "
+            "--latency-device (or a latency objective, --objectives accuracy,latency:DEVICE); "
+            f"devices: {', '.join(DEVICES)}")
+    limit = LatencyLimit(device, max_latency_ms)
+    check_latency_dataset(get_dataset(dataset).name)
+    limit.check_reachable()
+    return limit
+
+
+class LatencyEvaluator(Evaluator):
+    """A NAS-Bench-201 evaluator whose results carry a device's latency, under a limit.
+
+    Each result's ``metrics['latency_ms']`` is the cell's latency on ``device`` (what nsga2
+    minimises with ``second_objective='latency_ms'``). With a ``limit``, a cell slower than
+    it comes back failed, its error naming the latency and the limit, its metrics kept.
+
+    Args:
+        inner: the ``BenchmarkEvaluator`` that answers the look-ups.
+        device: the device whose latency is reported (default: the limit's).
+        limit: a :class:`LatencyLimit`, or None.
+
+    Raises:
+        BenchmarkError: an unknown device, or a data set without latencies.
+    """
+
+    def __init__(self, inner: BenchmarkEvaluator, device: Optional[str] = None,
+                 limit: Optional[LatencyLimit] = None):
+        if device is None and limit is None:
+            raise ConfigurationError("LatencyEvaluator needs a device, a limit, or both")
+        self.inner = inner
+        self.device = _check_device(device if device is not None else limit.device,
+                                    "LatencyEvaluator")
+        self.limit = limit
+        check_latency_dataset(inner.dataset)
+        self._latency: Optional[list] = None
+        self._limit_latency: Optional[list] = None
+
+    def __getstate__(self) -> Dict[str, Any]:
+        return {**self.__dict__, "_latency": None, "_limit_latency": None}
+
+    def _with_latency(self, result: EvaluationResult) -> EvaluationResult:
+        index = result.metrics.get("index")
+        if index is None:
+            return result   # not a cell (a descriptor the table does not know): already failed
+        if self._latency is None:
+            self._latency = load_costs().latency(self.device).tolist()
+            if self.limit is not None:
+                self._limit_latency = load_costs().latency(self.limit.device).tolist()
+        result.metrics[LATENCY_METRIC] = self._latency[index]
+        result.metrics["device"] = self.device
+        if self.limit is not None and result.ok:
+            latency = self._limit_latency[index]
+            if latency > self.limit.max_ms:
+                return EvaluationResult.failure(
+                    f"latency {latency:g} ms on {self.limit.device} exceeds the limit of "
+                    f"{self.limit.max_ms:g} ms (--max-latency-ms)",
+                    result.descriptor_hash, n_params=result.n_params, metrics=result.metrics)
+        return result
+
+    def evaluate_task(self, task) -> EvaluationResult:
+        return self._with_latency(self.inner.evaluate_task(task))
+
+    def evaluate_genome(self, genome) -> EvaluationResult:
+        """As ``BenchmarkEvaluator.evaluate_genome``, with the latency (and the limit)."""
+        return self._with_latency(self.inner.evaluate_genome(genome))
+
+    def _evaluate(self, descriptor) -> EvaluationResult:
+        return self._with_latency(self.inner.descriptor_evaluate(descriptor))
+
+    def describe(self) -> Dict[str, Any]:
+        description = {**self.inner.describe(), "latency_device": self.device}
+        if self.limit is not None:
+            description["latency_limit"] = self.limit.to_dict()
+        return description

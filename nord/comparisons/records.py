@@ -1,0 +1,140 @@
+"""The records a comparison keeps: one :class:`SeedRun` per seed of an algorithm, and JSON output.
+
+Both the comparison by evaluations (:mod:`~nord.comparisons.compare`) and in simulated time
+(:mod:`~nord.comparisons.simulated`) make these; neither imports the other for them.
+"""
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, List, Mapping, Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+from nord.benchmarks.nasbench201 import load_table
+from nord.errors import NordError
+from nord.jsonable import dumps
+
+__all__ = ["SeedRun", "JSONRecord", "incumbent_curve"]
+
+
+def incumbent_curve(signals: Sequence[float], reported: Sequence[float], times: Sequence[float]
+                    ) -> Tuple[int, List[Tuple[float, float]]]:
+    """The position of the returned result (best signal, first on ties) and the incumbent's
+    change points ``[(time, reported accuracy)]`` in told order."""
+    signals = np.asarray(signals, dtype=float)
+    running = np.maximum.accumulate(signals)
+    changed = np.empty(len(signals), dtype=bool)
+    changed[:1] = True
+    changed[1:] = running[1:] > running[:-1]
+    positions = np.flatnonzero(changed)
+    reported = np.asarray(reported, dtype=float)
+    times = np.asarray(times, dtype=float)
+    curve = list(zip(times[positions].tolist(), reported[positions].tolist()))
+    return int(positions[-1]), curve
+
+
+
+@dataclass
+class SeedRun:
+    """One seed of one algorithm: what it returned, and what it cost.
+
+    Attributes:
+        seed: the algorithm's seed.
+        reported_accuracy: 200-epoch test accuracy of the returned architecture (fraction).
+        accuracy: its search signal, 12-epoch validation accuracy (fraction).
+        index: its row in the benchmark table.
+        cell: its cell string.
+        n_params: its trainable parameters.
+        found_at: the evaluation (1-based) that first evaluated it.
+        evaluations: evaluations used (the budget unless the algorithm finished first).
+        unique: distinct architectures among them.
+        simulated_time: simulated seconds the run used (simulated runs; else None).
+        utilisation: busy share of the simulated workers' time (simulated runs).
+        curve: the incumbent's ``[simulated seconds, reported accuracy]`` at each change
+            (simulated runs; see :mod:`nord.comparisons.simulated`).
+    """
+
+    seed: int
+    reported_accuracy: float
+    accuracy: float
+    index: int
+    cell: str
+    n_params: int
+    found_at: int
+    evaluations: int
+    unique: int
+    simulated_time: Optional[float] = None
+    utilisation: Optional[float] = None
+    curve: Optional[List[Tuple[float, float]]] = None
+
+    @classmethod
+    def from_indices(cls, seed: int, indices: Sequence[int], dataset: str,
+                     allowed: Optional[np.ndarray] = None) -> "SeedRun":
+        """The run's outcome from the table indices it evaluated, in order; the returned
+        architecture is chosen among the cells ``allowed`` (a mask over the table) marks."""
+        if not indices:
+            raise NordError(f"the run with seed {seed} evaluated nothing; nothing to return")
+        table = load_table()
+        arrays = table.arrays(dataset)
+        order = np.asarray(indices, dtype=np.int64)
+        signal = arrays.accuracy[order]
+        if allowed is not None:
+            if not allowed[order].any():
+                return cls(seed=int(seed), reported_accuracy=math.nan, accuracy=math.nan,
+                           index=-1, cell="", n_params=0, found_at=0, evaluations=len(order),
+                           unique=int(np.unique(order).size))
+            signal = np.where(allowed[order], signal, -np.inf)
+        position = int(np.argmax(signal))   # first of equal maxima
+        best = int(order[position])
+        return cls(seed=int(seed), reported_accuracy=float(arrays.reported_accuracy[best]),
+                   accuracy=float(arrays.accuracy[best]), index=best, cell=table.cells[best],
+                   n_params=int(arrays.n_params[best]), found_at=position + 1,
+                   evaluations=len(order), unique=int(np.unique(order).size))
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "SeedRun":
+        """A run saved with ``dataclasses.asdict`` (through JSON: the curve's pairs are
+        tuples again)."""
+        run = cls(**data)
+        if run.curve is not None:
+            run.curve = [(float(time), float(value)) for time, value in run.curve]
+        return run
+
+    @classmethod
+    def from_simulated(cls, seed: int, run, dataset: str) -> "SeedRun":
+        """The outcome of a simulated run (:class:`~nord.comparisons.simulated.
+        SimulatedRun`): the returned architecture is the best of the signals it was told."""
+        if not run.indices:
+            raise NordError(f"the run with seed {seed} evaluated nothing within its time "
+                            "budget; nothing to return")
+        table = load_table()
+        arrays = table.arrays(dataset)
+        order = np.asarray(run.indices, dtype=np.int64)
+        position, curve = incumbent_curve(run.accuracies, arrays.reported_accuracy[order],
+                                          run.times)
+        best = int(order[position])
+        return cls(seed=int(seed), reported_accuracy=float(arrays.reported_accuracy[best]),
+                   accuracy=float(run.accuracies[position]), index=best,
+                   cell=table.cells[best], n_params=int(arrays.n_params[best]),
+                   found_at=position + 1, evaluations=len(order),
+                   unique=int(np.unique(order).size), simulated_time=float(run.simulated_time),
+                   utilisation=float(run.utilisation), curve=curve)
+
+
+
+class JSONRecord:
+    """``to_json`` and ``save_json`` for result records that define ``to_dict``."""
+
+    def to_json(self, indent: Optional[int] = 2) -> str:
+        return dumps(self.to_dict(), indent=indent, sort_keys=False)
+
+    def save_json(self, path: Union[str, os.PathLike]) -> Path:
+        """Write ``to_json()`` to ``path`` (folders created); returns the path."""
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(self.to_json() + "\n", encoding="utf-8")
+        return path
+

@@ -1,0 +1,290 @@
+"""Search on NAS-Bench-201 in simulated time: workers, a time budget, anytime curves.
+
+The pieces behind ``nord compare --time-budget S --workers N``: a run of one algorithm and
+seed through the search engine on a :class:`~nord.search.executors.SimulatedExecutor`, and
+the curves that compare such runs::
+
+    from nord.comparisons.simulated import SimulatedSetting, run_simulated_seed
+
+    setting = SimulatedSetting.for_dataset("cifar10", workers=8, mode="async")
+    run = run_simulated_seed("rea", "cifar10", seed=0, setting=setting)
+    run.reported_accuracy, run.evaluations, run.simulated_time, run.utilisation
+    run.curve          # [(simulated seconds, reported accuracy of the incumbent), ...]
+
+**What a run is.** Each evaluation occupies a virtual worker for the training time behind
+its signal (the 12-epoch signal: 12/200 of the 200-epoch training time, an approximation
+stated in :mod:`~nord.benchmarks.nasbench201.evaluator`; the 200-epoch signal: the full
+time) plus ``overhead`` seconds. A repeat of an architecture already evaluated in the run is
+answered from the engine's cache and costs no time. The run ends when the next result would
+come after the time budget; what is in flight then is abandoned.
+
+**The incumbent** at any time is the architecture with the best search signal among the
+results told so far (the first on ties), and its reported figure is its 200-epoch test
+accuracy; ``curve`` holds the times (when the result was told) at which it changed.
+
+**Data-parallel training** (the NORD paper's experiment 2): ``train_workers = k`` makes the
+workers train each network in groups of ``k``, so there are ``workers // k`` virtual
+workers and each evaluation costs ``cost / (k * scaling_efficiency)``.
+
+**Default time budgets** are the NATS-Bench paper's (:data:`TIME_BUDGETS`): 20,000 s on
+CIFAR-10, 40,000 s on CIFAR-100, 120,000 s on ImageNet16-120.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from typing import Any, Dict, List, Mapping, Optional, Sequence
+
+import numpy as np
+
+from nord.benchmarks.nasbench201 import BenchmarkEvaluator, NASBench201Space, get_dataset
+from nord.benchmarks.nasbench201.evaluator import check_signal, signal_costs
+from nord.checks import check_int
+from nord.comparisons.records import SeedRun, incumbent_curve
+from nord.errors import ConfigurationError
+from nord.search.engine import MODES, run_search
+from nord.search.executors import SimulatedExecutor
+from nord.search.algorithms.registry import make_algorithm
+
+__all__ = ["TIME_BUDGETS", "SimulatedSetting", "SimulatedRun", "run_simulated_seed",
+           "incumbent_curve", "curve_on_grid", "anytime_curves", "time_to_reach",
+           "write_anytime_plot"]
+
+TIME_BUDGETS: Dict[str, float] = {"cifar10": 20_000.0, "cifar100": 40_000.0,
+                                  "imagenet16": 120_000.0}
+"""Simulated seconds per run, per data set: the budgets of the NATS-Bench paper."""
+
+EVALUATION_CAP = 10_000_000
+"""Results told per run at most: a safeguard for runs that repeat cached cells forever."""
+
+
+@dataclass(frozen=True)
+class SimulatedSetting:
+    """How runs are simulated (see the module docstring).
+
+    Attributes:
+        time_budget: simulated seconds per run.
+        workers: GPUs of the simulated cluster.
+        mode: 'sync' (generations wait for their slowest network) or 'async'.
+        signal: 'valid12' or 'valid200' (:data:`~nord.benchmarks.nasbench201.SIGNALS`).
+        noise: None, or 'seed' (one training seed's accuracy per evaluation; 'valid200').
+        overhead: seconds added to every evaluation.
+        train_workers: workers that train each network together (1: one network each).
+        scaling_efficiency: the speed-up of ``k`` workers on one network is
+            ``k * scaling_efficiency`` (only used when ``train_workers > 1``).
+    """
+
+    time_budget: float
+    workers: int = 1
+    mode: str = "async"
+    signal: str = "valid12"
+    noise: Optional[str] = None
+    overhead: float = 0.0
+    train_workers: int = 1
+    scaling_efficiency: float = 1.0
+
+    @classmethod
+    def for_dataset(cls, dataset: str, time_budget: Optional[float] = None, **settings
+                    ) -> "SimulatedSetting":
+        """A setting with the data set's NATS-Bench time budget unless one is given."""
+        dataset = get_dataset(dataset).name
+        return cls(time_budget=TIME_BUDGETS[dataset] if time_budget is None else time_budget,
+                   **settings)
+
+    def check(self, dataset: str) -> "SimulatedSetting":
+        """This setting, if every value is in range for ``dataset``.
+
+        Raises:
+            ConfigurationError: a value out of range, naming it and the fix; in particular a
+                time budget too small for the slowest cell's evaluation (so that every run
+                tells at least one result).
+            BenchmarkError: an unknown signal or noise.
+        """
+        check_int(self.workers, "workers (GPUs of the simulated cluster)", 1)
+        check_int(self.train_workers, "train_workers (workers training each network)", 1)
+        if self.workers % self.train_workers:
+            raise ConfigurationError(
+                f"workers ({self.workers}) must be a multiple of train_workers "
+                f"({self.train_workers}), the size of each group that trains one network")
+        if self.mode not in MODES:
+            raise ConfigurationError(f"mode must be one of {', '.join(MODES)}; got {self.mode!r}")
+        check_signal(self.signal, self.noise)
+        for name, value in (("overhead", self.overhead), ("time_budget", self.time_budget)):
+            if isinstance(value, bool) or not isinstance(value, (int, float)) \
+                    or not math.isfinite(value) or value < 0:
+                raise ConfigurationError(
+                    f"{name} must be a finite number of seconds >= 0; got {value!r}")
+        if not (isinstance(self.scaling_efficiency, (int, float))
+                and 0 < self.scaling_efficiency <= 1):
+            raise ConfigurationError(
+                f"scaling_efficiency must be in (0, 1] (1: k workers train a network k times "
+                f"faster); got {self.scaling_efficiency!r}")
+        slowest = self.cost_scale * max(signal_costs(dataset, self.signal)) + self.overhead
+        if self.time_budget < slowest:
+            raise ConfigurationError(
+                f"a time budget of {self.time_budget:g} s is too small for one evaluation: the "
+                f"slowest {dataset} cell costs {slowest:,.1f} s with signal {self.signal!r} "
+                f"(overhead {self.overhead:g} s included); give at least {math.ceil(slowest)}")
+        return self
+
+    @property
+    def cost_scale(self) -> float:
+        """Factor on each evaluation's training time (data-parallel speed-up)."""
+        if self.train_workers == 1:
+            return 1.0
+        return 1.0 / (self.train_workers * self.scaling_efficiency)
+
+    @property
+    def virtual_workers(self) -> int:
+        """Networks trained side by side."""
+        return self.workers // self.train_workers
+
+    def to_dict(self) -> Dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class SimulatedRun:
+    """What one simulated run told its algorithm, and when.
+
+    Attributes:
+        indices: table row of each told result, in the order told.
+        accuracies: the search signal each result carried (noisy ones as seen).
+        times: simulated seconds at which each was told.
+        simulated_time: the clock when the run ended (the budget, unless the algorithm
+            finished first).
+        utilisation: busy share of the workers' time.
+    """
+
+    indices: List[int]
+    accuracies: List[float]
+    times: List[float]
+    simulated_time: float
+    utilisation: float
+
+
+def simulate(algorithm, dataset: str, seed: int, setting: SimulatedSetting,
+             stop_at: Optional[float] = None) -> SimulatedRun:
+    """Run ``algorithm`` (an instance over NASBench201Space) on the simulated clock; it is
+    closed afterwards. The noise of ``setting.noise`` is seeded with ``seed``. ``stop_at``: end
+    the run once the incumbent's reported accuracy reaches it (a fraction)."""
+    evaluator = BenchmarkEvaluator(dataset, signal=setting.signal, noise=setting.noise,
+                                   seed=seed if setting.noise else None)
+    cost = None
+    if setting.cost_scale != 1.0:
+        scale, base = setting.cost_scale, evaluator.evaluation_cost
+        cost = lambda result: base(result) * scale   # noqa: E731 - a one-line cost
+    executor = SimulatedExecutor(evaluator, workers=setting.virtual_workers, cost=cost,
+                                 overhead=setting.overhead, time_budget=setting.time_budget)
+    indices: List[int] = []
+    accuracies: List[float] = []
+    times: List[float] = []
+    add_index, add_accuracy, add_time, now = indices.append, accuracies.append, times.append, \
+        executor.now
+    best = [-math.inf]
+
+    def told(progress) -> None:
+        result = progress.outcome.result
+        add_index(progress.outcome.key)
+        add_accuracy(result.accuracy)
+        add_time(now())
+        if stop_at is not None and result.accuracy > best[0]:
+            best[0] = result.accuracy
+            if result.reported_accuracy >= stop_at:
+                executor.end_now()
+
+    try:
+        run_search(algorithm, executor=executor, budget=EVALUATION_CAP, mode=setting.mode,
+                   on_result=told)
+    finally:
+        algorithm.close()
+    return SimulatedRun(indices, accuracies, times, executor.now(), executor.utilisation())
+
+
+def curve_on_grid(curve: Sequence[Sequence[float]], grid: np.ndarray) -> np.ndarray:
+    """A run's incumbent accuracy at each time of ``grid`` (NaN before its first result)."""
+    if not curve:
+        return np.full(len(grid), np.nan)
+    times = np.array([point[0] for point in curve])
+    values = np.array([point[1] for point in curve])
+    where = np.searchsorted(times, grid, side="right") - 1
+    out = values[np.maximum(where, 0)]
+    out[where < 0] = np.nan
+    return out
+
+
+def anytime_curves(curves: Sequence[Sequence[Sequence[float]]], time_budget: float,
+                   points: int = 101) -> Dict[str, Any]:
+    """Mean and band over seeds of the incumbent's reported accuracy (%) against simulated
+    time: ``time`` (seconds, ``points`` evenly from 0 to the budget), ``mean``, ``low`` and
+    ``high`` (mean -/+ one standard deviation, ddof=0) and ``runs`` (seeds with a result by
+    then). Before a seed's first result it counts in none of them."""
+    grid = np.linspace(0.0, float(time_budget), points)
+    values = np.array([curve_on_grid(curve, grid) for curve in curves]) * 100
+    have = ~np.isnan(values)
+    runs = have.sum(axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        total = np.where(have, values, 0.0).sum(axis=0)
+        mean = np.where(runs > 0, total / np.maximum(runs, 1), np.nan)
+        spread = np.where(have, (values - mean) ** 2, 0.0).sum(axis=0)
+        std = np.where(runs > 0, np.sqrt(spread / np.maximum(runs, 1)), np.nan)
+    return {"time": grid.tolist(), "mean": mean.tolist(), "low": (mean - std).tolist(),
+            "high": (mean + std).tolist(), "runs": runs.astype(int).tolist()}
+
+
+def time_to_reach(curve: Sequence[Sequence[float]], target: float) -> float:
+    """Simulated seconds until the incumbent's reported accuracy (fraction) first reaches
+    ``target``; infinity when it never does."""
+    for time, value in curve:
+        if value >= target:
+            return float(time)
+    return math.inf
+
+
+def write_anytime_plot(path, curves: Mapping[str, Mapping[str, Any]], title: str,
+                       hours: bool = True):
+    """A PNG of anytime curves (``{algorithm: anytime_curves(...)}``): mean and band."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    scale, unit = (3600.0, "h") if hours else (1.0, "s")
+    figure, axes = plt.subplots(figsize=(7, 4.2))
+    for name, curve in curves.items():
+        time = np.asarray(curve["time"]) / scale
+        mean = np.asarray(curve["mean"], dtype=float)
+        line, = axes.plot(time, mean, label=name)
+        axes.fill_between(time, np.asarray(curve["low"], dtype=float),
+                          np.asarray(curve["high"], dtype=float), color=line.get_color(),
+                          alpha=0.2, linewidth=0)
+    axes.set_xlabel(f"simulated time ({unit})")
+    axes.set_ylabel("test accuracy of the incumbent (%)")
+    axes.set_title(title)
+    axes.grid(alpha=0.3)
+    axes.legend()
+    finite = [value for curve in curves.values() for value in curve["low"]
+              if value is not None and math.isfinite(value)]
+    if finite:
+        top = max(value for curve in curves.values() for value in curve["high"]
+                  if value is not None and math.isfinite(value))
+        axes.set_ylim(max(min(finite), top - 6), top + 0.3)
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+    return path
+
+
+def run_simulated_seed(algorithm: str, dataset: str, seed: int, setting: SimulatedSetting,
+                       params: Optional[Mapping[str, Any]] = None,
+                       stop_at: Optional[float] = None):
+    """One simulated run of the algorithm named ``algorithm`` with ``seed`` (``params``: its
+    settings; ``stop_at``: end early once the incumbent's reported accuracy reaches it); a
+    :class:`~nord.comparisons.records.SeedRun` with its simulated time, utilisation and
+    incumbent curve."""
+    dataset = get_dataset(dataset).name
+    bound = math.ceil(setting.virtual_workers * setting.time_budget
+                      / max(1e-9, setting.cost_scale * min(signal_costs(dataset, setting.signal))))
+    instance = make_algorithm(algorithm, NASBench201Space(), seed=seed, budget=bound,
+                              **dict(params or {}))
+    run = simulate(instance, dataset, seed, setting, stop_at)
+    return SeedRun.from_simulated(seed, run, dataset)

@@ -1,0 +1,235 @@
+"""NeuralNet: turns a NeuralDescriptor into a ``torch.nn.Module``.
+
+    net = NeuralNet(descriptor, input_shape=(3, 32, 32), num_classes=10)
+    logits = net(images)                       # (batch, num_classes)
+
+How a descriptor becomes a network:
+
+* Layers are built in topological order. Shape parameters (``in_channels``,
+  ``in_features``, ``num_features``) are inferred from the incoming tensor when omitted,
+  and checked when given.
+* A layer with several inputs merges them by its ``merge`` rule after aligning them:
+  if any input is flat (N, F), spatial inputs are flattened; spatial inputs are
+  average-pooled to the smallest height and width among them; for ``'sum'`` the channel
+  (or feature) counts are zero-padded to the largest, then the tensors are added; for
+  ``'concat'`` they are concatenated along channels (features).
+* A Flatten is put in front of a flat layer (``linear``, ``batch_norm1d``) that receives a
+  spatial tensor. A spatial layer (``conv2d``, pooling) that receives a flat tensor is an
+  error.
+* The output layers are merged by the sum rule, flattened, and followed by the
+  classification head ``Linear(features, num_classes)``.
+
+Anything that cannot be realised for ``input_shape`` (a kernel larger than its input, a
+shape parameter that contradicts the input) raises ``ShapeError`` while building, naming
+the layer and the shapes. Building never modifies the descriptor.
+"""
+from __future__ import annotations
+
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import torch
+from torch import nn
+
+from nord.architecture.descriptor import NeuralDescriptor, architecture_form, form_hash
+from nord.errors import LayerParameterError, ShapeError
+from nord.nn.modules import Merge
+
+_PROBE_BATCH = 2  # > 1 so that batch-norm layers can run in a shape probe
+
+
+class NeuralNet(nn.Module):
+    """The torch module of a descriptor, with a classification head.
+
+    Args:
+        descriptor: the network description; validated, never modified.
+        input_shape: shape of one input sample, (C, H, W) or (F,).
+        num_classes: outputs of the classification head.
+
+    Raises:
+        DescriptorError: the descriptor breaks a graph rule.
+        ShapeError: the descriptor cannot be realised for ``input_shape``.
+    """
+
+    def __init__(self, descriptor: NeuralDescriptor, input_shape: Sequence[int] = (3, 32, 32),
+                 num_classes: int = 10):
+        super().__init__()
+        descriptor.validate()
+        self.input_shape = tuple(int(v) for v in input_shape)
+        self.num_classes = int(num_classes)
+        self._descriptor_hash: Optional[str] = None
+        self.layer_modules = nn.ModuleDict()
+        self.merges = nn.ModuleDict()
+        self.flattens = set()
+        order = descriptor.topological_order()
+        self._order = order
+        self._sources = {name: descriptor.inputs_of(name) for name in order}
+        self._input_layer = descriptor.input_layer
+        self._outputs = descriptor.output_layers
+        self._layers = descriptor.layers  # copies, taken once
+        self.output_shapes: Dict[str, Tuple[int, ...]] = {}
+
+        with torch.no_grad():
+            probes = self._build(order)
+            outputs = [probes[name] for name in self._outputs]
+            self.output_merge = Merge("sum")
+            merged = _probe_merge(self.output_merge, outputs,
+                                  f"the network outputs {self._outputs}")
+        features = int(merged[0].numel())
+        self.head = nn.Sequential(nn.Flatten(), nn.Linear(features, self.num_classes))
+        # Not registered as a submodule: it holds the same layers, and a second registration
+        # would duplicate every parameter in state_dict (and in Horovod's broadcasts).
+        object.__setattr__(self, "_chain", self._as_chain())
+        self._release = self._release_plan()
+
+    @property
+    def descriptor_hash(self) -> str:
+        """The descriptor's ``hash``, computed on first use: building does not need it."""
+        if self._descriptor_hash is None:
+            self._descriptor_hash = form_hash(architecture_form(
+                self._layers, self._sources, self._input_layer, self._outputs))
+        return self._descriptor_hash
+
+    # --- building ---------------------------------------------------------------------
+    def _build(self, order: List[str]) -> Dict[str, torch.Tensor]:
+        probes: Dict[str, torch.Tensor] = {}
+        network_input = torch.zeros((_PROBE_BATCH,) + self.input_shape)
+        layers = self._layers
+        for name in order:
+            layer = layers[name]
+            spec = layer.spec
+            sources = self._sources[name]
+            if sources:
+                if len(sources) > 1:
+                    self.merges[name] = Merge(layer.merge)
+                    x = _probe_merge(self.merges[name], [probes[s] for s in sources],
+                                     f"the inputs {sources} of layer '{name}'")
+                else:
+                    x = probes[sources[0]]
+            else:
+                x = network_input
+            where = f"layer '{name}' ({spec.name})"
+            if spec.input_kind == "flat" and x.dim() > 2:
+                self.flattens.add(name)
+                x = x.flatten(1)
+            elif spec.input_kind == "spatial" and x.dim() != 4:
+                raise ShapeError(
+                    f"{where} needs a spatial input (channels, height, width) but receives "
+                    f"shape {_shape(x)} from {sources or 'the network input'}; put spatial layers "
+                    "before flat ones (linear), or use input_shape=(C, H, W)")
+            kwargs = dict(layer.params)
+            if spec.shape_param is not None:
+                actual = int(x.shape[1])
+                given = kwargs.get(spec.shape_param)
+                if given is not None and given != actual:
+                    raise ShapeError(
+                        f"{where} was given {spec.shape_param}={given}, but its input has shape "
+                        f"{_shape(x)} ({actual} {'channels' if x.dim() == 4 else 'features'}); "
+                        f"omit {spec.shape_param} to have it inferred, or set it to {actual}")
+                kwargs[spec.shape_param] = actual
+            kwargs.update(dict(spec.forced))
+            kwargs = {key: tuple(v) if isinstance(v, list) else v for key, v in kwargs.items()}
+            try:
+                module = spec.resolve()(**kwargs)
+            except (TypeError, ValueError, RuntimeError) as error:
+                # RuntimeError: torch rejects some values only when allocating the weights
+                # (a negative kernel size, say).
+                raise LayerParameterError(f"{where} cannot be built with {kwargs}: {error}") from error
+            module.eval()
+            try:
+                out = module(x)
+            except (RuntimeError, ValueError, IndexError) as error:
+                # IndexError: a dimension argument out of range for the tensor (flatten).
+                raise ShapeError(
+                    f"{where} cannot take its input of shape {_shape(x)} "
+                    f"(network input {self.input_shape}) with parameters {layer.params}: "
+                    f"{_first_line(error)}") from error
+            if not isinstance(out, torch.Tensor) or out.numel() == 0:
+                raise ShapeError(
+                    f"{where} turns its input of shape {_shape(x)} into an empty tensor "
+                    f"{_shape(out) if isinstance(out, torch.Tensor) else type(out).__name__}; "
+                    "reduce its kernel, stride or padding, or use a larger input")
+            if out.dim() < 2 or out.shape[0] != x.shape[0]:
+                raise ShapeError(
+                    f"{where} turns a batch of shape {tuple(x.shape)} into shape "
+                    f"{tuple(out.shape)}, which no longer keeps the batch in dimension 0; "
+                    "every layer must map (batch, ...) to (batch, ...) (for flatten, keep "
+                    "start_dim >= 1)")
+            module.train()
+            self.layer_modules[name] = module
+            probes[name] = out
+            self.output_shapes[name] = tuple(out.shape[1:])
+        return probes
+
+    def _as_chain(self) -> Optional[nn.Sequential]:
+        """A plain Sequential when the graph is a chain, so it runs as fast as hand-written code."""
+        if len(self._outputs) != 1 or self._merges_used():
+            return None
+        for previous, name in zip(self._order, self._order[1:]):
+            if self._sources[name] != [previous]:
+                return None
+        steps = []
+        for name in self._order:
+            if name in self.flattens:
+                steps.append(nn.Flatten())
+            steps.append(self.layer_modules[name])
+        return nn.Sequential(*steps)
+
+    def _merges_used(self) -> bool:
+        return len(self.merges) > 0
+
+    def _release_plan(self) -> Dict[str, List[str]]:
+        """For each layer, the tensors no longer needed once it has run (saves memory)."""
+        last_use = {}
+        for name in self._order:
+            for source in self._sources[name]:
+                last_use[source] = name
+        plan: Dict[str, List[str]] = {name: [] for name in self._order}
+        for source, user in last_use.items():
+            if source not in self._outputs:
+                plan[user].append(source)
+        return plan
+
+    # --- running ----------------------------------------------------------------------
+    def forward(self, x):
+        if self._chain is not None:
+            return self.head(self._chain(x))
+        values = {}
+        for name in self._order:
+            sources = self._sources[name]
+            if not sources:
+                h = x
+            elif len(sources) == 1:
+                h = values[sources[0]]
+            else:
+                h = self.merges[name](*[values[s] for s in sources])
+            if name in self.flattens:
+                h = h.flatten(1)
+            values[name] = self.layer_modules[name](h)
+            for done in self._release[name]:
+                del values[done]
+        return self.head(self.output_merge(*[values[name] for name in self._outputs]))
+
+    def count_parameters(self) -> int:
+        """Trainable parameters, the head included."""
+        return sum(p.numel() for p in self.parameters() if p.requires_grad)
+
+
+def _probe_merge(merge: Merge, tensors: List[torch.Tensor], what: str) -> torch.Tensor:
+    """Run a merge on probe tensors, turning a failure into a ShapeError that names them."""
+    try:
+        return merge(*tensors)
+    except (RuntimeError, ValueError, IndexError) as error:
+        raise ShapeError(
+            f"{what} cannot be merged by {merge.rule!r}: their shapes "
+            f"{[_shape(t) for t in tensors]} cannot be aligned ({_first_line(error)}); "
+            "merge only (batch, features) and (batch, channels, height, width) tensors") from error
+
+
+def _shape(tensor) -> Tuple[int, ...]:
+    """The shape of one sample (the probe's batch dimension left out)."""
+    return tuple(tensor.shape[1:])
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__

@@ -1,0 +1,830 @@
+"""Environment: the MPI ranks of a run, their groups, rank-0 logging and a clean abort.
+
+One script runs unchanged on a laptop and on a cluster::
+
+    from nord.parallel.environment import Environment, derive_seed
+
+    with Environment(group_size=1) as env:                  # each rank trains alone
+        env.log("%d ranks in %d groups", env.size, env.n_groups)  # written once, by rank 0
+        seed = derive_seed(0, env.rank)                     # a different stream per rank
+        result = ...      # train in this group; with k > 1, e.g. hvd.init(comm=env.group.comm)
+        results = env.gather(result)                        # a list on rank 0, None elsewhere
+        env.status(f"trained with seed {seed}")             # one line per rank, in rank order
+
+``python script.py`` is a single process (``size`` 1, ``comm`` None) that never imports
+mpi4py; ``mpirun -np 4 python script.py`` (see ``hostfiles/``) gives four ranks. MPI is
+started only when the process was launched by an MPI launcher (Open MPI, MPICH/Hydra, Intel
+MPI, MVAPICH or a PMIx launcher such as ``srun --mpi=pmix``; recognised by the variables they
+set), when ``use_mpi=True``, or when mpi4py's MPI module was already imported and initialised.
+Under ``srun`` the local rank comes from ``SLURM_LOCALID``; several tasks that ``srun``
+started without an MPI plugin (``--mpi=none``) are refused with a ConfigurationError, since
+each would run the whole job alone.
+
+Groups. The ranks that evaluate networks are split into consecutive groups of ``group_size``
+ranks, each with its own communicator: ``group_size=size`` (or ``None``) makes one group of
+every rank (each network is trained by all ranks), ``group_size=1`` one group per rank (each
+rank trains whole networks). When the number of ranks is not a multiple of ``group_size`` the
+last group is smaller: 3 ranks in groups of 2 give ``(0, 1)`` and ``(2,)``. With
+``dedicated_root=True`` rank 0 belongs to no group (it runs the search algorithm and hands out
+work) and ranks ``1 .. size-1`` are split the same way. :func:`group_layout` and
+:func:`group_assignment` compute this without MPI.
+
+Failure. An exception that leaves the ``with`` block on any rank of a multi-rank job prints
+that rank's traceback on stderr, each line prefixed with ``[rank R]``, and calls ``MPI_Abort``
+on ``COMM_WORLD``: the whole job ends at once with a non-zero status instead of hanging in the
+next collective. ``KeyboardInterrupt`` ends it with status 130, ``sys.exit(n)`` with ``n``
+(``sys.exit(0)`` is a normal exit). While the environment is active a ``sys.excepthook`` does
+the same for an exception that reaches the top level (for code that calls :meth:`start`
+without ``with``). SIGTERM is left at its default: the rank dies at once, even when it is
+blocked inside an MPI call, and ``mpirun`` then ends the other ranks. A single process
+(without MPI, or ``mpirun -np 1``) lets exceptions propagate as plain Python does.
+
+Exit. Leaving the ``with`` block normally is a barrier on ``COMM_WORLD``; then the group
+communicators are freed. ``MPI_Finalize`` is left to mpi4py, which calls it when the
+interpreter exits (``mpi4py.rc.finalize``), so the ranks can still communicate after the
+block, and a second ``Environment`` can be made in the same job.
+"""
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import logging
+import os
+import signal
+import socket
+import sys
+import threading
+import time
+import traceback
+from typing import Any, Iterator, List, Mapping, NamedTuple, Optional, Tuple
+
+from nord.errors import ConfigurationError, DistributedError, MissingDependencyError, RunInterrupted
+
+__all__ = [
+    "Environment",
+    "Group",
+    "GroupAssignment",
+    "group_layout",
+    "group_assignment",
+    "derive_seed",
+    "launched_by_mpi",
+    "launcher_world_size",
+    "launcher_rank",
+    "launcher_local_rank",
+    "import_mpi",
+    "wait_for_message",
+    "interruptible",
+]
+
+logger = logging.getLogger(__name__)
+
+# Variables that MPI launchers set in every rank they start; none is set by a plain `python`.
+_LAUNCHER_VARIABLES = (
+    "OMPI_COMM_WORLD_SIZE",  # Open MPI mpirun / orterun / prterun
+    "PMIX_RANK",  # any PMIx launcher (Open MPI 4/5, srun --mpi=pmix)
+    "PMI_SIZE",  # MPICH / Hydra, Intel MPI, srun --mpi=pmi2
+    "PMI_RANK",
+    "MV2_COMM_WORLD_SIZE",  # MVAPICH2
+    "MPI_LOCALNRANKS",  # MPICH / Hydra
+)
+# SLURM's come last: a launcher started inside a SLURM job (mpirun in an sbatch script) sets
+# its own, while the job's SLURM_* variables stay in the environment of every rank.
+_WORLD_SIZE_VARIABLES = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "MV2_COMM_WORLD_SIZE",
+                         "SLURM_STEP_NUM_TASKS")
+_RANK_VARIABLES = ("OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "MV2_COMM_WORLD_RANK",
+                   "SLURM_PROCID")
+_LOCAL_RANK_VARIABLES = ("OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID",
+                         "MV2_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID")
+
+_FIRST_SLEEP = 5e-5
+_QUIET_GRACE = 2.0
+_FORWARD_DELAY = 0.2
+_HANDLER_NAME = "nord.parallel.environment"
+_LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+_SEED_RANGE = 2**32  # numpy, torch and random all accept seeds in [0, 2**32)
+
+
+# --- pure helpers: no MPI, testable with any rank and size ------------------------------------
+class GroupAssignment(NamedTuple):
+    """Where one rank sits in the group layout.
+
+    Attributes:
+        index: the group's number, from 0.
+        rank: the rank's position inside its group (0 is the group root).
+        size: the number of ranks in the group.
+        members: the world ranks of the group, in order; ``members[0]`` is the group root.
+    """
+
+    index: int
+    rank: int
+    size: int
+    members: Tuple[int, ...]
+
+
+def _as_int(value: Any, name: str) -> int:
+    """``value`` as an int; rejects bools, floats and strings with a ConfigurationError."""
+    if isinstance(value, bool):
+        raise ConfigurationError(f"{name} must be an integer, got the bool {value!r}")
+    try:
+        return int(value.__index__())
+    except (AttributeError, TypeError):
+        raise ConfigurationError(
+            f"{name} must be an integer, got {value!r} ({type(value).__name__})"
+        ) from None
+
+
+def group_layout(size: int, group_size: Optional[int] = None,
+                 dedicated_root: bool = False) -> Tuple[Tuple[int, ...], ...]:
+    """Split the world ranks into groups of ``group_size`` consecutive ranks.
+
+    Args:
+        size: the number of ranks in the job.
+        group_size: ranks per group; ``None`` puts every evaluating rank in one group. When the
+            evaluating ranks are not a multiple of it, the last group is smaller.
+        dedicated_root: keep rank 0 out of every group (it runs the search) and split ranks
+            ``1 .. size-1``.
+
+    Returns:
+        One tuple of world ranks per group, in order; the first rank of each is its root.
+
+    Raises:
+        ConfigurationError: ``size`` < 1, ``group_size`` < 1 or larger than the ranks there are to
+            split, or ``dedicated_root`` with a single rank.
+
+    >>> group_layout(3, 2)
+    ((0, 1), (2,))
+    >>> group_layout(4, 1, dedicated_root=True)
+    ((1,), (2,), (3,))
+    """
+    size = _as_int(size, "size")
+    if size < 1:
+        raise ConfigurationError(f"size must be at least 1, got {size}")
+    if dedicated_root and size < 2:
+        raise ConfigurationError(
+            "dedicated_root=True keeps rank 0 out of every group, so it needs at least 2 ranks; "
+            f"got size={size}. Launch with `mpirun -np 2` or more, or set dedicated_root=False.")
+    workers = list(range(1 if dedicated_root else 0, size))
+    if group_size is None:
+        k = len(workers)
+    else:
+        k = _as_int(group_size, "group_size")
+        if k < 1:
+            raise ConfigurationError(
+                f"group_size must be at least 1 (1 = each rank trains alone), got {k}; "
+                "use None for one group of all ranks")
+        if k > len(workers):
+            who = (f"the {len(workers)} ranks besides the dedicated root" if dedicated_root
+                   else f"the {size} ranks of the job")
+            raise ConfigurationError(
+                f"a group size of {k} (--group-size, group_size=) is larger than {who}; "
+                f"launch more ranks, use a group size of at most {len(workers)}, or leave it "
+                "unset for one group of all of them")
+    return tuple(tuple(workers[start:start + k]) for start in range(0, len(workers), k))
+
+
+def group_assignment(rank: int, size: int, group_size: Optional[int] = None,
+                     dedicated_root: bool = False) -> Optional[GroupAssignment]:
+    """The group of world rank ``rank`` in ``group_layout(size, group_size, dedicated_root)``.
+
+    Returns:
+        Its :class:`GroupAssignment`, or None for rank 0 when ``dedicated_root`` is set.
+
+    Raises:
+        ConfigurationError: ``rank`` outside ``0 .. size-1``, or invalid group arguments.
+    """
+    rank = _as_int(rank, "rank")
+    layout = group_layout(size, group_size, dedicated_root)
+    if not 0 <= rank < size:
+        raise ConfigurationError(f"rank must be in 0..{size - 1} for size={size}, got {rank}")
+    for index, members in enumerate(layout):
+        if rank in members:
+            return GroupAssignment(index, members.index(rank), len(members), members)
+    return None
+
+
+def derive_seed(base_seed: Optional[int], rank: int, *keys: int) -> Optional[int]:
+    """The seed for one rank (and optional further keys), derived from the run's seed.
+
+    All per-rank seeds come from here so that a run is reproducible from one number, and no two
+    ranks (or groups, or evaluations, given as ``keys``) share a random stream. A hash is used
+    instead of ``base_seed + rank`` so that run 0's rank 1 does not replay run 1's rank 0.
+
+    Args:
+        base_seed: the run's seed, a non-negative integer; None (unseeded) gives None.
+        rank: usually the world rank; any non-negative integer such as a group index.
+        *keys: further non-negative integers that select independent streams.
+
+    Returns:
+        An integer in ``[0, 2**32)``, which numpy, torch and ``random`` all accept; equal
+        arguments give equal seeds on every machine and Python version.
+
+    Raises:
+        ConfigurationError: a negative or non-integer argument.
+    """
+    if base_seed is None:
+        return None
+    parts = [_as_int(base_seed, "base_seed"), _as_int(rank, "rank")]
+    parts += [_as_int(key, "key") for key in keys]
+    if min(parts) < 0:
+        raise ConfigurationError(f"seeds, ranks and keys must be non-negative, got {tuple(parts)}")
+    digest = hashlib.blake2b(":".join(map(str, parts)).encode("ascii"), digest_size=8).digest()
+    return int.from_bytes(digest, "little") % _SEED_RANGE
+
+
+def launched_by_mpi(environ: Optional[Mapping[str, str]] = None) -> bool:
+    """Whether this process was started by an MPI launcher (mpirun, mpiexec, srun with PMI/PMIx)."""
+    environ = os.environ if environ is None else environ
+    return any(name in environ for name in _LAUNCHER_VARIABLES)
+
+
+def _first_int(environ: Mapping[str, str], names: Tuple[str, ...]) -> Optional[int]:
+    for name in names:
+        try:
+            return int(environ[name])
+        except (KeyError, ValueError):
+            continue
+    return None
+
+
+def launcher_world_size(environ: Optional[Mapping[str, str]] = None) -> Optional[int]:
+    """The number of ranks the launcher started, read from its variables; None if unknown."""
+    return _first_int(os.environ if environ is None else environ, _WORLD_SIZE_VARIABLES)
+
+
+def launcher_rank(environ: Optional[Mapping[str, str]] = None) -> Optional[int]:
+    """This process's world rank as its launcher set it, read without starting MPI; None
+    outside a launcher (so that code running before MPI starts can let one rank speak)."""
+    return _first_int(os.environ if environ is None else environ, _RANK_VARIABLES)
+
+
+def launcher_local_rank(environ: Optional[Mapping[str, str]] = None) -> Optional[int]:
+    """This rank's number on its host, read from the launcher's variables; None if unknown."""
+    return _first_int(os.environ if environ is None else environ, _LOCAL_RANK_VARIABLES)
+
+
+def import_mpi():
+    """mpi4py's MPI module, or a MissingDependencyError that says how to install it."""
+    try:
+        from mpi4py import MPI
+    except ImportError as error:
+        raise MissingDependencyError(
+            "this needs mpi4py; install it with `pip install mpi4py` (or `pip install nord[mpi]`) "
+            "next to an MPI library such as Open MPI") from error
+    return MPI
+
+
+def wait_for_message(comm, source: int, tag: int, status, poll_interval: float = 0.00025) -> None:
+    """Wait until a message from ``source`` with ``tag`` can be received, without spinning a core.
+
+    Open MPI's blocking receive spins on the CPU, which on a machine with more ranks than cores
+    slows the ranks that compute. This polls with ``Iprobe`` and sleeps between polls, from 50
+    microseconds doubling up to ``poll_interval``: a quick message is seen within about 0.1 ms,
+    a long wait costs about one poll per interval. (Spinning first, even with
+    ``sched_yield``, measured worse on an oversubscribed machine: the spinning rank delays the
+    very rank it waits for.) ``poll_interval=0`` blocks in ``Probe`` instead.
+    """
+    if poll_interval <= 0:
+        comm.Probe(source=source, tag=tag, status=status)
+        return
+    sleep = _FIRST_SLEEP
+    while not comm.Iprobe(source=source, tag=tag, status=status):
+        time.sleep(sleep)
+        sleep = min(sleep * 2, poll_interval)
+
+
+def _refuse_srun_without_mpi(environ: Optional[Mapping[str, str]] = None) -> None:
+    """Raise when srun started several tasks without an MPI plugin.
+
+    Each of those tasks would be a job of one rank that repeats the whole run (and writes
+    the same journal), which is never what was meant.
+    """
+    environ = os.environ if environ is None else environ
+    tasks = _first_int(environ, ("SLURM_STEP_NUM_TASKS",))
+    if tasks is not None and tasks > 1:
+        raise ConfigurationError(
+            f"srun started {tasks} tasks without an MPI plugin, so each task would run the whole "
+            f"job alone as rank 0 of 1 (this is task {environ.get('SLURM_PROCID', '?')}); launch "
+            "with `srun --mpi=pmix ...` (Open MPI; `srun --mpi=list` shows the plugins), or ask "
+            "for MpiDefault=pmix in slurm.conf. To run the tasks as independent processes, "
+            "use Environment(use_mpi=False).")
+
+
+def yield_where_cores_are_shared(environ: Optional[Mapping[str, str]] = None) -> bool:
+    """Before MPI starts: tell Open MPI to yield the core while it waits, when the ranks on
+    this host (each with its torch threads and a communication thread) want more cores than
+    the host has. Open MPI waits by polling, which would take those cores from training. A
+    setting of the user's is kept. Returns whether yielding was asked for here."""
+    environ = os.environ if environ is None else environ
+    if "OMPI_COMM_WORLD_SIZE" not in environ or "OMPI_MCA_mpi_yield_when_idle" in environ:
+        return False
+    ranks = _first_int(environ, ("OMPI_COMM_WORLD_LOCAL_SIZE",)) or 1
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    host_cores = os.cpu_count() or cores
+    threads = _first_int(environ, ("OMP_NUM_THREADS",)) or host_cores
+    if ranks * (threads + 1) <= host_cores:
+        return False
+    environ["OMPI_MCA_mpi_yield_when_idle"] = "1"
+    return True
+
+
+def _reclaim_signals() -> None:
+    """Give SIGINT and SIGTERM back to the handlers Python believes are set.
+
+    Starting MPI may install the MPI library's own handlers at the C level, behind Python's
+    back; a handler set before (``interruptible``) would then never run.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        return
+    for number in (signal.SIGINT, signal.SIGTERM):
+        handler = signal.getsignal(number)
+        if handler is not None:
+            signal.signal(number, handler)
+
+
+@contextlib.contextmanager
+def interruptible() -> Iterator[None]:
+    """Inside, SIGINT and SIGTERM raise :class:`~nord.errors.RunInterrupted` in the main thread.
+
+    A run then ends cleanly: its journal says ``interrupted`` and how to go on. Under mpirun
+    (which forwards SIGINT and SIGTERM to every rank as SIGTERM) and srun every rank gets the
+    signal, and an Environment ends the ranks quietly. A signal whose handler the application
+    set itself is left alone. Once a signal came, a second SIGTERM is ignored while the run
+    ends (launchers repeat it) and a second Ctrl-C stops at once. Outside the main thread this
+    does nothing.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {}
+
+    def stop(signum, frame):
+        signal.signal(signum, signal.SIG_IGN if signum == signal.SIGTERM else previous[signum])
+        raise RunInterrupted(signal.Signals(signum).name)
+
+    for number, default in ((signal.SIGINT, signal.default_int_handler),
+                            (signal.SIGTERM, signal.SIG_DFL)):
+        if signal.getsignal(number) is default:
+            previous[number] = default
+            signal.signal(number, stop)
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+
+
+# --- collectives: thin wrappers that are the identity on a single process ----------------------
+def _check_root(root: int, size: int) -> int:
+    root = _as_int(root, "root")
+    if not 0 <= root < size:
+        raise ConfigurationError(f"root must be a rank in 0..{size - 1}, got {root}")
+    return root
+
+
+class _Collectives:
+    """Collectives of Python objects over a communicator, or their one-process meaning without."""
+
+    def _comm_and_size(self) -> Tuple[Any, int]:
+        """The mpi4py communicator (None without MPI) and its size."""
+        raise NotImplementedError
+
+    def barrier(self) -> None:
+        """Wait until every rank of the communicator gets here."""
+        comm, _ = self._comm_and_size()
+        if comm is not None:
+            comm.barrier()
+
+    def bcast(self, obj: Any = None, root: int = 0) -> Any:
+        """``root``'s ``obj`` (any picklable object), returned on every rank."""
+        comm, size = self._comm_and_size()
+        root = _check_root(root, size)
+        return obj if comm is None else comm.bcast(obj, root=root)
+
+    def gather(self, obj: Any, root: int = 0) -> Optional[List[Any]]:
+        """Every rank's ``obj`` as a list in rank order on ``root``; None on the other ranks."""
+        comm, size = self._comm_and_size()
+        root = _check_root(root, size)
+        return [obj] if comm is None else comm.gather(obj, root=root)
+
+    def allgather(self, obj: Any) -> List[Any]:
+        """Every rank's ``obj`` as a list in rank order, on every rank."""
+        comm, _ = self._comm_and_size()
+        return [obj] if comm is None else comm.allgather(obj)
+
+
+class Group(_Collectives):
+    """The ranks that train one network together, with their own communicator.
+
+    Attributes:
+        index: the group's number, from 0 (networks can be dealt out by it).
+        rank: this rank's position in the group; 0 is the group root.
+        size: the number of ranks in the group.
+        members: the world ranks of the group, in order.
+        comm: the group's mpi4py communicator (give it to ``hvd.init(comm=...)``, which keeps a
+            duplicate, or use it for collectives inside the group); None in a single process
+            without MPI. The Environment frees it when it closes.
+    """
+
+    def __init__(self, index: int, rank: int, size: int, members: Tuple[int, ...],
+                 comm: Any = None):
+        self.index = index
+        self.rank = rank
+        self.size = size
+        self.members = tuple(members)
+        self.comm = comm
+
+    @property
+    def is_root(self) -> bool:
+        """Whether this rank is the group's root (its rank 0)."""
+        return self.rank == 0
+
+    @property
+    def root(self) -> int:
+        """The world rank of the group's root."""
+        return self.members[0]
+
+    def _comm_and_size(self):
+        return self.comm, self.size
+
+    def __repr__(self) -> str:
+        return (f"Group(index={self.index}, rank={self.rank}, size={self.size}, "
+                f"members={self.members})")
+
+
+# --- the environment ---------------------------------------------------------------------------
+class Environment(_Collectives):
+    """The ranks of a run: world rank and size, groups, rank-0 output and a clean abort.
+
+    Args:
+        group_size: ranks per group; None (default) = one group of all evaluating ranks,
+            1 = each rank alone. The last group is smaller when the ranks are not a multiple.
+        dedicated_root: keep rank 0 out of every group (its ``group`` is None); it needs 2 ranks
+            or more.
+        use_mpi: None (default) starts MPI only under an MPI launcher; True always does (a
+            single process outside mpirun is then an MPI singleton) and fails without mpi4py;
+            False never does.
+        log_level: the level given to the ``nord`` logger on rank 0 when it has none.
+        log_handler: on rank 0, attach a stderr handler to the ``nord`` logger (never to the root
+            logger) while active, unless one is already there. Set False when the application
+            configures logging itself.
+
+    The constructor only stores its arguments; :meth:`start` (or ``with``) starts MPI, makes the
+    groups and installs the abort hook, and :meth:`close` undoes it. World attributes (``rank``,
+    ``size``, ``local_rank``, ``is_root``, ``comm``, ``group``, ``n_groups``, ``group_roots``,
+    ``group_layout``) are readable once started, and still after closing.
+    """
+
+    def __init__(self, group_size: Optional[int] = None, dedicated_root: bool = False,
+                 use_mpi: Optional[bool] = None, log_level: int = logging.INFO,
+                 log_handler: bool = True):
+        self.group_size = group_size
+        self.dedicated_root = dedicated_root
+        self.use_mpi = use_mpi
+        self.log_level = log_level
+        self.log_handler = log_handler
+        self._started = False
+        self._active = False
+        self._comm = None
+        self._rank = 0
+        self._size = 1
+        self._local_rank = 0
+        self._group: Optional[Group] = None
+        self._layout: Tuple[Tuple[int, ...], ...] = ()
+        self._previous_excepthook = None
+        self._handler: Optional[logging.Handler] = None
+        self._previous_level: Optional[int] = None
+
+    # --- life cycle ---------------------------------------------------------------------------
+    def start(self) -> "Environment":
+        """Start MPI (when launched by mpirun or asked to), make the groups, install the abort hook.
+
+        Every rank must call it (it splits communicators). Returns self.
+
+        Raises:
+            ConfigurationError: invalid group arguments for this number of ranks (raised on every
+                rank alike, so the job ends without hanging).
+            MissingDependencyError: ``use_mpi=True`` without mpi4py installed.
+            DistributedError: the environment is already active.
+        """
+        if self._active:
+            raise DistributedError(
+                "this Environment is already active; close it before starting it again")
+        if self.use_mpi not in (None, True, False):
+            raise ConfigurationError(
+                f"use_mpi must be None (automatic), True or False, got {self.use_mpi!r}")
+        comm = self._connect()
+        rank, size = (0, 1) if comm is None else (comm.Get_rank(), comm.Get_size())
+        layout = group_layout(size, self.group_size, self.dedicated_root)
+        assignment = group_assignment(rank, size, self.group_size, self.dedicated_root)
+        self._comm, self._rank, self._size, self._layout = comm, rank, size, layout
+        self._local_rank = 0 if comm is None else self._find_local_rank(comm)
+        self._group = self._make_group(comm, assignment)
+        self._started = self._active = True
+        self._previous_excepthook = sys.excepthook
+        sys.excepthook = self._excepthook
+        self._attach_log_handler()
+        logger.debug("rank %d of %d started (MPI: %s), groups %s",
+                     rank, size, comm is not None, layout)
+        return self
+
+    def close(self) -> None:
+        """Leave the environment: a barrier on every rank, then free the group communicators.
+
+        Hooks and the log handler are removed. MPI itself stays initialised until the
+        interpreter exits (mpi4py finalises it then). Closing twice does nothing.
+        """
+        if not self._active:
+            return
+        self._active = False
+        try:
+            if self._comm is not None:
+                self._comm.barrier()
+        finally:
+            self._release()
+
+    def _release(self) -> None:
+        if self._group is not None and self._group.comm is not None:
+            self._group.comm.Free()  # Horovod duplicates the communicator it is given
+        if sys.excepthook == self._excepthook:
+            sys.excepthook = self._previous_excepthook
+        self._detach_log_handler()
+
+    def __enter__(self) -> "Environment":
+        return self.start()
+
+    def __exit__(self, exc_type, exc, tb) -> bool:
+        if exc_type is None or (issubclass(exc_type, SystemExit) and exc.code in (None, 0)):
+            self.close()
+            return False
+        if issubclass(exc_type, RunInterrupted) and self._aborts_on_error():
+            self._leave_quietly(exc.exit_code)  # every rank was signalled; the run said how it ended
+        if self._aborts_on_error():
+            self._fail(exc_type, exc, tb)  # does not return
+        self._active = False  # a single process: the exception propagates as in plain Python
+        self._release()
+        return False
+
+    def _connect(self):
+        """COMM_WORLD when MPI should run in this process, else None."""
+        if self.use_mpi is False:
+            return None
+        loaded = sys.modules.get("mpi4py.MPI")
+        already_running = (loaded is not None and loaded.Is_initialized()
+                           and not loaded.Is_finalized())
+        if self.use_mpi is None and not (launched_by_mpi() or already_running):
+            _refuse_srun_without_mpi()
+            return None
+        yield_where_cores_are_shared()
+        try:
+            from mpi4py import MPI
+        except ImportError as error:
+            if self.use_mpi:
+                raise MissingDependencyError(
+                    "Environment(use_mpi=True) needs mpi4py; install it with "
+                    "`pip install mpi4py` (or `pip install nord[mpi]`) next to an MPI library "
+                    "such as Open MPI (`apt-get install openmpi-bin libopenmpi-dev`)") from error
+            launched = launcher_world_size()
+            if launched is not None and launched > 1:
+                logger.warning(
+                    "this process was launched by mpirun with %d ranks but mpi4py is not "
+                    "installed, so every rank runs alone as rank 0 of 1 and repeats the whole job; "
+                    "install mpi4py (`pip install mpi4py`) to share the work", launched)
+            return None
+        if MPI.Is_finalized():
+            raise DistributedError("MPI was already finalised in this process; an Environment "
+                                   "cannot start it again. Make all Environments before exit.")
+        if not MPI.Is_initialized():  # mpi4py.rc.initialize was turned off by the application
+            MPI.Init_thread()
+        _reclaim_signals()
+        return MPI.COMM_WORLD
+
+    @staticmethod
+    def _find_local_rank(comm) -> int:
+        local_rank = launcher_local_rank()
+        if local_rank is not None:
+            return local_rank
+        from mpi4py import MPI
+
+        shared = comm.Split_type(MPI.COMM_TYPE_SHARED, key=comm.Get_rank())
+        try:
+            return shared.Get_rank()
+        finally:
+            shared.Free()
+
+    @staticmethod
+    def _make_group(comm, assignment: Optional[GroupAssignment]) -> Optional[Group]:
+        if comm is None:
+            return None if assignment is None else Group(*assignment, comm=None)
+        from mpi4py import MPI
+
+        color = MPI.UNDEFINED if assignment is None else assignment.index
+        sub = comm.Split(color, key=comm.Get_rank())  # collective: every rank takes part
+        if assignment is None:
+            return None
+        return Group(*assignment, comm=sub)
+
+    # --- failure ------------------------------------------------------------------------------
+    def _aborts_on_error(self) -> bool:
+        return self._comm is not None and self._size > 1
+
+    def _excepthook(self, exc_type, exc, tb) -> None:
+        if self._active and self._aborts_on_error():
+            self._fail(exc_type, exc, tb)
+        (self._previous_excepthook or sys.__excepthook__)(exc_type, exc, tb)
+
+    def _fail(self, exc_type, exc, tb) -> None:
+        """Print this rank's traceback, prefixed with its rank, then abort the whole job."""
+        if issubclass(exc_type, SystemExit):
+            code = exc.code if isinstance(exc.code, int) else 1
+            text = f"sys.exit({exc.code!r}) inside the environment\n"
+        elif issubclass(exc_type, KeyboardInterrupt):
+            code = 130
+            text = "interrupted (KeyboardInterrupt)\n"
+        else:
+            code = 1
+            text = "".join(traceback.format_exception(exc_type, exc, tb))
+        prefix = f"[rank {self._rank}] "
+        lines = [prefix + line for line in text.rstrip("\n").split("\n")]
+        lines.append(f"{prefix}error on host {socket.gethostname()} (pid {os.getpid()}): aborting "
+                     f"all {self._size} ranks with MPI_Abort({code})")
+        try:
+            sys.stdout.flush()
+        except (OSError, ValueError):
+            pass
+        try:
+            sys.stderr.write("\n".join(lines) + "\n")
+            sys.stderr.flush()
+        except (OSError, ValueError):
+            pass
+        self.abort(code)
+
+    def _leave_quietly(self, code: int) -> None:
+        """End this rank with ``code``, printing nothing (no MPI_Abort banner either).
+
+        mpirun and srun end the job when one of its ranks leaves with a non-zero status, so
+        the other ranks give rank 0, which records how the run ended and says so, up to
+        ``_QUIET_GRACE`` seconds to leave first (the job ends when it does).
+        """
+        if self._rank != 0:
+            time.sleep(_QUIET_GRACE)
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):
+                pass
+        time.sleep(_FORWARD_DELAY)  # mpirun drops output it has not read when the job ends
+        os._exit(code)
+
+    def abort(self, code: int = 1) -> None:
+        """End the whole job now with exit status ``code``: ``MPI_Abort`` on ``COMM_WORLD``.
+
+        No clean-up runs (no ``finally``, no ``atexit``), on any rank. Without MPI the process
+        exits at once with ``code``.
+        """
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):
+                pass
+        if self._comm is not None:
+            self._comm.Abort(code)
+        os._exit(code)
+
+    # --- world --------------------------------------------------------------------------------
+    def _require_started(self) -> None:
+        if not self._started:
+            raise DistributedError(
+                "the Environment has not been started; use `with Environment(...) as env:` "
+                "or call env.start() first")
+
+    def _comm_and_size(self):
+        self._require_started()
+        return self._comm, self._size
+
+    @property
+    def rank(self) -> int:
+        """This process's rank in COMM_WORLD (0 in a single process)."""
+        self._require_started()
+        return self._rank
+
+    @property
+    def size(self) -> int:
+        """The number of ranks in the job (1 in a single process)."""
+        self._require_started()
+        return self._size
+
+    @property
+    def local_rank(self) -> int:
+        """This rank's number among the ranks on the same host (selects its GPU)."""
+        self._require_started()
+        return self._local_rank
+
+    @property
+    def is_root(self) -> bool:
+        """Whether this is world rank 0, the rank that logs and runs the search."""
+        return self.rank == 0
+
+    @property
+    def comm(self):
+        """mpi4py's COMM_WORLD, or None when MPI is not running in this process."""
+        self._require_started()
+        return self._comm
+
+    @property
+    def group(self) -> Optional[Group]:
+        """This rank's :class:`Group`; None on rank 0 with ``dedicated_root=True``."""
+        self._require_started()
+        return self._group
+
+    @property
+    def group_layout(self) -> Tuple[Tuple[int, ...], ...]:
+        """The world ranks of every group, in group order."""
+        self._require_started()
+        return self._layout
+
+    @property
+    def n_groups(self) -> int:
+        """The number of groups."""
+        return len(self.group_layout)
+
+    @property
+    def group_roots(self) -> Tuple[int, ...]:
+        """The world rank of each group's root, in group order (where to send each group work)."""
+        return tuple(members[0] for members in self.group_layout)
+
+    @property
+    def active(self) -> bool:
+        """Whether the environment is started and not yet closed."""
+        return self._active
+
+    # --- output -------------------------------------------------------------------------------
+    def log(self, msg: str, *args: Any, level: int = logging.INFO) -> None:
+        """Log ``msg % args`` through the ``nord`` logger, on rank 0 only (written once per job)."""
+        if self.is_root:
+            logging.getLogger("nord").log(level, msg, *args)
+
+    def print(self, *args: Any, sep: str = " ", end: str = "\n", file: Any = None) -> None:
+        """``print`` on rank 0 only, flushed at once.
+
+        The line is written in one call, so that under ``mpirun`` (which forwards every rank's
+        stdout and stderr to one terminal) no other output lands inside it, even when Python
+        runs unbuffered.
+        """
+        if self.is_root:
+            stream = sys.stdout if file is None else file
+            stream.write(sep.join(str(arg) for arg in args) + end)
+            stream.flush()
+
+    def print_ordered(self, msg: Any) -> None:
+        """Print one line per rank, ``[rank R] msg``, in rank order; every rank must call it.
+
+        The lines are gathered to rank 0, which prints them all, so they never interleave.
+        """
+        lines = self.gather(f"[rank {self._rank}] {msg}")
+        self._print_lines(lines)
+
+    def status(self, msg: Any = "") -> None:
+        """Print each rank's host, local rank and group with ``msg``, in rank order (collective)."""
+        group = self._group
+        where = ("no group (dedicated root)" if group is None
+                 else f"group {group.index} rank {group.rank}/{group.size}")
+        line = (f"[rank {self._rank}/{self._size}] host {socket.gethostname()} "
+                f"local rank {self._local_rank}, {where}: {msg}")
+        self._print_lines(self.gather(line))
+
+    @staticmethod
+    def _print_lines(lines: Optional[List[str]]) -> None:
+        if lines is not None:
+            sys.stdout.write("".join(f"{line}\n" for line in lines))
+            sys.stdout.flush()
+
+    def _attach_log_handler(self) -> None:
+        nord_logger = logging.getLogger("nord")
+        if not (self.log_handler and self._rank == 0):
+            return
+        if nord_logger.level == logging.NOTSET:
+            self._previous_level = nord_logger.level
+            nord_logger.setLevel(self.log_level)
+        if any(handler.get_name() == _HANDLER_NAME for handler in nord_logger.handlers):
+            return  # an enclosing Environment already writes nord's records
+        handler = logging.StreamHandler(sys.stderr)
+        handler.set_name(_HANDLER_NAME)
+        handler.setFormatter(logging.Formatter(_LOG_FORMAT, datefmt="%H:%M:%S"))
+        nord_logger.addHandler(handler)
+        self._handler = handler
+
+    def _detach_log_handler(self) -> None:
+        nord_logger = logging.getLogger("nord")
+        if self._handler is not None:
+            nord_logger.removeHandler(self._handler)
+            self._handler = None
+        if self._previous_level is not None:
+            nord_logger.setLevel(self._previous_level)
+            self._previous_level = None
+
+    def __repr__(self) -> str:
+        if not self._started:
+            return (f"Environment(group_size={self.group_size!r}, "
+                    f"dedicated_root={self.dedicated_root!r}) [not started]")
+        return (f"Environment(rank={self._rank}, size={self._size}, mpi={self._comm is not None}, "
+                f"groups={self._layout}, active={self._active})")

@@ -1,0 +1,113 @@
+"""SearchAlgorithm: the ask/tell interface every search algorithm implements.
+
+Algorithms propose genomes and are told results; they never import MPI, and never know
+who evaluates or where (that is the search loop's and the evaluator's business)::
+
+    algorithm = RandomSearch(space, seed=0)
+    while evaluations < budget:
+        candidate = algorithm.ask()
+        if candidate is None:       # waiting for outstanding results (a generation barrier)
+            ...
+        result = evaluator.descriptor_evaluate(space.to_descriptor(candidate.genome))
+        algorithm.tell(candidate, result)
+
+``ask`` and ``tell`` do the bookkeeping (numbering, best so far); subclasses implement
+``_ask`` and ``_tell``.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Dict, Optional
+
+import numpy as np
+
+from nord.errors import ConfigurationError
+from nord.evaluators.result import EvaluationResult
+from nord.search.spaces.base import Genome, SearchSpace
+
+
+@dataclass(slots=True)
+class Candidate:
+    """A genome proposed by an algorithm.
+
+    Attributes:
+        genome: the normalised genome.
+        generation: the generation it belongs to (0 for algorithms without generations).
+        number: its position in the order of ``ask`` calls, from 0.
+    """
+
+    genome: Genome
+    generation: int = 0
+    number: int = -1
+
+
+def generational_budget(population_size: int, generations: int) -> int:
+    """Evaluations of a generational run: the initial population, then ``generations``
+    generations of ``population_size`` children (how pygmo's algorithms count)."""
+    return population_size * (generations + 1)
+
+
+def generations_within(budget: int, population_size: int) -> int:
+    """Generations after the initial population so that at least ``budget`` candidates are
+    proposed (at least one): the inverse of :func:`generational_budget`, rounded up."""
+    return max(1, -(-budget // population_size) - 1)
+
+
+class SearchAlgorithm:
+    """Base class: ask for candidates, tell results."""
+
+    name = "algorithm"
+
+    def __init__(self, space: SearchSpace, seed: Optional[int] = None):
+        self.space = space
+        self.seed = seed
+        self.rng = np.random.default_rng(seed)
+        self.asked = 0
+        self.told = 0
+        self.best: Optional[Candidate] = None
+        self.best_result: Optional[EvaluationResult] = None
+        self._best_fitness = math.inf   # best_result's
+
+    def ask(self) -> Optional[Candidate]:
+        """The next candidate, or None while the algorithm waits for results."""
+        candidate = self._ask()
+        if candidate is None:
+            return None
+        candidate.genome = self.space.normalise(candidate.genome)
+        candidate.number = self.asked
+        self.asked += 1
+        return candidate
+
+    def tell(self, candidate: Candidate, result: EvaluationResult) -> None:
+        """Report the result of a candidate that ``ask`` returned."""
+        if not isinstance(result, EvaluationResult):
+            raise ConfigurationError(
+                f"tell() takes the candidate and its EvaluationResult; got "
+                f"{type(result).__name__}: {result!r}")
+        self.told += 1
+        if result.status == "ok":
+            fitness = result.fitness
+            if fitness < self._best_fitness:
+                self.best, self.best_result, self._best_fitness = candidate, result, fitness
+        self._tell(candidate, result)
+
+    @property
+    def finished(self) -> bool:
+        """True when the algorithm has nothing more to propose (most never finish)."""
+        return False
+
+    def parameters(self) -> Dict[str, Any]:
+        """The algorithm's settings, stored in a run's journal."""
+        return {"algorithm": self.name, "seed": self.seed}
+
+    def _ask(self) -> Optional[Candidate]:
+        raise NotImplementedError
+
+    def _tell(self, candidate: Candidate, result: EvaluationResult) -> None:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Release resources (threads of wrapped optimisers)."""
+
+

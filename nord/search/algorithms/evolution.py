@@ -1,0 +1,170 @@
+"""RegularizedEvolution: aging evolution (Real et al., 2019), a strong NAS baseline.
+
+    algorithm = RegularizedEvolution(space, seed=0, population_size=10, sample_size=3)
+    candidate = algorithm.ask()          # never None: it never waits for results
+    algorithm.tell(candidate, result)
+
+How it works, as in the paper and in NAS-Bench-201's setting (population 10, sample 3):
+
+* The first ``population_size`` candidates are uniformly random.
+* Every later candidate is a child: ``sample_size`` distinct members of the current
+  population are drawn uniformly (all of them when fewer are there), the one with the best
+  (lowest) fitness is the parent, and the child is the parent with exactly one gene
+  changed (``mutate_one``).
+* Aging: a told result joins the population; when that makes it larger than
+  ``population_size``, the oldest member (the earliest told) is removed, whatever its
+  fitness. A failed candidate joins with ``FAILED_FITNESS`` and ages out like any other.
+
+The algorithm is steady state, so an asynchronous loop may ask again before results come
+back. Once the random candidates are all out, a child is bred from whatever members have
+come back, even if the population is not full yet; only while no result at all has come
+back does it keep asking random genomes (so it never returns None, and a sequential run is
+exactly the algorithm of the paper).
+"""
+from __future__ import annotations
+
+from collections import deque
+from typing import Any, Deque, Dict, List, NamedTuple, Optional, Sequence, Union
+
+import numpy as np
+
+from nord.errors import ConfigurationError
+from nord.evaluators.result import EvaluationResult
+from nord.search.algorithms.base import Candidate, SearchAlgorithm
+from nord.search.algorithms.draws import CHOICE_LIMIT, IntegerDraws
+from nord.search.spaces.base import Genome, SearchSpace
+
+
+class Member(NamedTuple):
+    """A told candidate in a population: its number, genome and fitness (lower is better)."""
+
+    number: int
+    genome: Genome
+    fitness: float
+
+
+def mutable_dimensions(space: SearchSpace) -> List[int]:
+    """Indices of the dimensions that can take more than one value."""
+    return list(space.mutable_dimensions())
+
+
+def mutate_value(space: SearchSpace, index: int, value: Union[int, float],
+                 rng: Union[np.random.Generator, IntegerDraws]) -> Union[int, float]:
+    """A different value for dimension ``index``.
+
+    Integer dimensions: uniformly one of the other integers in the bounds. Float
+    dimensions: a fresh uniform value in the bounds (different with probability one).
+    A dimension with a single value is returned unchanged. ``rng``: a generator, or
+    :class:`~nord.search.algorithms.draws.IntegerDraws` (integer dimensions only).
+    """
+    low, high = space.lower[index], space.upper[index]
+    if high <= low:
+        return value
+    integer = space.integer
+    if integer if integer.__class__ is bool else space.integer_mask[index]:
+        low, high, value = int(low), int(high), int(value)
+        other = int(rng.integers(low, high))   # high excluded: one value fewer than the range
+        return other + 1 if other >= value else other
+    return float(rng.uniform(low, high))
+
+
+def mutate_one(space: SearchSpace, genome: Sequence[Union[int, float]],
+               rng: Union[np.random.Generator, IntegerDraws]) -> Genome:
+    """The genome with exactly one gene, chosen uniformly among the mutable ones, changed."""
+    choices = space.mutable_dimensions()
+    child = list(genome)
+    if choices:
+        index = choices[int(rng.integers(len(choices)))]
+        child[index] = mutate_value(space, index, child[index], rng)
+    return tuple(child)
+
+
+class RegularizedEvolution(SearchAlgorithm):
+    """Aging (regularized) evolution with tournament-of-a-sample parent selection.
+
+    Args:
+        space: the search space.
+        seed: seeds sampling, parent choice and mutation; the same seed and the same
+            results told in the same order give the same candidates.
+        population_size: members kept (and random candidates at the start).
+        sample_size: members drawn to choose each parent; 1 <= sample_size <= population_size.
+
+    Candidates are labelled generation ``number // population_size``: the random
+    population is generation 0, and each following block of ``population_size`` children
+    counts as one generation in reports. Every draw comes from ``self.rng`` (through
+    :class:`~nord.search.algorithms.draws.IntegerDraws` where that gives the same numbers); a different
+    stream is given through ``seed``, not by replacing ``rng``.
+    """
+
+    name = "regularized_evolution"
+
+    def __init__(self, space: SearchSpace, seed: Optional[int] = None,
+                 population_size: int = 10, sample_size: int = 3):
+        if not isinstance(population_size, int) or population_size < 1:
+            raise ConfigurationError(
+                f"population_size must be a positive integer; got {population_size!r}")
+        if not isinstance(sample_size, int) or not 1 <= sample_size <= population_size:
+            raise ConfigurationError(
+                f"sample_size must be an integer in [1, population_size={population_size}]; "
+                f"got {sample_size!r}")
+        super().__init__(space, seed)
+        self.population_size = population_size
+        self.sample_size = sample_size
+        self._population: Deque[Member] = deque()
+        self._random_asked = 0
+        self._draws = self._integer_draws(seed)
+
+    def _integer_draws(self, seed) -> Optional[IntegerDraws]:
+        """IntegerDraws over ``self.rng`` (single draws were half of the algorithm's time on a
+        table) where it gives the very numbers the generator's methods give: the generator is
+        this algorithm's own (not a Generator passed as ``seed`` and shared), nothing else draws
+        from it (a subclass that changes how candidates are asked or told might), the space's
+        genes fit (:meth:`IntegerDraws.fits`) and the population is one ``choice`` serves.
+        Otherwise None: the generator's methods are called."""
+        own_generator = seed is None or isinstance(seed, (int, np.integer))
+        own_draws = all(getattr(type(self), name) is getattr(RegularizedEvolution, name)
+                        for name in ("_ask", "_tell", "_select_parent"))
+        if own_generator and own_draws and self.population_size <= CHOICE_LIMIT \
+                and IntegerDraws.fits(self.space):
+            return IntegerDraws(self.rng)
+        return None
+
+    @property
+    def population(self) -> List[Member]:
+        """The current population, oldest first."""
+        return list(self._population)
+
+    def parameters(self) -> Dict[str, Any]:
+        return {**super().parameters(), "population_size": self.population_size,
+                "sample_size": self.sample_size}
+
+    def _ask(self) -> Optional[Candidate]:
+        generation = self.asked // self.population_size
+        if self._random_asked < self.population_size or not self._population:
+            self._random_asked += 1
+            genome = self.space.sample(self.rng) if self._draws is None \
+                else self._draws.genome(self.space)
+            return Candidate(genome, generation)
+        parent = self._select_parent()
+        return Candidate(mutate_one(self.space, parent.genome, self._draws or self.rng),
+                         generation)
+
+    def _tell(self, candidate: Candidate, result: EvaluationResult) -> None:
+        self._population.append(Member(candidate.number, tuple(candidate.genome), result.fitness))
+        if len(self._population) > self.population_size:
+            self._population.popleft()
+
+    def _select_parent(self) -> Member:
+        members = self._population
+        size = min(self.sample_size, len(members))
+        if self._draws is None:
+            picks = self.rng.choice(len(members), size=size, replace=False).tolist()
+        else:
+            picks = self._draws.choice(len(members), size)
+        # the first of equal fitnesses in draw order wins: ties go to chance, not age
+        best = members[picks[0]]
+        for index in picks[1:]:
+            member = members[index]
+            if member.fitness < best.fitness:
+                best = member
+        return best

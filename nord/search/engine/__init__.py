@@ -1,0 +1,15 @@
+"""The search engine: one loop for every search nord runs (see :mod:`~nord.search.engine.run`).
+
+Rooms, each importing only those listed before it: ``outcomes`` (the records a run produces),
+``loop`` (:class:`Search`, ask/identify/evaluate/tell), ``replay`` (resuming from a journal),
+``legs`` (a scheduler's legs of training), ``run`` (:func:`run_search`, which picks and drives
+the loop)::
+
+    from nord.search.engine import run_search
+    summary = run_search(algorithm, evaluator, budget=100, journal="runs/rea.db")
+"""
+from nord.search.engine.outcomes import MODES, NO_KEY, Outcome, RunInfo, SearchProgress, SearchSummary
+from nord.search.engine.run import run_record, run_search
+
+__all__ = ["run_search", "run_record", "RunInfo", "SearchSummary", "SearchProgress", "Outcome",
+           "MODES", "NO_KEY"]

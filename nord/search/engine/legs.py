@@ -1,0 +1,373 @@
+"""The search engine with a scheduler: candidates train in legs, paused and resumed.
+
+``run_search(..., scheduler=make_scheduler('asha', ...))`` runs this; everything else about the
+engine (budget, identity and cache, journal, executors, resume) is as in
+:mod:`nord.search.engine`. What a scheduler adds (see :mod:`nord.search.schedulers` for the
+decisions themselves):
+
+* **Legs.** A candidate trains from ``start`` to ``target`` epochs at a time. At the end of a
+  leg the scheduler decides: go on now, pause (its checkpoint waits in the checkpoint folder
+  for a promotion, on any worker), stop, or done (``max_epochs``). Promotions and
+  continuations go to the front of the queue: finishing good candidates comes before starting
+  new ones.
+* **Telling.** In async mode a candidate is told the first time its training stops (pause,
+  stop or done), with its result at the highest epochs reached; in sync mode a batch is told
+  when the scheduler has decided all of it, in candidate order, each at its highest rung.
+* **The journal** records every leg (``legs``) with its decision, and every epoch
+  (``epochs``); resuming rebuilds the scheduler from the legs, in the order they were handed
+  out and ended, and re-runs the legs that were in flight from their checkpoints.
+* **Checkpoints** live in ``<journal>.checkpoints/`` (a temporary folder without a journal).
+  A candidate's checkpoint is deleted when it can no longer be promoted, and the folder when
+  the run finishes; the summary reports the largest size it reached.
+* **Budget** counts candidates told, as without a scheduler; ``SearchSummary.epochs_trained``
+  counts the epochs that training cost.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+from pathlib import Path
+from typing import Dict, Hashable, List, Optional, Set
+
+from nord.errors import ConfigurationError
+from nord.evaluators.result import EvaluationResult
+from nord.journal import LegRecord
+from nord.search.algorithms.base import Candidate
+from nord.search.engine.loop import Search
+from nord.search.engine.outcomes import Outcome
+from nord.search.executors import Task
+from nord.search.schedulers import CONTINUE, DONE, STOP, Scheduler
+
+__all__ = ["ScheduledSearch", "checkpoint_folder"]
+
+logger = logging.getLogger(__name__)
+
+
+def checkpoint_folder(journal_path: Optional[os.PathLike]) -> Path:
+    """``<journal>.checkpoints`` next to the journal, or a new temporary folder; checked
+    writable at once.
+
+    Raises:
+        ConfigurationError: the folder cannot be created or written.
+    """
+    if journal_path is None:
+        import tempfile
+        return Path(tempfile.mkdtemp(prefix="nord-checkpoints-"))
+    folder = Path(f"{journal_path}.checkpoints")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        probe = folder / f".probe-{os.getpid()}"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as error:
+        raise ConfigurationError(
+            f"the checkpoint folder {folder} (next to the journal) cannot be written: "
+            f"{error.strerror or error}; a scheduler pauses candidates there. Put the journal in "
+            "a folder you can write") from error
+    return folder
+
+
+class ScheduledSearch(Search):
+    """A :class:`~nord.search.engine.loop.Search` whose candidates a scheduler trains in legs."""
+
+    def __init__(self, *args, scheduler: Scheduler, folder: Path, temporary: bool, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.scheduler = scheduler
+        self.folder = folder
+        self.temporary = temporary
+        self.event = 0                             # orders leg hand-outs and ends
+        self.leg_count = 0
+        self.legs: Dict[int, LegRecord] = {}       # candidate -> its leg in flight
+        self.latest: Dict[int, Outcome] = {}       # candidate -> result at its highest epochs
+        self.basis: Dict[int, Task] = {}           # candidate -> its task (genome, descriptor)
+        self.told_numbers: Set[int] = set()
+        self.deleted: Set[int] = set()
+        self.legs_run = 0
+        self.epochs_trained = 0
+        self.peak_bytes = 0
+        self.batches = 0
+
+    # --- legs ------------------------------------------------------------------------------
+    def checkpoint(self, number: int) -> str:
+        return str(self.folder / f"candidate-{number}.pt")
+
+    def queue_leg(self, number: int, start: int, target: int, first: bool = False,
+                  again: Optional[LegRecord] = None) -> None:
+        """Hand out a leg from ``start`` to ``target`` epochs (continuations to the front);
+        ``again``: the journal's record of a leg that was in flight when the run stopped, which
+        runs again under its own number and hand-out event."""
+        basis = self.basis.get(number) or self._rebuild_basis(number)
+        task = Task(number, basis.genome, basis.key, self.space, basis._descriptor,
+                    basis._json, epochs=target,
+                    resume_from=self.checkpoint(number) if start > 0 else None,
+                    checkpoint=self.checkpoint(number)
+                    if target < self.scheduler.max_epochs else None)
+        if again is None:
+            self.event += 1
+            self.leg_count += 1
+            leg = LegRecord(self.leg_count, number, start, target, self.event, self.now())
+            if self.journal is not None:
+                self.unwritten_legs.append(leg)
+        else:
+            leg = again
+        self.legs[number] = leg
+        self.tasks[number] = task
+        if first:
+            self.queue.append(task)
+        else:
+            self.queue.appendleft(task)
+
+    def _rebuild_basis(self, number: int) -> Task:
+        """After a resume: the task of a candidate told before the stop and promoted now."""
+        genome = self.latest[number].candidate.genome
+        key, descriptor = self.space.identify(genome)
+        self.basis[number] = Task(number, genome, key, self.space, descriptor)
+        return self.basis[number]
+
+    def start(self, candidate: Candidate, key: Hashable, descriptor) -> None:
+        """Start the first leg of a candidate whose architecture is new to the run."""
+        self.basis[candidate.number] = Task(candidate.number, candidate.genome, key, self.space,
+                                            descriptor)
+        self.queue_leg(candidate.number, 0, self.scheduler.first_epochs(candidate.number),
+                       first=True)
+
+    def collect(self) -> None:
+        """Wait for a leg; let the scheduler decide; tell, continue, pause or release."""
+        done = self.executor.wait()
+        number = done.number
+        task = self.tasks.pop(number)
+        task.report = None   # it points back at this search: the outcome keeps the task
+        leg = self.legs.pop(number)
+        self.legs_run += 1
+        self.busy_time += max(0.0, done.ended - done.started)
+        result = done.result
+        resumed = int(result.metrics.get("epochs_resumed", leg.start_epochs) or 0)
+        self.epochs_trained += max(0, leg.target_epochs - resumed) if result.ok else 0
+        outcome = Outcome(self.pending_or_told(number), result, task.key, task,
+                          worker_rank=done.worker_rank, started=done.started, ended=done.ended)
+        self.latest[number] = outcome
+        decision = self.scheduler.report(number, leg.target_epochs, result.accuracy, result.ok)
+        self.event += 1
+        leg.ended_event, leg.ended, leg.result, leg.decision = self.event, done.ended, result, decision
+        leg.worker_rank = done.worker_rank
+        leg.detail = str(result.metrics.get("checkpoint", ""))
+        if self.journal is not None:
+            self.unwritten_legs.append(leg)
+        if decision == CONTINUE:
+            self.queue_leg(number, leg.target_epochs, self.scheduler.next_epochs(number))
+        elif decision in (STOP, DONE):
+            self.delete_checkpoint(number)
+        if self.mode == "async" and decision != CONTINUE and number not in self.told_numbers:
+            self.release(number)
+        self.track_disk()
+
+    def pending_or_told(self, number: int) -> Candidate:
+        candidate = self.pending.get(number)
+        return candidate if candidate is not None else self.latest[number].candidate
+
+    def release(self, number: int) -> None:
+        """Tell candidate ``number`` (at its highest epochs) and the repeats waiting for it."""
+        outcome = self.latest[number]
+        self.told_numbers.add(number)
+        self.evaluated += 1
+        key = outcome.key
+        self.evaluating.pop(key, None)
+        self.cache.setdefault(key, outcome)
+        self.finish(outcome)
+        for waiter in self.waiting.pop(key, ()):
+            self.finish(self._cached(waiter, outcome))
+
+    def delete_checkpoint(self, number: int) -> None:
+        if number in self.deleted:
+            return
+        self.deleted.add(number)
+        try:
+            os.remove(self.checkpoint(number))
+        except FileNotFoundError:
+            pass
+
+    def track_disk(self) -> None:
+        for number in self.scheduler.releasable():
+            self.delete_checkpoint(number)
+        try:
+            size = sum(entry.stat().st_size for entry in os.scandir(self.folder))
+        except OSError:
+            return
+        self.peak_bytes = max(self.peak_bytes, size)
+
+    def promote(self, free: int) -> int:
+        """Queue up to ``free`` promotions of paused candidates; how many were queued."""
+        chosen = self.scheduler.promotions(free)
+        for number, target in chosen:
+            self.queue_leg(number, self.scheduler.epochs[number], target)
+        return len(chosen)
+
+    # --- the two modes -------------------------------------------------------------------
+    def run_async(self) -> None:
+        self.requeue_in_flight()
+        while True:
+            self.dispatch()
+            while not self.queue and self.executor.free_slots > 0:
+                if self.promote(1):
+                    self.dispatch()
+                    continue
+                if self.asked >= self.budget:
+                    break
+                candidate = self.ask()
+                if candidate is None:
+                    break
+                self.prepare(candidate)
+                self.dispatch()
+            self.flush()
+            if self.executor.in_flight == 0:
+                if self.queue:
+                    continue
+                break
+            self.collect()
+        if self.told < self.budget and not self.algorithm.finished:
+            self._stopped_early()
+
+    def run_sync(self) -> None:
+        batch = self.requeue_in_flight()
+        while True:
+            if not batch:
+                size = self.scheduler.batch_size(self.batches, self.batch_size,
+                                                 self.executor.n_workers)
+                batch = self._ask_batch(min(size, self.budget - self.told))
+                if not batch:
+                    return
+            while True:
+                self.dispatch()
+                self.flush()
+                if self.executor.in_flight:
+                    self.collect()
+                    continue
+                if self.queue:
+                    continue
+                if not self.promote(len(batch)):
+                    break
+            for number in batch:                 # the batch is decided: tell it, in order
+                if number in self.latest and number not in self.told_numbers:
+                    self.release(number)
+            self.flush()
+            for number in sorted(batch):
+                if number in self.ready:
+                    self.tell(number)
+            batch = []
+
+    def batch_started(self, batch: List[int]) -> None:
+        self.scheduler.start_batch(batch)
+        self.batches += 1
+
+    def requeue_in_flight(self) -> List[int]:
+        """After a replay: legs that were running when the run stopped run again, candidates
+        asked but never started start; in sync mode, returns the batch in progress."""
+        for number, row in sorted(self.resumed_legs.items(), key=lambda item: item[1]["leg"]):
+            again = LegRecord(row["leg"], number, row["start_epochs"], row["target_epochs"],
+                              row["started_event"], row["started"])
+            self.queue_leg(number, row["start_epochs"], row["target_epochs"], first=True,
+                           again=again)
+        started = set(self.resumed_legs) | set(self.latest)
+        self.resumed_legs = {}
+        for number in sorted(self.pending):
+            if number not in started and number not in self.ready:
+                self.prepare(self.pending[number])
+        return sorted(self.pending) if self.mode == "sync" else []
+
+    resumed_legs: Dict[int, Dict] = {}
+
+    def best(self):
+        """The run's best candidate and result: the best search accuracy among the
+        candidates trained furthest (a candidate paused early is not compared with one
+        trained to ``max_epochs``)."""
+        finished = [o for o in self.latest.values() if o.result.ok]
+        if not finished:
+            return None, None
+        top = max(o.result.epochs for o in finished)
+        outcome = max((o for o in finished if o.result.epochs == top),
+                      key=lambda o: (o.result.accuracy, -o.candidate.number))
+        return outcome.candidate, outcome.result
+
+    def finish_run(self) -> None:
+        """The run is over: no checkpoint can be promoted any more."""
+        if self.temporary:
+            shutil.rmtree(self.folder, ignore_errors=True)
+        else:
+            for number in list(self.scheduler.epochs):
+                self.delete_checkpoint(number)
+            try:
+                self.folder.rmdir()
+            except OSError:
+                pass
+
+    def summary(self):
+        summary = super().summary()
+        summary.best, summary.best_result = self.best()
+        summary.epochs_trained = self.epochs_trained
+        summary.legs = self.legs_run
+        summary.checkpoint_peak_bytes = self.peak_bytes
+        return summary
+
+
+def replay_scheduler(search: ScheduledSearch) -> None:
+    """After the algorithm's replay: rebuild the scheduler from the journal's legs, in the
+    order they were handed out and ended; remember the legs that were in flight."""
+    legs = search.journal.legs()
+    events = []
+    for leg in legs:
+        events.append((leg["started_event"], 0, leg))
+        if leg["ended_event"] is not None:
+            events.append((leg["ended_event"], 1, leg))
+    events.sort(key=lambda item: (item[0], item[1]))
+    batches = _batches(search)
+    started_batches: Set[int] = set()
+    in_flight: Dict[int, Dict] = {}
+    rows = {row["candidate"]: row for row in search.journal.evaluations()}
+    for _, kind, leg in events:
+        number = leg["candidate"]
+        if kind == 0:
+            batch = batches.get(number)
+            if search.mode == "sync" and batch is not None and batch[0] not in started_batches:
+                started_batches.add(batch[0])
+                search.scheduler.start_batch(batch)
+                search.batches += 1
+            if leg["start_epochs"] == 0:
+                search.scheduler.first_epochs(number)
+            else:
+                search.scheduler.sent_on(number, leg["start_epochs"])
+            in_flight[number] = leg
+        else:
+            search.scheduler.report(number, leg["target_epochs"], leg["accuracy"],
+                                    leg["status"] == "ok")
+            in_flight.pop(number, None)
+            result = EvaluationResult.from_dict(leg["result"] or {"status": "failed"})
+            candidate = search.pending.get(number) or Candidate(
+                tuple(rows[number]["genome"]) if number in rows else (), 0, number)
+            search.latest[number] = Outcome(candidate, result, rows[number]["key"]
+                                            if number in rows else None)
+        search.event = max(search.event, leg["started_event"], leg["ended_event"] or 0)
+    search.leg_count = max((leg["leg"] for leg in legs), default=0)
+    search.told_numbers = set(rows)
+    for number, row in rows.items():
+        if number in search.latest:
+            search.latest[number].key = row["key"]
+    # the candidates asked but not told: their genomes and keys, to go on training them
+    for number, candidate in search.pending.items():
+        if number not in search.latest and number not in in_flight:
+            continue     # never started: prepared again
+        key, descriptor = search.space.identify(candidate.genome)
+        search.basis[number] = Task(number, candidate.genome, key, search.space, descriptor)
+        search.evaluating[key] = number
+        if number in search.latest:
+            search.latest[number] = Outcome(candidate, search.latest[number].result, key,
+                                            search.basis[number])
+    search.resumed_legs = in_flight
+
+
+def _batches(search: ScheduledSearch) -> Dict[int, List[int]]:
+    """Candidate -> the batch it was asked in (sync mode: asked at the same told count)."""
+    groups: Dict[int, List[int]] = {}
+    for row in search.journal.candidates():
+        groups.setdefault(row["told_before"], []).append(row["candidate"])
+    return {number: sorted(members) for members in groups.values() for number in members}

@@ -1,0 +1,308 @@
+"""Search: the loop of one run on the rank that runs the engine (ask, identify, evaluate, tell).
+
+:func:`~nord.search.engine.run.run_search` builds one and calls ``run_sync`` or ``run_async``;
+:class:`~nord.search.engine.legs.ScheduledSearch` extends it with legs of training.
+"""
+from __future__ import annotations
+
+import logging
+import time
+import traceback
+from collections import deque
+from typing import Any, Callable, Deque, Dict, Hashable, List, Optional, Tuple
+
+from nord.architecture.descriptor import NeuralDescriptor
+from nord.errors import NordError
+from nord.evaluators.result import EvaluationResult
+from nord.journal import CandidateRecord, EvaluationRecord, Journal
+from nord.search.algorithms.base import Candidate, SearchAlgorithm
+from nord.search.engine.outcomes import NO_KEY, Outcome, SearchProgress, SearchSummary
+from nord.search.executors import Executor, Task
+
+__all__ = ["Search"]
+
+logger = logging.getLogger(__name__)
+
+
+class Search:
+    """The state of one call of run_search on the rank that runs the engine."""
+
+    def __init__(self, algorithm: SearchAlgorithm, executor: Executor, journal: Optional[Journal],
+                 budget: int, mode: str, batch_size: int,
+                 on_result: Optional[Callable[[SearchProgress], None]]):
+        self.algorithm = algorithm
+        self.space = algorithm.space
+        self.executor = executor
+        self.journal = journal
+        self.budget = budget
+        self.mode = mode
+        self.asynchronous = mode == "async"
+        self.batch_size = batch_size
+        self.on_result = on_result
+        self.told = 0
+        self.asked = 0
+        self.pending: Dict[int, Candidate] = {}        # asked, not yet told
+        self.ready: Dict[int, Outcome] = {}            # evaluated, not yet told (sync)
+        self.sequence: Dict[int, int] = {}             # candidate -> its place in the tell order
+        self.queue: Deque[Task] = deque()              # identified, waiting for a worker
+        self.tasks: Dict[int, Task] = {}               # candidate -> its task, until it is back
+        self.cache: Dict[Hashable, Outcome] = {}       # key -> first outcome
+        self.forms: Dict[Hashable, str] = {}           # key -> canonical form, once checked
+        self.evaluating: Dict[Hashable, int] = {}      # key -> candidate being evaluated
+        self.waiting: Dict[Hashable, List[Candidate]] = {}   # key -> candidates waiting for it
+        self.unwritten_candidates: List[CandidateRecord] = []
+        self.unwritten_evaluations: List[EvaluationRecord] = []
+        self.unwritten_epochs: List[Tuple[int, Any, Optional[int]]] = []
+        self.unwritten_legs: List[Any] = []
+        self.on_epoch: Optional[Callable[[int, Any], None]] = None
+        self.evaluated = self.cached = self.undecodable = self.failed = self.replayed = 0
+        self.busy_time = 0.0
+        self.time_budget_spent = False
+        self.now = executor.now   # the journal's clock: wall-clock or simulated seconds
+        self.started = time.monotonic()
+
+    # --- asking and identifying ----------------------------------------------------------
+    def ask(self) -> Optional[Candidate]:
+        if self.algorithm.finished:
+            return None
+        candidate = self.algorithm.ask()
+        if candidate is None:
+            return None
+        self.pending[candidate.number] = candidate
+        self.asked += 1
+        if self.journal is not None:
+            self.unwritten_candidates.append(CandidateRecord(
+                candidate.number, candidate.generation, candidate.genome, self.told))
+        return candidate
+
+    def prepare(self, candidate: Candidate) -> None:
+        """Identify; then a ready outcome (decode failure, cached), a wait, or a queued task."""
+        try:
+            key, descriptor = self.space.identify(candidate.genome)
+        except Exception as error:  # noqa: BLE001 - a genome that does not decode is a result
+            logger.debug("candidate %d does not decode:\n%s", candidate.number,
+                         traceback.format_exc())
+            now = self.now()
+            self.undecodable += 1
+            self.finish(Outcome(candidate, EvaluationResult.failure(
+                f"{type(error).__name__}: {error}"), NO_KEY, started=now, ended=now))
+            return
+        earlier = self.cache.get(key)
+        if earlier is not None:
+            if descriptor is not None:
+                self._check_same(key, descriptor, earlier)
+            self.finish(self._cached(candidate, earlier))
+        elif key in self.evaluating:
+            self.waiting.setdefault(key, []).append(candidate)
+        else:
+            self.evaluating[key] = candidate.number
+            self.start(candidate, key, descriptor)
+
+    def start(self, candidate: Candidate, key: Hashable, descriptor) -> None:
+        """Queue the evaluation of a candidate whose architecture is new to the run."""
+        task = Task(candidate.number, candidate.genome, key, self.space, descriptor)
+        self.tasks[candidate.number] = task
+        self.queue.append(task)
+
+    def _check_same(self, key: Hashable, descriptor, earlier: Outcome) -> None:
+        """A key that is a digest of the canonical form (the default) is checked against the
+        form itself, so a reused result is never another architecture's, however unlikely a
+        shared digest is. ``descriptor``: the new candidate's (the space decoded it to find
+        the key)."""
+        if earlier.descriptor is None:
+            return   # the key is the identity itself (e.g. a table row)
+        form = self.forms.get(key)
+        if form is None:
+            if earlier.task is not None:
+                form = earlier.task.descriptor.canonical_form()
+            else:
+                form = NeuralDescriptor.from_json(earlier.descriptor).canonical_form()
+            self.forms[key] = form
+        if descriptor.canonical_form() != form:
+            raise NordError(
+                f"two different architectures share the key {key!r} of the search space "
+                f"{type(self.space).__name__}; the search stops rather than reuse a result for "
+                "the wrong network. Please report this, with the journal")
+
+    def _cached(self, candidate: Candidate, earlier: Outcome) -> Outcome:
+        now = self.now()
+        return Outcome(candidate, earlier.result.copy(), earlier.key,
+                       descriptor_json=earlier.descriptor,
+                       cached_from=earlier.candidate.number, started=now, ended=now)
+
+    # --- evaluating ----------------------------------------------------------------------
+    def dispatch(self) -> None:
+        """Hand queued tasks to idle workers."""
+        queue, executor = self.queue, self.executor
+        while queue and executor.free_slots > 0:
+            executor.submit(queue.popleft())
+
+    def collect(self) -> None:
+        """Wait for one evaluation; finish it and every candidate waiting for its architecture."""
+        done = self.executor.wait()
+        task = self.tasks.pop(done.number)
+        task.report = None   # it points back at this search: the outcome keeps the task
+        key = task.key
+        self.evaluated += 1
+        self.busy_time += max(0.0, done.ended - done.started)
+        outcome = Outcome(self.pending[done.number], done.result, key, task, done.worker_rank,
+                          done.started, done.ended)
+        del self.evaluating[key]
+        self.cache.setdefault(key, outcome)
+        self.finish(outcome)
+        for waiter in self.waiting.pop(key, ()):
+            self.finish(self._cached(waiter, outcome))
+
+    def finish(self, outcome: Outcome) -> None:
+        """Record an outcome; in async mode tell it at once, in sync mode keep it for the batch."""
+        number = outcome.candidate.number
+        asynchronous = self.asynchronous
+        if asynchronous:
+            self.sequence[number] = self.told
+        if outcome.cached_from is not None:
+            self.cached += 1
+        if outcome.result.status != "ok":
+            self.failed += 1
+        if self.journal is not None:
+            self.unwritten_evaluations.append(EvaluationRecord(
+                self.sequence[number], number, outcome.candidate.generation,
+                outcome.candidate.genome, outcome.key, outcome.descriptor, outcome.worker_rank,
+                outcome.result, outcome.cached_from, outcome.started, outcome.ended))
+        if asynchronous:
+            self._tell_outcome(number, outcome)
+        else:
+            self.ready[number] = outcome
+
+    def tell(self, number: int) -> None:
+        self._tell_outcome(number, self.ready.pop(number))
+
+    def _tell_outcome(self, number: int, outcome: Outcome) -> None:
+        self.algorithm.tell(self.pending.pop(number), outcome.result)
+        self.told += 1
+        if self.on_result is not None:
+            self.on_result(SearchProgress(outcome, self))
+
+    def epoch_finished(self, number: int, record, worker_rank: Optional[int]) -> None:
+        """A candidate finished an epoch (on any worker): its learning curve grows, in the
+        journal at once (a crash keeps the epochs already done)."""
+        if self.journal is not None:
+            self.unwritten_epochs.append((number, record, worker_rank))
+            self.flush()
+        if self.on_epoch is not None:
+            self.on_epoch(number, record)
+
+    def flush(self) -> None:
+        """Commit the journal rows of everything since the last flush, in one transaction.
+
+        Called once tasks are handed out, so that workers do not wait for the disk. The rows
+        keep their order, so the file is always a consistent prefix of the run: after a crash,
+        only what happened since the last flush is lost, and it was in flight.
+        """
+        if self.journal is not None and (self.unwritten_candidates or self.unwritten_evaluations
+                                         or self.unwritten_epochs or self.unwritten_legs):
+            candidates, evaluations = self.unwritten_candidates, self.unwritten_evaluations
+            epochs, legs = self.unwritten_epochs, self.unwritten_legs
+            self.unwritten_candidates, self.unwritten_evaluations = [], []
+            self.unwritten_epochs, self.unwritten_legs = [], []
+            self.journal.record(candidates, evaluations, epochs, legs)
+
+    # --- the two modes -------------------------------------------------------------------
+    def run_sync(self) -> None:
+        # In sync mode ``ready`` holds only outcomes of the current batch (a batch is told as
+        # a whole), so the batch is complete when it holds them all.
+        batch: List[int] = sorted(self.pending)  # a batch in progress when resumed
+        for number in batch:
+            if number not in self.ready:
+                self.prepare(self.pending[number])
+        while True:
+            if not batch:
+                batch = self._ask_batch(min(self.batch_size, self.budget - self.told))
+                if not batch:
+                    return
+            while len(self.ready) < len(batch):
+                self.dispatch()
+                self.flush()  # after the hand-out, so that workers do not wait for the disk
+                if not self.executor.in_flight:
+                    raise NordError(f"internal error: batch {batch} is incomplete with nothing "
+                                    "in flight")
+                self.collect()
+            self.flush()
+            for number in batch:
+                self.tell(number)
+            batch = []
+
+    def _ask_batch(self, room: int) -> List[int]:
+        """Ask for up to ``room`` candidates and identify them; their numbers, sorted (empty
+        when the budget is spent or the algorithm proposes nothing)."""
+        if room <= 0:
+            return []
+        asked: List[Candidate] = []
+        while len(asked) < room:
+            candidate = self.ask()
+            if candidate is None:
+                break
+            asked.append(candidate)
+        if not asked:
+            self.flush()
+            self._stopped_early()
+            return []
+        batch = sorted(c.number for c in asked)
+        for offset, number in enumerate(batch):
+            self.sequence[number] = self.told + offset
+        self.batch_started(batch)
+        for candidate in asked:
+            self.prepare(candidate)
+        return batch
+
+    def batch_started(self, batch: List[int]) -> None:
+        """A synchronous batch was asked (its candidates' numbers), before any is prepared."""
+
+    def run_async(self) -> None:
+        if self.told >= self.budget:
+            return
+        # candidates in flight when the run stopped go first, in order
+        for number in sorted(self.pending):
+            self.prepare(self.pending[number])
+        executor, queue = self.executor, self.queue
+        while True:
+            self.dispatch()
+            while not queue and executor.free_slots > 0 and self.asked < self.budget:
+                candidate = self.ask()
+                if candidate is None:
+                    break
+                self.prepare(candidate)
+                if queue:
+                    self.dispatch()
+            self.flush()  # after the hand-out, so that workers do not wait for the disk
+            if executor.in_flight == 0:
+                if queue:
+                    continue
+                if self.pending:
+                    raise NordError(f"internal error: candidates {sorted(self.pending)} are "
+                                    "pending with nothing in flight")
+                if self.told < self.budget:
+                    self._stopped_early()
+                return
+            self.collect()
+
+    def _stopped_early(self) -> None:
+        if self.told >= self.budget:
+            return
+        if self.algorithm.finished:
+            logger.info("the algorithm finished after %d of %d evaluations", self.told, self.budget)
+        else:
+            logger.warning(
+                "%s proposed nothing (ask() returned None) with no result outstanding, after %d of "
+                "%d evaluations; the search stops here", type(self.algorithm).__name__,
+                self.told, self.budget)
+
+    def summary(self) -> SearchSummary:
+        return SearchSummary(
+            best=self.algorithm.best, best_result=self.algorithm.best_result,
+            evaluations=self.told, evaluated=self.evaluated, cached=self.cached,
+            failed=self.failed, replayed=self.replayed, undecodable=self.undecodable,
+            wall_time=time.monotonic() - self.started, busy_time=self.busy_time,
+            workers=self.executor.n_workers, mode=self.mode,
+            journal=None if self.journal is None else str(self.journal.path),
+            time_budget_spent=self.time_budget_spent)
+

@@ -1,0 +1,260 @@
+"""run_search: the search engine, one loop for every search nord runs.
+
+The engine asks the algorithm for candidates, identifies each genome's architecture with the
+search space (evaluating each architecture once: a repeat reuses the first result), has an
+executor evaluate it, tells the algorithm the result and records it in the journal. A real
+search on a cluster, a comparison of a thousand seeds on a benchmark table and a resumed run
+are this same loop with different options::
+
+    from nord.search import RandomSearch, run_search
+
+    summary = run_search(RandomSearch(space, seed=0), evaluator, budget=100,
+                         journal="runs/random.db")
+    print(summary.best_result.accuracy, summary.evaluations, summary.wall_time)
+
+Over MPI, every rank calls the same function with an
+:class:`~nord.search.executors.MPIExecutor`; rank 0 runs the loop and the algorithm and returns
+the summary, the other ranks evaluate what they are sent and return None.
+
+**Budget.** ``budget`` counts the results the algorithm is told: evaluated candidates, cached
+ones (an architecture already evaluated in the run is not evaluated again; its earlier result
+is reused) and failed ones (a genome that does not decode, a network that does not train)
+alike. The engine never asks for more candidates than the budget has room for, so a run ends
+with exactly ``budget`` evaluations unless the algorithm finishes first.
+
+**Identity.** ``space.identify(genome)`` gives the key under which an architecture is
+evaluated once: the canonical hash of its descriptor (isomorphic networks share it), or a
+benchmark cell's table index. A genome is decoded only when finding its key or evaluating it
+needs a descriptor.
+
+**Modes.**
+
+* ``'sync'`` (generations): ask until the algorithm returns None (a generation barrier) or
+  the batch holds ``batch_size`` candidates (default: the executor's number of workers),
+  evaluate the batch, then tell every result **in candidate order**, whichever worker
+  finished first. A seeded synchronous run therefore gives the same journal (times and
+  worker ranks aside) for any number of workers, as long as ``batch_size`` is the same, or
+  the algorithm's proposals within a generation do not depend on results told within it
+  (true of generational algorithms and random search).
+* ``'async'`` (steady state): the algorithm is told a result as soon as it comes, and the
+  worker that finished gets the next candidate at once (with ``MPIExecutor(prefetch=1)`` it
+  already holds it); there is no barrier, so no worker waits for the slowest network. The
+  order of results depends on timing.
+
+**Journal.** Proposals and results are committed together, once per result, right after the
+next tasks are handed out (so workers never wait for the disk); the file is therefore always
+a consistent prefix of the run, and a crash loses only what was in flight. The run's status
+says how it ended (``nord.journal``): ``finished``, ``interrupted`` (SIGINT or SIGTERM, raised
+here as :class:`~nord.errors.RunInterrupted`), ``failed`` (a full disk) or ``crashed``.
+
+**Time budget.** An executor may end the search on a clock of its own
+(:class:`~nord.search.executors.SimulatedExecutor` with a ``time_budget``): its ``wait`` raises
+:class:`~nord.search.executors.TimeBudgetSpent`, and the run ends as ``finished`` with what
+was told so far (``SearchSummary.time_budget_spent``). Evaluations in flight are abandoned,
+never told; in sync mode, results of the unfinished batch that came back in time are journaled
+but not told (as after a crash, resuming would tell them).
+
+**Resume.** ``resume=True`` continues the run journaled in ``journal`` (see
+:mod:`nord.search.engine.replay`): the algorithm is rebuilt in exactly the state it had, nothing
+finished is evaluated again, and the candidates in flight are evaluated again.
+"""
+from __future__ import annotations
+
+import logging
+import os
+from typing import Any, Callable, Optional, Union
+
+from nord.errors import ConfigurationError, DiskFullError
+from nord.journal import Journal, RunRecord
+from nord.parallel.environment import interruptible
+from nord.search.algorithms.base import SearchAlgorithm
+from nord.search.engine.legs import ScheduledSearch, checkpoint_folder, replay_scheduler
+from nord.search.engine.loop import Search
+from nord.search.engine.outcomes import MODES, RunInfo, SearchProgress, SearchSummary
+from nord.search.engine.replay import replay
+from nord.search.executors import Executor, SerialExecutor, TimeBudgetSpent
+
+__all__ = ["run_search", "run_record"]
+
+logger = logging.getLogger(__name__)
+
+
+def _check_settings(mode: str, budget: Any, batch_size: Any) -> None:
+    if mode not in MODES:
+        raise ConfigurationError(f"mode must be one of {MODES}; got {mode!r}")
+    if isinstance(budget, bool) or not isinstance(budget, int) or budget < 0:
+        raise ConfigurationError(
+            f"budget (number of evaluations) must be an integer >= 0; got {budget!r}")
+    if batch_size is not None and (isinstance(batch_size, bool) or not isinstance(batch_size, int)
+                                   or batch_size < 1):
+        raise ConfigurationError(f"batch_size must be a positive integer or None; got {batch_size!r}")
+
+
+def run_record(algorithm: SearchAlgorithm, evaluator, executor: Executor, mode: str,
+               budget: int, batch_size: Optional[int], info: RunInfo,
+               scheduler=None) -> RunRecord:
+    """The journal's record of a run, from the engine's parts and the caller's ``info``."""
+    parameters = algorithm.parameters()
+    evaluator_info = info.evaluator if info.evaluator is not None else (
+        evaluator.describe() if evaluator is not None else {})
+    return RunRecord(
+        algorithm=parameters.get("algorithm", algorithm.name), parameters=parameters,
+        seed=algorithm.seed, space=algorithm.space.describe(), evaluator=evaluator_info,
+        dataset=info.dataset, mode=mode, batch_size=batch_size, budget=budget,
+        execution={**executor.describe(), **info.execution}, config=info.config,
+        extra=info.extra, scheduler=scheduler.parameters() if scheduler is not None else {})
+
+
+def run_search(algorithm: Optional[SearchAlgorithm], evaluator=None, budget: int = 100,
+               journal: Union[Journal, str, os.PathLike, None] = None, mode: str = "sync",
+               executor: Optional[Executor] = None, resume: bool = False,
+               on_result: Optional[Callable[[SearchProgress], None]] = None,
+               batch_size: Optional[int] = None,
+               info: Optional[RunInfo] = None, scheduler=None,
+               on_epoch: Optional[Callable[[int, Any], None]] = None) -> Optional[SearchSummary]:
+    """Run a search: ask, identify, evaluate (once per architecture), tell, journal.
+
+    Args:
+        algorithm: a :class:`SearchAlgorithm`; it is told every result, in the order recorded.
+            Ranks that do not run the engine (MPI workers) never touch it: None will do there.
+        evaluator: evaluates candidates in this process (a :class:`SerialExecutor` is made
+            for it). Leave it None when ``executor`` is given.
+        budget: number of results to tell the algorithm, cached and failed ones included
+            (see the module docstring).
+        journal: a :class:`~nord.journal.Journal` or a path: every proposal and result is
+            committed there as it happens, by the engine's rank only. None keeps no record.
+        mode: 'sync' (generations, results told in candidate order) or 'async' (steady state).
+        executor: where evaluations run; default ``SerialExecutor(evaluator)``. With an
+            :class:`~nord.search.executors.MPIExecutor`, call this on every rank: the ranks
+            that do not run the engine evaluate until it ends, and return None.
+        resume: continue the run journaled in ``journal`` (which must hold one).
+        on_result: called with a :class:`SearchProgress` after each result told.
+        batch_size: the most candidates in a synchronous batch; default the number of workers
+            (on resume, the journal's). Ignored in async mode.
+        info: what the journal records besides the engine's own knowledge (:class:`RunInfo`).
+        scheduler: a :class:`~nord.search.schedulers.Scheduler` that decides how far each
+            candidate trains (early stopping; see :mod:`nord.search.engine.legs`). None: every
+            candidate trains as far as its evaluator says.
+        on_epoch: called with ``(candidate number, EpochRecord)`` as each epoch of training
+            ends (on the engine's rank).
+
+    Returns:
+        A :class:`SearchSummary` on the rank that runs the engine; None on worker ranks.
+
+    Raises:
+        ConfigurationError: a bad ``mode``, ``budget`` or ``batch_size``, or neither evaluator
+            nor executor.
+        JournalError: the journal cannot be started or resumed by this run (nothing is then
+            written), or cannot be written.
+        RunInterrupted: SIGINT or SIGTERM stopped the run (journaled as ``interrupted``).
+    """
+    _check_settings(mode, budget, batch_size)
+    if executor is None:
+        if evaluator is None:
+            raise ConfigurationError("run_search needs an evaluator, or an executor that has one")
+        executor = SerialExecutor(evaluator)
+    if evaluator is None:
+        evaluator = getattr(executor, "evaluator", None)
+    with interruptible():
+        return _run(algorithm, evaluator, budget, journal, mode, executor, resume, on_result,
+                    batch_size, info, scheduler, on_epoch)
+
+
+def _run(algorithm, evaluator, budget, journal, mode, executor, resume, on_result, batch_size,
+         info, scheduler, on_epoch) -> Optional[SearchSummary]:
+    executor.start()
+    if not executor.is_dispatcher:
+        executor.serve()
+        return None
+
+    own_journal = journal is not None and not isinstance(journal, Journal)
+    if own_journal:
+        journal = Journal(journal)
+    search: Optional[Search] = None
+    failed = True
+    try:
+        effective_batch = (batch_size or executor.n_workers) if mode == "sync" else None
+        if scheduler is not None:
+            scheduler.prepare(budget, mode)   # what it cannot serve: refused before anything
+            scheduler.check_serves(algorithm, evaluator)
+            if mode == "sync":
+                effective_batch = scheduler.batch_size(0, batch_size, executor.n_workers)
+                if batch_size is not None and effective_batch != batch_size:
+                    raise ConfigurationError(
+                        f"the {scheduler.name} scheduler sets the size of each synchronous "
+                        f"batch itself; batch_size={batch_size} was given. Leave batch_size "
+                        "unset")
+        if journal is not None:
+            recorded_batch = None if mode == "async" else (
+                batch_size if resume else effective_batch)
+            record = run_record(algorithm, evaluator, executor, mode, budget, recorded_batch,
+                                info or RunInfo(), scheduler)
+        if scheduler is not None:
+            if journal is not None:   # a refusal must leave no checkpoint folder behind
+                journal.check_start(record, resume=resume)
+            folder = checkpoint_folder(None if journal is None else journal.path)
+        if journal is not None:
+            stored = journal.start(record, resume=resume)
+            if stored is not None and mode == "sync" and batch_size is None:
+                effective_batch = stored.batch_size
+        if scheduler is None:
+            search = Search(algorithm, executor, journal, budget, mode, effective_batch or 1,
+                            on_result)
+        else:
+            search = ScheduledSearch(
+                algorithm, executor, journal, budget, mode, effective_batch or 1, on_result,
+                scheduler=scheduler, temporary=journal is None, folder=folder)
+        search.on_epoch = on_epoch
+        if journal is not None or on_epoch is not None:   # someone keeps the learning curves
+            executor.on_epoch = search.epoch_finished
+        if journal is not None and resume:
+            replay(search)
+            if scheduler is not None:
+                replay_scheduler(search)
+        try:
+            if mode == "sync":
+                search.run_sync()
+            else:
+                search.run_async()
+        except TimeBudgetSpent as spent:
+            search.time_budget_spent = True
+            search.flush()
+            logger.debug("%s; %d results told, %d in flight abandoned", spent, search.told,
+                         search.executor.in_flight)
+        if scheduler is not None:
+            search.finish_run()
+        if journal is not None:
+            journal.finish("finished")
+        summary = search.summary()
+        logger.debug("search done: %s in %.1f s", summary.counts(), summary.wall_time)
+        failed = False
+        return summary
+    except KeyboardInterrupt as stop:   # RunInterrupted too
+        _stop(journal, search, "interrupted", getattr(stop, "signal_name", "SIGINT"))
+        raise
+    except DiskFullError as error:
+        _stop(journal, search, "failed", f"disk full: {error}")
+        raise
+    except BaseException as error:
+        _stop(journal, search, "crashed", f"{type(error).__name__}: {error}")
+        raise
+    finally:
+        executor.on_epoch = None   # the search is done: no cycle keeps it alive
+        executor.close(failed=failed)
+        if own_journal:
+            journal.close()
+
+
+def _stop(journal: Optional[Journal], search: Optional[Search], status: str, detail: str) -> None:
+    """Keep what is known and mark how the run ended, if this process holds the journal."""
+    if journal is None or not journal.writing:
+        return   # a refused start: the journal is not this run's to mark
+    try:
+        if search is not None:
+            search.flush()   # what is known is a consistent prefix: keep it
+    except Exception:  # noqa: BLE001 - the original error matters more
+        logger.debug("could not flush the journal", exc_info=True)
+    try:
+        journal.finish(status, detail)
+    except Exception:  # noqa: BLE001 - the original error matters more
+        logger.debug("could not mark the journal %s", status, exc_info=True)
