@@ -2,11 +2,17 @@
 
     from nord.journal import Journal, list_runs
     with Journal("runs/rea.db") as journal:
-        print(journal.run()["status"], len(journal.evaluations()))
+        print(journal.state(), len(journal.evaluations()))
+
+docs/journal.md describes the file: its tables, the statuses, the one writer, what a crash keeps.
 """
-from nord.journal.store import (CHECKPOINT_SECONDS, HEARTBEAT_SECONDS, SCHEMA_VERSION, STATUSES,
-                                CandidateRecord, EvaluationRecord, Journal, LegRecord, RunRecord,
-                                Writer, evaluation_result, list_runs, package_versions)
+from nord.journal.listing import list_runs
+from nord.journal.records import (CandidateRecord, EvaluationRecord, LegRecord, RunRecord,
+                                  evaluation_result)
+from nord.journal.schema import SCHEMA_VERSION
+from nord.journal.store import CHECKPOINT_SECONDS, STATUSES, Journal
+from nord.journal.versions import package_versions
+from nord.journal.writers import HEARTBEAT_SECONDS, Writer
 
 __all__ = ["Journal", "RunRecord", "CandidateRecord", "EvaluationRecord", "LegRecord", "Writer",
            "list_runs", "evaluation_result", "package_versions", "SCHEMA_VERSION", "STATUSES",

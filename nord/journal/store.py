@@ -1,68 +1,14 @@
-"""Journal: the record of one search run, an SQLite file written by one process (rank 0).
+"""The Journal: the SQLite record of one search run, written by one process and read by any.
 
-The search engine commits every result as soon as it is known (with the proposals made before
-it, in one transaction), so a run killed at any point (even ``kill -9``) loses at most the
-evaluations in flight, and ``run_search(..., resume=True)`` continues from the file. Reports
-read the same file::
+    from nord.journal import Journal
+    with Journal("runs/rea.db") as journal:        # the run's one writer (rank 0)
+        journal.start(run_record, resume=True)
+        journal.record(candidates, evaluations)    # one commit per result
+        journal.finish("finished")
+    with Journal("runs/rea.db") as journal:        # any reader, also while the run goes on
+        print(journal.state(), journal.best()["accuracy"])
 
-    from nord.journal import Journal, list_runs
-
-    with Journal("runs/ga-seed0.db") as journal:
-        journal.metadata()["algorithm"]         # 'genetic', with 'parameters', 'seed', 'space', ...
-        rows = journal.evaluations()            # one dict per evaluation, in the order told
-        journal.best()["accuracy"]
-        journal.state()                         # 'finished', or 'killed' when its writer died
-
-    runs, skipped = list_runs("runs")           # every journal below a folder, oldest first
-
-**Tables** (``sqlite3 run.db .schema`` shows them):
-
-* ``nord_schema``: the schema version, so that a newer nord refuses an older layout clearly.
-* ``run``: one row: algorithm, its parameters, seed, search space, evaluator, data set, mode,
-  batch size, budget, ``execution`` (ranks, groups, workers, device ...: what may change when
-  the run is resumed), the runner's ``config``, versions, created and updated times, the
-  ``status`` with its ``status_detail``, how often it was ``resumed``, and the ``writer``
-  (host, pid) that holds it with its ``heartbeat``.
-* ``candidates``: every candidate the algorithm proposed, with ``told_before``: how many
-  results the algorithm had been told when it proposed it. Resuming replays the proposals at
-  exactly those points.
-* ``epochs``: the learning curves: one row per epoch trained (``candidate``, ``epoch``), with
-  training loss, validation accuracy and loss, the epoch's seconds and the training callbacks'
-  ``metrics``, committed as the epoch ends (a crash keeps the epochs already done).
-* ``legs``: with a scheduler, each leg of a candidate's training (from ``start_epochs`` to
-  ``target_epochs``), with its result and the scheduler's ``decision`` (continue, pause,
-  stop, done); ``started_event`` and ``ended_event`` order hand-outs and ends, so that a
-  resumed run rebuilds the scheduler exactly.
-* ``evaluations``: one row per result the algorithm is told: ``sequence`` (the order told,
-  from 0), ``candidate`` (the order proposed), generation, genome (JSON), ``key`` (the search
-  space's exact identity of the architecture: equal keys are the same architecture), the
-  descriptor's JSON when one was built, ``worker_rank`` (world rank of the group root that
-  evaluated it; NULL when no worker did: a genome that did not decode, or a cached result),
-  every :class:`~nord.evaluators.result.EvaluationResult` field, ``cached_from`` (the
-  candidate whose result was reused for the same architecture, NULL when evaluated), and the
-  ``started`` and ``ended`` wall-clock times (seconds since the epoch).
-
-**Status.** ``running`` while a process writes it; ``finished`` when the budget is spent or the
-algorithm finished; ``interrupted`` after SIGINT or SIGTERM (Ctrl-C, a scheduler's kill);
-``failed`` when the run could not go on for a reason nord names (``status_detail``, e.g. a
-full disk); ``crashed`` after an unexpected error. A run killed with ``kill -9`` stays
-``running``, but its writer is gone: :meth:`Journal.state` then says ``killed``. Every one
-of them can be resumed.
-
-**One writer.** A journal is written by one process. Resuming refuses at once while the
-process that holds it is alive, naming its host and pid. Liveness is checked, not locked: on
-the same machine the writer's process must exist with the same start time; from another
-machine its heartbeat (written every :data:`HEARTBEAT_SECONDS`) must be recent. So a writer
-that died, even by ``kill -9``, leaves nothing that blocks a resume.
-
-**The file on disk.** The database runs in WAL mode with ``synchronous=NORMAL``: a commit
-survives the death of the process (only a power cut can lose the last ones), and a report can
-read the file while the run writes it. New rows first go to ``RUN.db-wal``; the writer folds
-them into ``RUN.db`` at most :data:`CHECKPOINT_SECONDS` after each commit and when it stops.
-So a copy of ``RUN.db`` alone, made at any moment, holds the run as it was at most a second
-earlier (a consistent prefix: whole transactions only); ``RUN.db`` with its ``-wal`` file
-holds everything committed; :meth:`Journal.export` (``nord export``) writes a consistent copy
-of everything, also of a live run.
+docs/journal.md describes the tables, the statuses and what survives a crash.
 """
 from __future__ import annotations
 
@@ -70,349 +16,29 @@ import json
 import logging
 import math
 import os
-import platform
 import shutil
-import socket
 import sqlite3
-import statistics
-import sys
 import threading
 import time
-from dataclasses import dataclass, field
-from importlib import metadata as importlib_metadata
 from pathlib import Path
-from typing import Any, Dict, Iterable, List, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 from nord.errors import DiskFullError, JournalError, JournalInUseError
-from nord.jsonable import dumps, plain
+from nord.journal.records import (CandidateRecord, EvaluationRecord, LegRecord, RunRecord,
+                                  evaluation_row, leg_row)
+from nord.journal.schema import (EVALUATION_COLUMNS, JSON_RUN_COLUMNS, LEG_COLUMNS,
+                                 RESULT_COLUMNS, SCHEMA_VERSION, create_tables)
+from nord.journal.versions import package_versions
+from nord.journal.writers import HEARTBEAT_SECONDS, Writer
+from nord.jsonable import dumps
 
-__all__ = ["Journal", "RunRecord", "CandidateRecord", "EvaluationRecord", "LegRecord", "Writer",
-           "list_runs", "evaluation_result", "package_versions", "SCHEMA_VERSION", "STATUSES",
-           "HEARTBEAT_SECONDS", "CHECKPOINT_SECONDS"]
+__all__ = ["Journal", "STATUSES", "CHECKPOINT_SECONDS"]
 
 logger = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 2
 STATUSES = ("running", "finished", "interrupted", "failed", "crashed")
-HEARTBEAT_SECONDS = 10.0
-"""How often a writer refreshes its heartbeat; a writer on another machine whose heartbeat is
-older than three of these is taken for dead."""
 CHECKPOINT_SECONDS = 1.0
-"""The longest time committed rows stay in the ``-wal`` file only (see the module docstring)."""
-
-_RESULT_COLUMNS = ("accuracy", "loss", "train_time", "eval_time", "n_params", "epochs", "status",
-                   "error", "reported_accuracy", "metrics")
-_EVALUATION_COLUMNS = ("sequence", "candidate", "generation", "genome", "key", "descriptor",
-                       "worker_rank") + _RESULT_COLUMNS + ("cached_from", "started", "ended")
-_JSON_RUN_COLUMNS = ("parameters", "seed", "space", "evaluator", "dataset", "execution",
-                     "config", "scheduler", "versions", "extra", "writer")
-
-_SCHEMA = """
-CREATE TABLE nord_schema (
-    version INTEGER NOT NULL,
-    created REAL NOT NULL
-);
-CREATE TABLE run (
-    id INTEGER PRIMARY KEY CHECK (id = 1),
-    algorithm TEXT NOT NULL,
-    parameters TEXT NOT NULL,
-    seed TEXT NOT NULL,
-    space TEXT NOT NULL,
-    evaluator TEXT NOT NULL,
-    dataset TEXT NOT NULL,
-    mode TEXT NOT NULL,
-    batch_size INTEGER,
-    budget INTEGER NOT NULL,
-    execution TEXT NOT NULL,
-    config TEXT NOT NULL,
-    scheduler TEXT NOT NULL DEFAULT '{}',
-    versions TEXT NOT NULL,
-    extra TEXT NOT NULL,
-    created REAL NOT NULL,
-    updated REAL NOT NULL,
-    status TEXT NOT NULL,
-    status_detail TEXT NOT NULL DEFAULT '',
-    resumed INTEGER NOT NULL DEFAULT 0,
-    writer TEXT NOT NULL DEFAULT 'null',
-    heartbeat REAL
-);
-CREATE TABLE candidates (
-    candidate INTEGER PRIMARY KEY,
-    generation INTEGER NOT NULL,
-    genome TEXT NOT NULL,
-    told_before INTEGER NOT NULL,
-    asked REAL NOT NULL
-);
-CREATE TABLE evaluations (
-    sequence INTEGER PRIMARY KEY,
-    candidate INTEGER NOT NULL UNIQUE,
-    generation INTEGER NOT NULL,
-    genome TEXT NOT NULL,
-    key NOT NULL,
-    descriptor TEXT,
-    worker_rank INTEGER,
-    accuracy REAL,
-    loss REAL,
-    train_time REAL,
-    eval_time REAL,
-    n_params INTEGER,
-    epochs INTEGER,
-    status TEXT NOT NULL,
-    error TEXT NOT NULL,
-    reported_accuracy REAL,
-    metrics TEXT NOT NULL,
-    cached_from INTEGER,
-    started REAL,
-    ended REAL
-);
-CREATE INDEX evaluations_key ON evaluations (key);
-CREATE INDEX evaluations_generation ON evaluations (generation);
-CREATE TABLE epochs (
-    candidate INTEGER NOT NULL,
-    epoch INTEGER NOT NULL,
-    train_loss REAL,
-    valid_accuracy REAL,
-    valid_loss REAL,
-    seconds REAL,
-    metrics TEXT NOT NULL,
-    worker_rank INTEGER,
-    recorded REAL NOT NULL,
-    PRIMARY KEY (candidate, epoch)
-);
-CREATE TABLE legs (
-    leg INTEGER PRIMARY KEY,
-    candidate INTEGER NOT NULL,
-    start_epochs INTEGER NOT NULL,
-    target_epochs INTEGER NOT NULL,
-    started_event INTEGER NOT NULL,
-    ended_event INTEGER,
-    started REAL,
-    ended REAL,
-    accuracy REAL,
-    reported_accuracy REAL,
-    status TEXT,
-    error TEXT,
-    decision TEXT,
-    worker_rank INTEGER,
-    train_time REAL,
-    result TEXT,
-    detail TEXT NOT NULL DEFAULT ''
-);
-"""
-
-
-# --- what travels into the journal ------------------------------------------------------------
-@dataclass
-class RunRecord:
-    """What a run is, as the journal stores it.
-
-    The fields in :attr:`MUST_MATCH` decide what a run measures: a resumed run must have the
-    same ones (``batch_size`` only when given: None takes the journal's). ``budget`` and
-    ``execution`` (where and how the run executes: ranks, workers, device, threads ...) may
-    change when it is resumed.
-
-    Attributes:
-        algorithm: the algorithm's name.
-        parameters: its settings (``SearchAlgorithm.parameters()``).
-        seed: its seed.
-        space: the search space (``SearchSpace.describe()``).
-        evaluator: how candidates are evaluated (``Evaluator.describe()``).
-        dataset: the data set, when there is one.
-        mode: 'sync' or 'async'.
-        batch_size: candidates per synchronous batch (None in async mode).
-        budget: evaluations in the run.
-        execution: ranks, groups, workers, worker ranks and other settings of where it runs.
-        config: the settings a runner needs to start the run again (e.g. ``RunConfig``
-            without its execution settings), or empty.
-        extra: anything else to keep (free-form).
-        scheduler: the scheduler's settings (empty without one).
-    """
-
-    algorithm: str
-    parameters: Dict[str, Any]
-    seed: Any
-    space: Dict[str, Any]
-    evaluator: Dict[str, Any] = field(default_factory=dict)
-    dataset: Optional[Dict[str, Any]] = None
-    mode: str = "sync"
-    batch_size: Optional[int] = None
-    budget: int = 0
-    execution: Dict[str, Any] = field(default_factory=dict)
-    config: Dict[str, Any] = field(default_factory=dict)
-    extra: Dict[str, Any] = field(default_factory=dict)
-    scheduler: Dict[str, Any] = field(default_factory=dict)
-
-    MUST_MATCH = ("algorithm", "seed", "parameters", "space", "evaluator", "dataset", "mode",
-                  "batch_size", "config", "scheduler")
-
-    def differences(self, stored: "RunRecord", compare: Sequence[str] = MUST_MATCH
-                    ) -> List[Tuple[str, Any, Any]]:
-        """``(field, stored value, this value)`` for every field of ``compare`` (default: all
-        that must match) that differs."""
-        found = []
-        for name in compare:
-            mine = plain(getattr(self, name))
-            theirs = plain(getattr(stored, name))
-            if name == "batch_size" and mine is None:
-                continue
-            if mine != theirs:
-                found.append(_first_difference(name, theirs, mine))
-        return found
-
-
-def _first_difference(name: str, theirs: Any, mine: Any) -> Tuple[str, Any, Any]:
-    """The innermost differing entry of two settings, named ``field.key.key``."""
-    while isinstance(theirs, dict) and isinstance(mine, dict):
-        key = next((key for key in sorted(set(theirs) | set(mine), key=str)
-                    if theirs.get(key) != mine.get(key)), None)
-        if key is None:
-            break
-        name, theirs, mine = f"{name}.{key}", theirs.get(key), mine.get(key)
-    return name, theirs, mine
-
-
-@dataclass
-class CandidateRecord:
-    """A proposal: candidate ``number`` of ``generation``, proposed after ``told_before`` results."""
-
-    number: int
-    generation: int
-    genome: Sequence[Any]
-    told_before: int
-
-
-@dataclass
-class EvaluationRecord:
-    """A told result, in the order told (``sequence``).
-
-    Attributes:
-        sequence: its place in the order results were told, from 0.
-        candidate: the candidate's number; generation, genome: the candidate's.
-        key: the space's identity of the architecture.
-        descriptor: the descriptor's JSON, or None when none was built.
-        worker_rank: world rank of the group root that evaluated it (None: no worker did).
-        result: the EvaluationResult.
-        cached_from: the candidate whose result was reused, or None.
-        started, ended: wall-clock times (seconds since the epoch).
-    """
-
-    sequence: int
-    candidate: int
-    generation: int
-    genome: Sequence[Any]
-    key: Any
-    descriptor: Optional[str]
-    worker_rank: Optional[int]
-    result: Any
-    cached_from: Optional[int] = None
-    started: Optional[float] = None
-    ended: Optional[float] = None
-
-    @property
-    def cached(self) -> bool:
-        return self.cached_from is not None
-
-
-@dataclass
-class LegRecord:
-    """One leg of a candidate's training under a scheduler (see the ``legs`` table): written
-    when it is handed out, and again (with its result and decision) when it ends."""
-
-    leg: int
-    candidate: int
-    start_epochs: int
-    target_epochs: int
-    started_event: int
-    started: Optional[float] = None
-    ended_event: Optional[int] = None
-    ended: Optional[float] = None
-    result: Any = None
-    decision: Optional[str] = None
-    worker_rank: Optional[int] = None
-    detail: str = ""
-
-
-# --- who writes a journal ----------------------------------------------------------------------
-def _boot_id() -> str:
-    try:
-        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
-    except OSError:
-        return ""
-
-
-def _process_start(pid: int) -> Optional[int]:
-    """The start time of process ``pid`` in clock ticks since boot (Linux), or None when
-    there is no such process or it has ended: a zombie (killed, not yet reaped by its
-    parent) writes nothing more."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    try:
-        fields = stat.rsplit(")", 1)[1].split()
-        return None if fields[0] in ("Z", "X") else int(fields[19])
-    except (IndexError, ValueError):
-        return None
-
-
-class Writer(NamedTuple):
-    """The process that writes a journal: host name, pid, the pid's start time and boot id
-    (so that a pid reused after the writer died is not taken for it)."""
-
-    host: str
-    pid: int
-    started: Optional[int]
-    boot: str
-
-    @classmethod
-    def this_process(cls) -> "Writer":
-        pid = os.getpid()
-        return cls(socket.gethostname(), pid, _process_start(pid), _boot_id())
-
-    @classmethod
-    def from_json(cls, value: Any) -> Optional["Writer"]:
-        if not isinstance(value, Mapping):
-            return None
-        try:
-            return cls(str(value["host"]), int(value["pid"]), value.get("started"),
-                       str(value.get("boot", "")))
-        except (KeyError, TypeError, ValueError):
-            return None
-
-    def to_json(self) -> Dict[str, Any]:
-        return self._asdict()
-
-    def alive(self, heartbeat: Optional[float], now: Optional[float] = None) -> bool:
-        """Whether this writer still runs (see the module docstring)."""
-        here = Writer.this_process()
-        if self.host == here.host and self.boot == here.boot and self.boot:
-            return self.started is not None and _process_start(self.pid) == self.started
-        now = time.time() if now is None else now
-        return heartbeat is not None and now - heartbeat < 3 * HEARTBEAT_SECONDS
-
-    def __str__(self) -> str:
-        return f"pid {self.pid} on host {self.host}"
-
-
-def package_versions() -> Dict[str, Optional[str]]:
-    """Versions of Python, nord, numpy, torch, mpi4py and the MPI library, without importing
-    torch or starting MPI (the MPI library is named only when mpi4py's MPI is already loaded)."""
-    versions: Dict[str, Optional[str]] = {"python": platform.python_version()}
-    for package in ("nord", "numpy", "torch", "mpi4py", "horovod", "pygmo"):
-        try:
-            versions[package] = importlib_metadata.version(package)
-        except importlib_metadata.PackageNotFoundError:
-            versions[package] = None
-    if versions["nord"] is None:
-        import nord
-        versions["nord"] = getattr(nord, "__version__", None)
-    mpi = sys.modules.get("mpi4py.MPI")
-    if mpi is not None:
-        try:
-            versions["mpi"] = mpi.Get_library_version().strip().splitlines()[0]
-        except Exception:  # noqa: BLE001 - a version string is not worth failing a run for
-            versions["mpi"] = None
-    return versions
+"""The longest time committed rows stay in the ``-wal`` file only (docs/journal.md)."""
 
 
 def _real(value: Optional[float]) -> float:
@@ -506,7 +132,7 @@ class Journal:
             tables = {row[0] for row in connection.execute(
                 "SELECT name FROM sqlite_master WHERE type='table'")}
             # per connection: in WAL mode a commit then needs no fsync, and survives the
-            # death of the process (see the module docstring)
+            # death of the process (docs/journal.md)
             connection.execute("PRAGMA synchronous=NORMAL")
         except (OSError, sqlite3.DatabaseError) as error:
             if new:
@@ -519,7 +145,7 @@ class Journal:
             ) from error
         try:
             if not tables and create:
-                self._create(connection)
+                create_tables(connection)
             elif not tables:   # a journal's tables come in one transaction after its file
                 raise JournalError(
                     f"'{self.path}' is not a nord journal: an SQLite database without tables "
@@ -547,17 +173,6 @@ class Journal:
             raise
         self._connection = connection
         return connection
-
-    @staticmethod
-    def _create(connection: sqlite3.Connection) -> None:
-        connection.execute("PRAGMA journal_mode=WAL")
-        connection.execute("BEGIN")
-        for statement in _SCHEMA.split(";"):
-            if statement.strip():
-                connection.execute(statement)
-        connection.execute("INSERT INTO nord_schema (version, created) VALUES (?, ?)",
-                           (SCHEMA_VERSION, time.time()))
-        connection.execute("COMMIT")
 
     def _damaged(self, error: BaseException) -> JournalError:
         return JournalError(
@@ -677,7 +292,24 @@ class Journal:
             JournalError, JournalInUseError: see :meth:`check_start`.
             DiskFullError: the disk is full.
         """
-        stored = self.check_start(record, resume)
+        return self.claim(record, self.check_start(record, resume))
+
+    def claim(self, record: RunRecord, stored: Optional[RunRecord]) -> Optional[RunRecord]:
+        """Begin writing a run that :meth:`check_start` has just accepted, without checking it
+        again: for a caller with work between the check and the first write (the search
+        engine makes its checkpoint folder there). A writer that came in between is refused.
+
+        Args:
+            record: the run, as given to :meth:`check_start`.
+            stored: what :meth:`check_start` returned (None: a new run).
+
+        Returns:
+            ``stored``.
+
+        Raises:
+            JournalInUseError: another process started or took the run since the check.
+            DiskFullError: the disk is full.
+        """
         self._writer = Writer.this_process()
         now = time.time()
         try:
@@ -776,10 +408,10 @@ class Journal:
         now = time.time()
         candidate_rows = [(c.number, c.generation, dumps(list(c.genome)), c.told_before, now)
                           for c in candidates]
-        evaluation_rows = [_evaluation_row(evaluation) for evaluation in evaluations]
+        evaluation_rows = [evaluation_row(evaluation) for evaluation in evaluations]
         epoch_rows = [(candidate, e.epoch, e.train_loss, e.valid_accuracy, e.valid_loss,
                        e.seconds, dumps(e.metrics), rank, now) for candidate, e, rank in epochs]
-        leg_rows = [_leg_row(leg) for leg in legs]
+        leg_rows = [leg_row(leg) for leg in legs]
         if not (candidate_rows or evaluation_rows or epoch_rows or leg_rows):
             return
         connection = self._require_writer()
@@ -790,16 +422,16 @@ class Journal:
                     "INSERT INTO candidates (candidate, generation, genome, told_before, asked)"
                     " VALUES (?, ?, ?, ?, ?)", candidate_rows)
                 connection.executemany(
-                    f"INSERT INTO evaluations ({', '.join(_EVALUATION_COLUMNS)}) VALUES "
-                    f"({', '.join('?' * len(_EVALUATION_COLUMNS))})", evaluation_rows)
+                    f"INSERT INTO evaluations ({', '.join(EVALUATION_COLUMNS)}) VALUES "
+                    f"({', '.join('?' * len(EVALUATION_COLUMNS))})", evaluation_rows)
                 # an epoch trained again after a crash replaces the lost leg's row
                 connection.executemany(
                     "INSERT OR REPLACE INTO epochs (candidate, epoch, train_loss, valid_accuracy,"
                     " valid_loss, seconds, metrics, worker_rank, recorded) VALUES "
                     "(?, ?, ?, ?, ?, ?, ?, ?, ?)", epoch_rows)
                 connection.executemany(
-                    f"INSERT OR REPLACE INTO legs ({', '.join(_LEG_COLUMNS)}) VALUES "
-                    f"({', '.join('?' * len(_LEG_COLUMNS))})", leg_rows)
+                    f"INSERT OR REPLACE INTO legs ({', '.join(LEG_COLUMNS)}) VALUES "
+                    f"({', '.join('?' * len(LEG_COLUMNS))})", leg_rows)
                 connection.execute("UPDATE run SET updated = ?, heartbeat = ? WHERE id = 1",
                                    (now, now))
                 connection.execute("COMMIT")
@@ -901,7 +533,7 @@ class Journal:
         data = dict(row)
         data.pop("id", None)
         try:
-            for column in _JSON_RUN_COLUMNS:
+            for column in JSON_RUN_COLUMNS:
                 if column in data:
                     data[column] = json.loads(data[column])
         except (TypeError, ValueError) as error:
@@ -939,8 +571,8 @@ class Journal:
         if meta["status"] != "running" or self._version == 1:
             return meta["status"]
         writer = Writer.from_json(meta.get("writer"))
-        return "running" if writer is not None and writer.alive(meta.get("heartbeat")) \
-            else "killed"
+        alive = writer is not None and writer.alive(meta.get("heartbeat"))
+        return "running" if alive else "killed"
 
     def count(self) -> int:
         """The number of evaluations recorded."""
@@ -960,7 +592,7 @@ class Journal:
         Args:
             generation: only that generation's evaluations.
 
-        Each dict has the columns of the ``evaluations`` table (module docstring); ``genome``
+        Each dict has the columns of the ``evaluations`` table (docs/journal.md); ``genome``
         and ``metrics`` are decoded, ``cached`` says whether the result was reused, NaN
         accuracy and loss read as NaN.
         """
@@ -1044,7 +676,7 @@ class Journal:
             if leg is None or leg["target_epochs"] <= (row["epochs"] or 0):
                 continue
             result = leg["result"]
-            for column in _RESULT_COLUMNS:
+            for column in RESULT_COLUMNS:
                 if column in result:
                     row[column] = result[column]
             row["metrics"] = result.get("metrics") or {}
@@ -1053,7 +685,8 @@ class Journal:
                     row[column] = math.nan
         return rows
 
-    def best(self, count: Optional[int] = None) -> Union[Optional[Dict[str, Any]], List[Dict[str, Any]]]:
+    def best(self, count: Optional[int] = None
+             ) -> Union[Optional[Dict[str, Any]], List[Dict[str, Any]]]:
         """The evaluation with the highest search accuracy (earliest on ties), or None. With
         a scheduler, results are final (:meth:`final_evaluations`) and ranked first by the
         epochs trained: a candidate stopped after one epoch is never compared with one
@@ -1075,49 +708,6 @@ class Journal:
         unique = [row for row in rows if not row["cached"]]
         unique.sort(key=rank, reverse=True)
         return unique[:count]
-
-    def generation_stats(self) -> List[Dict[str, Any]]:
-        """Per-generation figures, for plots: one dict per generation, in order.
-
-        Keys: ``generation``, ``evaluations``, ``ok``, ``failed``, ``cached``,
-        ``accuracy_mean``, ``accuracy_median``, ``accuracy_std``, ``accuracy_min``,
-        ``accuracy_max`` (over ok evaluations; NaN when none), ``best_so_far`` (best accuracy
-        up to and including this generation), ``n_params_mean``, ``train_time_sum``,
-        ``started``, ``ended`` and ``wall_time`` (first start to last end).
-        """
-        by_generation: Dict[int, List[Dict[str, Any]]] = {}
-        for row in self.evaluations():
-            by_generation.setdefault(row["generation"], []).append(row)
-        stats, best = [], math.nan
-        for generation in sorted(by_generation):
-            rows = by_generation[generation]
-            good = [row for row in rows if row["status"] == "ok" and math.isfinite(row["accuracy"])]
-            accuracies = [row["accuracy"] for row in good]
-            if accuracies:
-                best = max(accuracies) if math.isnan(best) else max(best, max(accuracies))
-            starts = [row["started"] for row in rows if row["started"] is not None]
-            ends = [row["ended"] for row in rows if row["ended"] is not None]
-            stats.append({
-                "generation": generation,
-                "evaluations": len(rows),
-                "ok": len(good),
-                "failed": sum(row["status"] != "ok" for row in rows),
-                "cached": sum(row["cached"] for row in rows),
-                "accuracy_mean": statistics.fmean(accuracies) if accuracies else math.nan,
-                "accuracy_median": statistics.median(accuracies) if accuracies else math.nan,
-                "accuracy_std": statistics.pstdev(accuracies) if accuracies else math.nan,
-                "accuracy_min": min(accuracies, default=math.nan),
-                "accuracy_max": max(accuracies, default=math.nan),
-                "best_so_far": best,
-                "n_params_mean": (statistics.fmean(row["n_params"] for row in good)
-                                  if good else math.nan),
-                "train_time_sum": sum(row["train_time"] for row in rows
-                                      if not row["cached"] and math.isfinite(row["train_time"])),
-                "started": min(starts, default=None),
-                "ended": max(ends, default=None),
-                "wall_time": (max(ends) - min(starts)) if starts and ends else math.nan,
-            })
-        return stats
 
     def summary(self) -> Dict[str, Any]:
         """Metadata plus counts, the best accuracy and the state: one line of ``list_runs``."""
@@ -1143,83 +733,3 @@ def _ago(moment: Optional[float]) -> str:
     if moment is None:
         return "never written"
     return f"{max(0.0, time.time() - moment):.0f} s ago"
-
-
-def _evaluation_row(evaluation: EvaluationRecord) -> List[Any]:
-    result = evaluation.result
-    row = {
-        "sequence": evaluation.sequence, "candidate": evaluation.candidate,
-        "generation": evaluation.generation, "genome": dumps(list(evaluation.genome)),
-        "key": evaluation.key, "descriptor": evaluation.descriptor,
-        "worker_rank": evaluation.worker_rank,
-        "accuracy": result.accuracy, "loss": result.loss,
-        "train_time": result.train_time, "eval_time": result.eval_time,
-        "n_params": int(result.n_params), "epochs": int(result.epochs),
-        "status": result.status, "error": result.error or "",
-        "reported_accuracy": result.reported_accuracy,
-        "metrics": dumps(result.metrics or {}),
-        "cached_from": evaluation.cached_from,
-        "started": evaluation.started, "ended": evaluation.ended,
-    }
-    return [row[column] for column in _EVALUATION_COLUMNS]
-
-
-_LEG_COLUMNS = ("leg", "candidate", "start_epochs", "target_epochs", "started_event",
-                "ended_event", "started", "ended", "accuracy", "reported_accuracy", "status",
-                "error", "decision", "worker_rank", "train_time", "result", "detail")
-
-
-def _leg_row(leg: LegRecord) -> List[Any]:
-    result = leg.result
-    row = {"leg": leg.leg, "candidate": leg.candidate, "start_epochs": leg.start_epochs,
-           "target_epochs": leg.target_epochs, "started_event": leg.started_event,
-           "ended_event": leg.ended_event, "started": leg.started, "ended": leg.ended,
-           "accuracy": None if result is None else result.accuracy,
-           "reported_accuracy": None if result is None else result.reported_accuracy,
-           "status": None if result is None else result.status,
-           "error": None if result is None else result.error,
-           "decision": leg.decision, "worker_rank": leg.worker_rank,
-           "train_time": None if result is None else result.train_time,
-           "result": None if result is None else dumps(result.to_dict()), "detail": leg.detail}
-    return [row[column] for column in _LEG_COLUMNS]
-
-
-def evaluation_result(row: Mapping[str, Any]):
-    """The :class:`EvaluationResult` of one evaluation dict (from :meth:`Journal.evaluations`)."""
-    from nord.evaluators.result import EvaluationResult
-
-    return EvaluationResult.from_dict({column: row[column] for column in _RESULT_COLUMNS})
-
-
-def list_runs(paths: Union[str, os.PathLike, Iterable[Union[str, os.PathLike]]],
-              pattern: str = "*.db") -> Tuple[List[Dict[str, Any]], List[Tuple[Path, str]]]:
-    """Every nord journal among ``paths`` (files, or folders searched with their sub-folders
-    for ``pattern``), oldest run first.
-
-    Returns:
-        ``(runs, skipped)``: each run is :meth:`Journal.summary` (path, metadata, counts, best
-        accuracy, state); ``skipped`` lists ``(path, reason)`` for each file that is not a
-        readable journal.
-
-    Raises:
-        JournalError: a path that does not exist.
-    """
-    if isinstance(paths, (str, os.PathLike)):
-        paths = [paths]
-    files: List[Path] = []
-    for path in map(Path, paths):
-        if path.is_dir():
-            files.extend(sorted(path.rglob(pattern)))
-        elif path.is_file():
-            files.append(path)
-        else:
-            raise JournalError(f"'{path}' does not exist; give a run journal or a folder of them")
-    runs, skipped = [], []
-    for path in files:
-        try:
-            with Journal(path) as journal:
-                runs.append(journal.summary())
-        except JournalError as error:
-            skipped.append((path, str(error)))
-    runs.sort(key=lambda run: (run["created"], run["path"]))
-    return runs, skipped

@@ -1,33 +1,14 @@
 """Runs read from their journals, with the numbers a report shows about each.
 
-Everything here comes from the journal's read API (:class:`nord.journal.Journal`):
-``metadata()``, ``summary()``, ``evaluations()``, ``generation_stats()`` and ``best(count)``::
-
     from nord.report.runs import load_runs, run_numbers
 
     runs = load_runs(["runs/ga.db", "runs/random.db"])   # or a folder of journals
     for run in runs:
         print(run.label, run_numbers(run)["best_accuracy"])
 
-Definitions used throughout the report:
-
-* **ok / failed / cached**: ``ok`` evaluations have status 'ok'; ``failed`` ones have any
-  other status (a network that did not build or train, a genome that did not decode);
-  ``cached`` ones reused the result of the same architecture evaluated earlier in the run
-  (they are also ok or failed, and are members of their generation like any other).
-* **Accuracy statistics** (box plots, means) are over the ok evaluations with a finite
-  accuracy, cached ones included: they describe the population of each generation.
-* **Total wall time**: last ``ended`` minus first ``started`` over the run's evaluations. A run
-  that was stopped and resumed includes the time it was stopped.
-* **Wall time of a generation**: last ``ended`` minus first ``started`` over that generation's
-  evaluations (``generation_stats()['wall_time']``). In a synchronous run this is the time
-  the generation took; in an asynchronous one generations overlap, so their times can add
-  up to more than the total.
-* **Evaluation time**: training plus testing seconds summed over the evaluations that were
-  really run (cached ones excluded): the compute the run spent, over all its workers.
-* **Accuracy** is the search signal (normally validation accuracy; see
-  :mod:`nord.report.protocol`); **reported accuracy** the figure the search never saw
-  (normally test accuracy).
+Everything here comes from the journal's read API (:class:`nord.journal.Journal`), with the
+figures of each generation computed here (:func:`generation_stats`).
+Details (the definitions used throughout the report): docs/report.md.
 """
 from __future__ import annotations
 
@@ -36,6 +17,7 @@ import logging
 import math
 import os
 import re
+import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
@@ -45,7 +27,7 @@ from nord.journal import Journal, list_runs
 from nord.report.protocol import Protocol, protocol_of
 
 __all__ = ["RunData", "load_run", "load_runs", "run_numbers", "is_multi_objective",
-           "accuracies_by_generation", "journal_paths", "slug"]
+           "accuracies_by_generation", "generation_stats", "journal_paths", "slug"]
 
 logger = logging.getLogger(__name__)
 
@@ -63,7 +45,7 @@ class RunData:
         metadata: ``Journal.metadata()``.
         summary: ``Journal.summary()`` (counts, best accuracy, total wall time).
         evaluations: ``Journal.evaluations()``, in the order told.
-        generations: ``Journal.generation_stats()``, one dict per generation.
+        generations: :func:`generation_stats`, one dict per generation.
         best: ``Journal.best(count)``: the best distinct architectures, best first (at
             least the best one, when any evaluation succeeded).
         epochs: ``Journal.epochs()``: the learning curves (empty when none were recorded).
@@ -168,6 +150,50 @@ def journal_paths(paths: Union[PathLike, Iterable[PathLike]],
     return unique
 
 
+def generation_stats(journal: Journal) -> List[Dict[str, Any]]:
+    """Per-generation figures of a journal's run, for plots: one dict per generation, in order.
+
+    Keys: ``generation``, ``evaluations``, ``ok``, ``failed``, ``cached``,
+    ``accuracy_mean``, ``accuracy_median``, ``accuracy_std``, ``accuracy_min``,
+    ``accuracy_max`` (over ok evaluations; NaN when none), ``best_so_far`` (best accuracy
+    up to and including this generation), ``n_params_mean``, ``train_time_sum``,
+    ``started``, ``ended`` and ``wall_time`` (first start to last end).
+    """
+    by_generation: Dict[int, List[Dict[str, Any]]] = {}
+    for row in journal.evaluations():
+        by_generation.setdefault(row["generation"], []).append(row)
+    stats, best = [], math.nan
+    for generation in sorted(by_generation):
+        rows = by_generation[generation]
+        good = [row for row in rows if row["status"] == "ok" and math.isfinite(row["accuracy"])]
+        accuracies = [row["accuracy"] for row in good]
+        if accuracies:
+            best = max(accuracies) if math.isnan(best) else max(best, max(accuracies))
+        starts = [row["started"] for row in rows if row["started"] is not None]
+        ends = [row["ended"] for row in rows if row["ended"] is not None]
+        stats.append({
+            "generation": generation,
+            "evaluations": len(rows),
+            "ok": len(good),
+            "failed": sum(row["status"] != "ok" for row in rows),
+            "cached": sum(row["cached"] for row in rows),
+            "accuracy_mean": statistics.fmean(accuracies) if accuracies else math.nan,
+            "accuracy_median": statistics.median(accuracies) if accuracies else math.nan,
+            "accuracy_std": statistics.pstdev(accuracies) if accuracies else math.nan,
+            "accuracy_min": min(accuracies, default=math.nan),
+            "accuracy_max": max(accuracies, default=math.nan),
+            "best_so_far": best,
+            "n_params_mean": (statistics.fmean(row["n_params"] for row in good)
+                              if good else math.nan),
+            "train_time_sum": sum(row["train_time"] for row in rows
+                                  if not row["cached"] and math.isfinite(row["train_time"])),
+            "started": min(starts, default=None),
+            "ended": max(ends, default=None),
+            "wall_time": (max(ends) - min(starts)) if starts and ends else math.nan,
+        })
+    return stats
+
+
 def load_run(path: PathLike, label: Optional[str] = None, best_count: int = 3) -> RunData:
     """Read one journal.
 
@@ -188,7 +214,7 @@ def load_run(path: PathLike, label: Optional[str] = None, best_count: int = 3) -
             metadata = journal.metadata()
             summary = journal.summary()
             evaluations = journal.evaluations()
-            generations = journal.generation_stats()
+            generations = generation_stats(journal)
             best = journal.best(count=max(1, int(best_count)))
             epochs, legs = journal.epochs(), journal.legs()
             counts = {len(evaluations), int(summary.get("evaluations") or 0),

@@ -15,6 +15,7 @@ from nord.errors import DiskFullError, JournalError, JournalInUseError
 from nord.evaluators.result import EvaluationResult
 from nord.journal import (HEARTBEAT_SECONDS, SCHEMA_VERSION, CandidateRecord, EvaluationRecord,
                           Journal, RunRecord, Writer, evaluation_result, list_runs)
+from nord.report.runs import generation_stats
 
 
 def record(**changes):
@@ -159,7 +160,7 @@ def test_generation_stats(journal):
     journal.record([], [evaluation(s, a, g) for s, (g, a) in
                         enumerate([(0, 0.2), (0, 0.4), (1, 0.8), (1, 0.6)])]
                    + [evaluation(4, generation=1, status="failed")])
-    first, second = journal.generation_stats()
+    first, second = generation_stats(journal)
     assert first["accuracy_mean"] == pytest.approx(0.3)
     assert (second["evaluations"], second["ok"], second["failed"]) == (3, 2, 1)
     assert second["best_so_far"] == pytest.approx(0.8)
@@ -487,7 +488,7 @@ def test_a_killed_writer_not_yet_reaped_by_its_parent_is_not_alive():
 
     from pathlib import Path
 
-    from nord.journal import Writer, _process_start
+    from nord.journal.writers import Writer, _process_start
     child = subprocess.Popen(["sleep", "60"])
     try:
         here = Writer.this_process()

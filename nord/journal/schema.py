@@ -1,0 +1,134 @@
+"""The journal's tables: their SQL, the schema version, and the columns code writes by name.
+
+    from nord.journal.schema import create_tables
+    create_tables(connection)   # a new, empty file: WAL mode, every table, the version row
+
+docs/journal.md says what each table holds.
+"""
+from __future__ import annotations
+
+import sqlite3
+import time
+
+__all__ = ["SCHEMA_VERSION", "SCHEMA", "RESULT_COLUMNS", "EVALUATION_COLUMNS", "LEG_COLUMNS",
+           "JSON_RUN_COLUMNS", "create_tables"]
+
+SCHEMA_VERSION = 2
+
+RESULT_COLUMNS = ("accuracy", "loss", "train_time", "eval_time", "n_params", "epochs", "status",
+                  "error", "reported_accuracy", "metrics")
+"""The columns of ``evaluations`` (and of a leg's ``result``) that hold EvaluationResult fields."""
+EVALUATION_COLUMNS = ("sequence", "candidate", "generation", "genome", "key", "descriptor",
+                      "worker_rank") + RESULT_COLUMNS + ("cached_from", "started", "ended")
+LEG_COLUMNS = ("leg", "candidate", "start_epochs", "target_epochs", "started_event",
+               "ended_event", "started", "ended", "accuracy", "reported_accuracy", "status",
+               "error", "decision", "worker_rank", "train_time", "result", "detail")
+JSON_RUN_COLUMNS = ("parameters", "seed", "space", "evaluator", "dataset", "execution",
+                    "config", "scheduler", "versions", "extra", "writer")
+"""The columns of ``run`` stored as JSON text."""
+
+SCHEMA = """
+CREATE TABLE nord_schema (
+    version INTEGER NOT NULL,
+    created REAL NOT NULL
+);
+CREATE TABLE run (
+    id INTEGER PRIMARY KEY CHECK (id = 1),
+    algorithm TEXT NOT NULL,
+    parameters TEXT NOT NULL,
+    seed TEXT NOT NULL,
+    space TEXT NOT NULL,
+    evaluator TEXT NOT NULL,
+    dataset TEXT NOT NULL,
+    mode TEXT NOT NULL,
+    batch_size INTEGER,
+    budget INTEGER NOT NULL,
+    execution TEXT NOT NULL,
+    config TEXT NOT NULL,
+    scheduler TEXT NOT NULL DEFAULT '{}',
+    versions TEXT NOT NULL,
+    extra TEXT NOT NULL,
+    created REAL NOT NULL,
+    updated REAL NOT NULL,
+    status TEXT NOT NULL,
+    status_detail TEXT NOT NULL DEFAULT '',
+    resumed INTEGER NOT NULL DEFAULT 0,
+    writer TEXT NOT NULL DEFAULT 'null',
+    heartbeat REAL
+);
+CREATE TABLE candidates (
+    candidate INTEGER PRIMARY KEY,
+    generation INTEGER NOT NULL,
+    genome TEXT NOT NULL,
+    told_before INTEGER NOT NULL,
+    asked REAL NOT NULL
+);
+CREATE TABLE evaluations (
+    sequence INTEGER PRIMARY KEY,
+    candidate INTEGER NOT NULL UNIQUE,
+    generation INTEGER NOT NULL,
+    genome TEXT NOT NULL,
+    key NOT NULL,
+    descriptor TEXT,
+    worker_rank INTEGER,
+    accuracy REAL,
+    loss REAL,
+    train_time REAL,
+    eval_time REAL,
+    n_params INTEGER,
+    epochs INTEGER,
+    status TEXT NOT NULL,
+    error TEXT NOT NULL,
+    reported_accuracy REAL,
+    metrics TEXT NOT NULL,
+    cached_from INTEGER,
+    started REAL,
+    ended REAL
+);
+CREATE INDEX evaluations_key ON evaluations (key);
+CREATE INDEX evaluations_generation ON evaluations (generation);
+CREATE TABLE epochs (
+    candidate INTEGER NOT NULL,
+    epoch INTEGER NOT NULL,
+    train_loss REAL,
+    valid_accuracy REAL,
+    valid_loss REAL,
+    seconds REAL,
+    metrics TEXT NOT NULL,
+    worker_rank INTEGER,
+    recorded REAL NOT NULL,
+    PRIMARY KEY (candidate, epoch)
+);
+CREATE TABLE legs (
+    leg INTEGER PRIMARY KEY,
+    candidate INTEGER NOT NULL,
+    start_epochs INTEGER NOT NULL,
+    target_epochs INTEGER NOT NULL,
+    started_event INTEGER NOT NULL,
+    ended_event INTEGER,
+    started REAL,
+    ended REAL,
+    accuracy REAL,
+    reported_accuracy REAL,
+    status TEXT,
+    error TEXT,
+    decision TEXT,
+    worker_rank INTEGER,
+    train_time REAL,
+    result TEXT,
+    detail TEXT NOT NULL DEFAULT ''
+);
+"""
+
+
+def create_tables(connection: sqlite3.Connection) -> None:
+    """Write the schema into an empty database, in one transaction: a file that has tables
+    has them all, and its version."""
+    connection.execute("PRAGMA journal_mode=WAL")
+    connection.execute("BEGIN")
+    for statement in SCHEMA.split(";"):
+        if statement.strip():
+            connection.execute(statement)
+    connection.execute("INSERT INTO nord_schema (version, created) VALUES (?, ?)",
+                       (SCHEMA_VERSION, time.time()))
+    connection.execute("COMMIT")
