@@ -270,7 +270,7 @@ def print_scaling(backend, kind, samples, one, two, single):
 # --- the launcher -----------------------------------------------------------------------
 def yield_when_idle(ranks, threads):
     """mpirun's arguments that make MPI yield while waiting, where the ranks share cores."""
-    from nord.evaluators.distributed import cores_are_shared
+    from nord.parallel.launcher import cores_are_shared
     cores = os.cpu_count() or 1
     shared = cores_are_shared(ranks, threads, cores, cores)
     return ["--mca", "mpi_yield_when_idle", "1"] if shared else []
@@ -307,7 +307,7 @@ def backends(choice):
 
 
 def main(args):
-    from nord.parallel.environment import launched_by_mpi
+    from nord.parallel import launched_by_mpi
     if launched_by_mpi():
         if args.part == "scaling":
             sys.exit("the scaling part starts its own mpirun jobs: run it without mpirun")

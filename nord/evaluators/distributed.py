@@ -37,7 +37,6 @@ ranks (the linear scaling rule of Goyal et al., 2017).
 """
 from __future__ import annotations
 
-import ipaddress
 import logging
 import os
 import socket
@@ -51,6 +50,10 @@ from nord.errors import ConfigurationError, DistributedError, MissingDependencyE
 from nord.evaluators.local import LocalEvaluator
 from nord.evaluators.result import EvaluationResult
 from nord.nn.training import resolve_device
+from nord.parallel import import_mpi, launched_by_mpi, launcher_local_rank, wait_for_message
+from nord.parallel.hosts import master_address
+from nord.parallel.launcher import (cores_are_shared, cores_of_this_process, launcher_local_size,
+                                    mpi_yields_when_idle)
 
 logger = logging.getLogger(__name__)
 
@@ -109,7 +112,6 @@ class DistributedEvaluator(LocalEvaluator):
         """The rank on this host (which GPU to take): the environment's, else the launcher's."""
         if self._environment_local_rank is not None:
             return self._environment_local_rank
-        from nord.parallel.environment import launcher_local_rank
         return launcher_local_rank() or 0
 
     @property
@@ -170,8 +172,6 @@ class DistributedEvaluator(LocalEvaluator):
     def _receive(self):
         """The root's next message, waited for without spinning a core (between networks
         the root may wait long for its own next task)."""
-        from nord.parallel.environment import import_mpi, wait_for_message
-
         status = import_mpi().Status()
         wait_for_message(self.comm, 0, _GROUP_TAG, status)
         return self.comm.recv(source=0, tag=_GROUP_TAG)
@@ -254,7 +254,7 @@ class DistributedEvaluator(LocalEvaluator):
         address = None
         hosts = self.comm.allgather(socket.gethostname())
         if self.is_root:
-            address = _master_address(spans_hosts=len(set(hosts)) > 1)
+            address = master_address(spans_hosts=len(set(hosts)) > 1)
         host, port = self.comm.bcast(address, root=0)
         if port is None:  # the root found no address the other hosts can reach: fail together
             raise DistributedError(host)
@@ -404,16 +404,11 @@ class _HorovodStep:
 
 
 def _world_comm():
-    """MPI's world communicator when this process runs under mpirun, else None."""
-    from nord.parallel.environment import launched_by_mpi
+    """MPI's world communicator when this process was launched with several ranks, else None."""
     if not launched_by_mpi():
         return None
-    try:
-        from mpi4py import MPI
-    except ImportError as error:
-        raise MissingDependencyError(
-            "running under mpirun needs mpi4py: pip install mpi4py (or nord[mpi])") from error
-    return MPI.COMM_WORLD if MPI.COMM_WORLD.Get_size() > 1 else None
+    world = import_mpi().COMM_WORLD
+    return world if world.Get_size() > 1 else None
 
 
 def _choose_backend(backend: str) -> str:
@@ -452,26 +447,6 @@ def _start_horovod(comm) -> None:
     _horovod_comm = comm
 
 
-def cores_are_shared(ranks_on_host: int, threads: int, cores_of_rank: int,
-                     cores_on_host: int) -> bool:
-    """Whether the ranks on a host want more cores than they have.
-
-    Each rank runs ``threads`` torch threads and Horovod's background thread. A rank bound
-    to some of the cores (mpirun's ``--bind-to``) has those to itself; unbound ranks share
-    all of the host's.
-    """
-    share = cores_of_rank if cores_of_rank < cores_on_host else cores_on_host / ranks_on_host
-    return threads + 1 > share
-
-
-def mpi_yields_when_idle(environ=None) -> bool:
-    """Whether Open MPI was told to yield the core while it waits (or found it oversubscribed)."""
-    environ = os.environ if environ is None else environ
-    on = ("1", "true", "yes", "on")
-    return (environ.get("OMPI_MCA_mpi_yield_when_idle", "").lower() in on
-            or environ.get("OMPI_MCA_mpi_oversubscribe", "").lower() in on)
-
-
 def _warn_if_mpi_polls_shared_cores(comm) -> None:
     """Say how to stop MPI's busy polling from taking the cores that training needs.
 
@@ -482,76 +457,12 @@ def _warn_if_mpi_polls_shared_cores(comm) -> None:
     """
     if "OMPI_COMM_WORLD_SIZE" not in os.environ or mpi_yields_when_idle():
         return
-    local_size = os.environ.get("OMPI_COMM_WORLD_LOCAL_SIZE", "")
-    ranks = int(local_size) if local_size.isdigit() else comm.Get_size()
+    ranks = launcher_local_size() or comm.Get_size()
     cores = os.cpu_count() or 1
-    mine = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else cores
     threads = torch.get_num_threads()
-    if comm.Get_rank() == 0 and cores_are_shared(ranks, threads, mine, cores):
+    if comm.Get_rank() == 0 and cores_are_shared(ranks, threads, cores_of_this_process(), cores):
         logger.warning(
             "%d ranks with %d torch thread(s) and Horovod's background thread each share %d "
             "core(s) on this host, and Open MPI polls busily while it waits, taking the cores "
             "from training; start mpirun with --mca mpi_yield_when_idle 1 (or set "
             "OMPI_MCA_mpi_yield_when_idle=1), or use backend='torch'", ranks, threads, cores)
-
-
-def _master_address(spans_hosts: bool):
-    """``(host, free port)`` for torch.distributed's rendezvous, or ``(reason, None)``.
-
-    The host is ``NORD_MASTER_ADDR`` when set, else this host's address as gloo finds its
-    own: the interface named by ``GLOO_SOCKET_IFNAME``, else what the host name resolves
-    to. A loopback address cannot be reached from another host, so a group that spans
-    hosts gets a reason to fail with instead of waiting for a connection that never comes.
-    """
-    given = os.environ.get("NORD_MASTER_ADDR")
-    try:
-        host = given or _this_host_address()
-    except DistributedError as error:
-        return str(error), None
-    if spans_hosts and _is_loopback(host):
-        why = ("NORD_MASTER_ADDR is a loopback address" if given
-               else "its host name resolves to a loopback address")
-        return (f"the group spans several hosts, but the rendezvous address of host "
-                f"{socket.gethostname()} is {host}, which the other hosts cannot reach ({why}). "
-                "Set GLOO_SOCKET_IFNAME to the interface of the cluster network (e.g. `mpirun -x "
-                "GLOO_SOCKET_IFNAME=eth0`), or fix the name resolution of the hosts."), None
-    with socket.socket() as probe:
-        probe.bind(("", 0))
-        return host, probe.getsockname()[1]
-
-
-def _is_loopback(host: str) -> bool:
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:  # a host name: what it resolves to here
-        try:
-            return ipaddress.ip_address(socket.gethostbyname(host)).is_loopback
-        except OSError:
-            return False
-
-
-def _this_host_address() -> str:
-    interface = os.environ.get("GLOO_SOCKET_IFNAME", "").split(",")[0].strip()
-    if interface:
-        return _interface_address(interface)
-    try:
-        return socket.gethostbyname(socket.gethostname())
-    except OSError:
-        return "127.0.0.1"
-
-
-def _interface_address(interface: str) -> str:
-    """The IPv4 address of a network interface (Linux)."""
-    import fcntl
-    import struct
-
-    siocgifaddr = 0x8915
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
-        try:
-            request = struct.pack("256s", interface.encode()[:15])
-            return socket.inet_ntoa(fcntl.ioctl(probe.fileno(), siocgifaddr, request)[20:24])
-        except OSError as error:
-            raise DistributedError(
-                f"GLOO_SOCKET_IFNAME={interface!r} names no network interface with an IPv4 "
-                f"address on host {socket.gethostname()} ({error.strerror}); list them with "
-                "`ip -4 addr` and pass one, e.g. `mpirun -x GLOO_SOCKET_IFNAME=eth0`") from None

@@ -1,381 +1,45 @@
 """Environment: the MPI ranks of a run, their groups, rank-0 logging and a clean abort.
 
-One script runs unchanged on a laptop and on a cluster::
+One script runs unchanged on a laptop (one process, no MPI) and under ``mpirun``::
 
-    from nord.parallel.environment import Environment, derive_seed
+    from nord.parallel import Environment
 
-    with Environment(group_size=1) as env:                  # each rank trains alone
-        env.log("%d ranks in %d groups", env.size, env.n_groups)  # written once, by rank 0
-        seed = derive_seed(0, env.rank)                     # a different stream per rank
-        result = ...      # train in this group; with k > 1, e.g. hvd.init(comm=env.group.comm)
-        results = env.gather(result)                        # a list on rank 0, None elsewhere
-        env.status(f"trained with seed {seed}")             # one line per rank, in rank order
+    with Environment(group_size=1) as env:          # each rank trains alone
+        env.log("%d ranks in %d groups", env.size, env.n_groups)   # written once, by rank 0
+        ranks = env.gather(env.rank)                # [0, 1, ...] on rank 0, None elsewhere
 
-``python script.py`` is a single process (``size`` 1, ``comm`` None) that never imports
-mpi4py; ``mpirun -np 4 python script.py`` (see ``hostfiles/``) gives four ranks. MPI is
-started only when the process was launched by an MPI launcher (Open MPI, MPICH/Hydra, Intel
-MPI, MVAPICH or a PMIx launcher such as ``srun --mpi=pmix``; recognised by the variables they
-set), when ``use_mpi=True``, or when mpi4py's MPI module was already imported and initialised.
-Under ``srun`` the local rank comes from ``SLURM_LOCALID``; several tasks that ``srun``
-started without an MPI plugin (``--mpi=none``) are refused with a ConfigurationError, since
-each would run the whole job alone.
-
-Groups. The ranks that evaluate networks are split into consecutive groups of ``group_size``
-ranks, each with its own communicator: ``group_size=size`` (or ``None``) makes one group of
-every rank (each network is trained by all ranks), ``group_size=1`` one group per rank (each
-rank trains whole networks). When the number of ranks is not a multiple of ``group_size`` the
-last group is smaller: 3 ranks in groups of 2 give ``(0, 1)`` and ``(2,)``. With
-``dedicated_root=True`` rank 0 belongs to no group (it runs the search algorithm and hands out
-work) and ranks ``1 .. size-1`` are split the same way. :func:`group_layout` and
-:func:`group_assignment` compute this without MPI.
-
-Failure. An exception that leaves the ``with`` block on any rank of a multi-rank job prints
-that rank's traceback on stderr, each line prefixed with ``[rank R]``, and calls ``MPI_Abort``
-on ``COMM_WORLD``: the whole job ends at once with a non-zero status instead of hanging in the
-next collective. ``KeyboardInterrupt`` ends it with status 130, ``sys.exit(n)`` with ``n``
-(``sys.exit(0)`` is a normal exit). While the environment is active a ``sys.excepthook`` does
-the same for an exception that reaches the top level (for code that calls :meth:`start`
-without ``with``). SIGTERM is left at its default: the rank dies at once, even when it is
-blocked inside an MPI call, and ``mpirun`` then ends the other ranks. A single process
-(without MPI, or ``mpirun -np 1``) lets exceptions propagate as plain Python does.
-
-Exit. Leaving the ``with`` block normally is a barrier on ``COMM_WORLD``; then the group
-communicators are freed. ``MPI_Finalize`` is left to mpi4py, which calls it when the
-interpreter exits (``mpi4py.rc.finalize``), so the ranks can still communicate after the
-block, and a second ``Environment`` can be made in the same job.
+An exception on any rank of a multi-rank job aborts the whole job instead of hanging it.
+docs/parallel.md says when MPI starts, how ranks are grouped, and how a run fails and ends.
 """
 from __future__ import annotations
 
-import contextlib
-import hashlib
 import logging
 import os
-import signal
 import socket
 import sys
-import threading
 import time
 import traceback
-from typing import Any, Iterator, List, Mapping, NamedTuple, Optional, Tuple
+from typing import Any, List, Optional, Tuple
 
 from nord.errors import ConfigurationError, DistributedError, MissingDependencyError, RunInterrupted
+from nord.parallel.groups import GroupAssignment, as_int, group_assignment, group_layout
+from nord.parallel.launcher import (launched_by_mpi, launcher_local_rank, launcher_world_size,
+                                    refuse_srun_without_mpi, yield_where_cores_are_shared)
+from nord.parallel.signals import reclaim_signals
 
-__all__ = [
-    "Environment",
-    "Group",
-    "GroupAssignment",
-    "group_layout",
-    "group_assignment",
-    "derive_seed",
-    "launched_by_mpi",
-    "launcher_world_size",
-    "launcher_rank",
-    "launcher_local_rank",
-    "import_mpi",
-    "wait_for_message",
-    "interruptible",
-]
+__all__ = ["Environment", "Group"]
 
 logger = logging.getLogger(__name__)
 
-# Variables that MPI launchers set in every rank they start; none is set by a plain `python`.
-_LAUNCHER_VARIABLES = (
-    "OMPI_COMM_WORLD_SIZE",  # Open MPI mpirun / orterun / prterun
-    "PMIX_RANK",  # any PMIx launcher (Open MPI 4/5, srun --mpi=pmix)
-    "PMI_SIZE",  # MPICH / Hydra, Intel MPI, srun --mpi=pmi2
-    "PMI_RANK",
-    "MV2_COMM_WORLD_SIZE",  # MVAPICH2
-    "MPI_LOCALNRANKS",  # MPICH / Hydra
-)
-# SLURM's come last: a launcher started inside a SLURM job (mpirun in an sbatch script) sets
-# its own, while the job's SLURM_* variables stay in the environment of every rank.
-_WORLD_SIZE_VARIABLES = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "MV2_COMM_WORLD_SIZE",
-                         "SLURM_STEP_NUM_TASKS")
-_RANK_VARIABLES = ("OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "MV2_COMM_WORLD_RANK",
-                   "SLURM_PROCID")
-_LOCAL_RANK_VARIABLES = ("OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID",
-                         "MV2_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID")
-
-_FIRST_SLEEP = 5e-5
 _QUIET_GRACE = 2.0
 _FORWARD_DELAY = 0.2
 _HANDLER_NAME = "nord.parallel.environment"
 _LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
-_SEED_RANGE = 2**32  # numpy, torch and random all accept seeds in [0, 2**32)
-
-
-# --- pure helpers: no MPI, testable with any rank and size ------------------------------------
-class GroupAssignment(NamedTuple):
-    """Where one rank sits in the group layout.
-
-    Attributes:
-        index: the group's number, from 0.
-        rank: the rank's position inside its group (0 is the group root).
-        size: the number of ranks in the group.
-        members: the world ranks of the group, in order; ``members[0]`` is the group root.
-    """
-
-    index: int
-    rank: int
-    size: int
-    members: Tuple[int, ...]
-
-
-def _as_int(value: Any, name: str) -> int:
-    """``value`` as an int; rejects bools, floats and strings with a ConfigurationError."""
-    if isinstance(value, bool):
-        raise ConfigurationError(f"{name} must be an integer, got the bool {value!r}")
-    try:
-        return int(value.__index__())
-    except (AttributeError, TypeError):
-        raise ConfigurationError(
-            f"{name} must be an integer, got {value!r} ({type(value).__name__})"
-        ) from None
-
-
-def group_layout(size: int, group_size: Optional[int] = None,
-                 dedicated_root: bool = False) -> Tuple[Tuple[int, ...], ...]:
-    """Split the world ranks into groups of ``group_size`` consecutive ranks.
-
-    Args:
-        size: the number of ranks in the job.
-        group_size: ranks per group; ``None`` puts every evaluating rank in one group. When the
-            evaluating ranks are not a multiple of it, the last group is smaller.
-        dedicated_root: keep rank 0 out of every group (it runs the search) and split ranks
-            ``1 .. size-1``.
-
-    Returns:
-        One tuple of world ranks per group, in order; the first rank of each is its root.
-
-    Raises:
-        ConfigurationError: ``size`` < 1, ``group_size`` < 1 or larger than the ranks there are to
-            split, or ``dedicated_root`` with a single rank.
-
-    >>> group_layout(3, 2)
-    ((0, 1), (2,))
-    >>> group_layout(4, 1, dedicated_root=True)
-    ((1,), (2,), (3,))
-    """
-    size = _as_int(size, "size")
-    if size < 1:
-        raise ConfigurationError(f"size must be at least 1, got {size}")
-    if dedicated_root and size < 2:
-        raise ConfigurationError(
-            "dedicated_root=True keeps rank 0 out of every group, so it needs at least 2 ranks; "
-            f"got size={size}. Launch with `mpirun -np 2` or more, or set dedicated_root=False.")
-    workers = list(range(1 if dedicated_root else 0, size))
-    if group_size is None:
-        k = len(workers)
-    else:
-        k = _as_int(group_size, "group_size")
-        if k < 1:
-            raise ConfigurationError(
-                f"group_size must be at least 1 (1 = each rank trains alone), got {k}; "
-                "use None for one group of all ranks")
-        if k > len(workers):
-            who = (f"the {len(workers)} ranks besides the dedicated root" if dedicated_root
-                   else f"the {size} ranks of the job")
-            raise ConfigurationError(
-                f"a group size of {k} (--group-size, group_size=) is larger than {who}; "
-                f"launch more ranks, use a group size of at most {len(workers)}, or leave it "
-                "unset for one group of all of them")
-    return tuple(tuple(workers[start:start + k]) for start in range(0, len(workers), k))
-
-
-def group_assignment(rank: int, size: int, group_size: Optional[int] = None,
-                     dedicated_root: bool = False) -> Optional[GroupAssignment]:
-    """The group of world rank ``rank`` in ``group_layout(size, group_size, dedicated_root)``.
-
-    Returns:
-        Its :class:`GroupAssignment`, or None for rank 0 when ``dedicated_root`` is set.
-
-    Raises:
-        ConfigurationError: ``rank`` outside ``0 .. size-1``, or invalid group arguments.
-    """
-    rank = _as_int(rank, "rank")
-    layout = group_layout(size, group_size, dedicated_root)
-    if not 0 <= rank < size:
-        raise ConfigurationError(f"rank must be in 0..{size - 1} for size={size}, got {rank}")
-    for index, members in enumerate(layout):
-        if rank in members:
-            return GroupAssignment(index, members.index(rank), len(members), members)
-    return None
-
-
-def derive_seed(base_seed: Optional[int], rank: int, *keys: int) -> Optional[int]:
-    """The seed for one rank (and optional further keys), derived from the run's seed.
-
-    All per-rank seeds come from here so that a run is reproducible from one number, and no two
-    ranks (or groups, or evaluations, given as ``keys``) share a random stream. A hash is used
-    instead of ``base_seed + rank`` so that run 0's rank 1 does not replay run 1's rank 0.
-
-    Args:
-        base_seed: the run's seed, a non-negative integer; None (unseeded) gives None.
-        rank: usually the world rank; any non-negative integer such as a group index.
-        *keys: further non-negative integers that select independent streams.
-
-    Returns:
-        An integer in ``[0, 2**32)``, which numpy, torch and ``random`` all accept; equal
-        arguments give equal seeds on every machine and Python version.
-
-    Raises:
-        ConfigurationError: a negative or non-integer argument.
-    """
-    if base_seed is None:
-        return None
-    parts = [_as_int(base_seed, "base_seed"), _as_int(rank, "rank")]
-    parts += [_as_int(key, "key") for key in keys]
-    if min(parts) < 0:
-        raise ConfigurationError(f"seeds, ranks and keys must be non-negative, got {tuple(parts)}")
-    digest = hashlib.blake2b(":".join(map(str, parts)).encode("ascii"), digest_size=8).digest()
-    return int.from_bytes(digest, "little") % _SEED_RANGE
-
-
-def launched_by_mpi(environ: Optional[Mapping[str, str]] = None) -> bool:
-    """Whether this process was started by an MPI launcher (mpirun, mpiexec, srun with PMI/PMIx)."""
-    environ = os.environ if environ is None else environ
-    return any(name in environ for name in _LAUNCHER_VARIABLES)
-
-
-def _first_int(environ: Mapping[str, str], names: Tuple[str, ...]) -> Optional[int]:
-    for name in names:
-        try:
-            return int(environ[name])
-        except (KeyError, ValueError):
-            continue
-    return None
-
-
-def launcher_world_size(environ: Optional[Mapping[str, str]] = None) -> Optional[int]:
-    """The number of ranks the launcher started, read from its variables; None if unknown."""
-    return _first_int(os.environ if environ is None else environ, _WORLD_SIZE_VARIABLES)
-
-
-def launcher_rank(environ: Optional[Mapping[str, str]] = None) -> Optional[int]:
-    """This process's world rank as its launcher set it, read without starting MPI; None
-    outside a launcher (so that code running before MPI starts can let one rank speak)."""
-    return _first_int(os.environ if environ is None else environ, _RANK_VARIABLES)
-
-
-def launcher_local_rank(environ: Optional[Mapping[str, str]] = None) -> Optional[int]:
-    """This rank's number on its host, read from the launcher's variables; None if unknown."""
-    return _first_int(os.environ if environ is None else environ, _LOCAL_RANK_VARIABLES)
-
-
-def import_mpi():
-    """mpi4py's MPI module, or a MissingDependencyError that says how to install it."""
-    try:
-        from mpi4py import MPI
-    except ImportError as error:
-        raise MissingDependencyError(
-            "this needs mpi4py; install it with `pip install mpi4py` (or `pip install nord[mpi]`) "
-            "next to an MPI library such as Open MPI") from error
-    return MPI
-
-
-def wait_for_message(comm, source: int, tag: int, status, poll_interval: float = 0.00025) -> None:
-    """Wait until a message from ``source`` with ``tag`` can be received, without spinning a core.
-
-    Open MPI's blocking receive spins on the CPU, which on a machine with more ranks than cores
-    slows the ranks that compute. This polls with ``Iprobe`` and sleeps between polls, from 50
-    microseconds doubling up to ``poll_interval``: a quick message is seen within about 0.1 ms,
-    a long wait costs about one poll per interval. (Spinning first, even with
-    ``sched_yield``, measured worse on an oversubscribed machine: the spinning rank delays the
-    very rank it waits for.) ``poll_interval=0`` blocks in ``Probe`` instead.
-    """
-    if poll_interval <= 0:
-        comm.Probe(source=source, tag=tag, status=status)
-        return
-    sleep = _FIRST_SLEEP
-    while not comm.Iprobe(source=source, tag=tag, status=status):
-        time.sleep(sleep)
-        sleep = min(sleep * 2, poll_interval)
-
-
-def _refuse_srun_without_mpi(environ: Optional[Mapping[str, str]] = None) -> None:
-    """Raise when srun started several tasks without an MPI plugin.
-
-    Each of those tasks would be a job of one rank that repeats the whole run (and writes
-    the same journal), which is never what was meant.
-    """
-    environ = os.environ if environ is None else environ
-    tasks = _first_int(environ, ("SLURM_STEP_NUM_TASKS",))
-    if tasks is not None and tasks > 1:
-        raise ConfigurationError(
-            f"srun started {tasks} tasks without an MPI plugin, so each task would run the whole "
-            f"job alone as rank 0 of 1 (this is task {environ.get('SLURM_PROCID', '?')}); launch "
-            "with `srun --mpi=pmix ...` (Open MPI; `srun --mpi=list` shows the plugins), or ask "
-            "for MpiDefault=pmix in slurm.conf. To run the tasks as independent processes, "
-            "use Environment(use_mpi=False).")
-
-
-def yield_where_cores_are_shared(environ: Optional[Mapping[str, str]] = None) -> bool:
-    """Before MPI starts: tell Open MPI to yield the core while it waits, when the ranks on
-    this host (each with its torch threads and a communication thread) want more cores than
-    the host has. Open MPI waits by polling, which would take those cores from training. A
-    setting of the user's is kept. Returns whether yielding was asked for here."""
-    environ = os.environ if environ is None else environ
-    if "OMPI_COMM_WORLD_SIZE" not in environ or "OMPI_MCA_mpi_yield_when_idle" in environ:
-        return False
-    ranks = _first_int(environ, ("OMPI_COMM_WORLD_LOCAL_SIZE",)) or 1
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    host_cores = os.cpu_count() or cores
-    threads = _first_int(environ, ("OMP_NUM_THREADS",)) or host_cores
-    if ranks * (threads + 1) <= host_cores:
-        return False
-    environ["OMPI_MCA_mpi_yield_when_idle"] = "1"
-    return True
-
-
-def _reclaim_signals() -> None:
-    """Give SIGINT and SIGTERM back to the handlers Python believes are set.
-
-    Starting MPI may install the MPI library's own handlers at the C level, behind Python's
-    back; a handler set before (``interruptible``) would then never run.
-    """
-    if threading.current_thread() is not threading.main_thread():
-        return
-    for number in (signal.SIGINT, signal.SIGTERM):
-        handler = signal.getsignal(number)
-        if handler is not None:
-            signal.signal(number, handler)
-
-
-@contextlib.contextmanager
-def interruptible() -> Iterator[None]:
-    """Inside, SIGINT and SIGTERM raise :class:`~nord.errors.RunInterrupted` in the main thread.
-
-    A run then ends cleanly: its journal says ``interrupted`` and how to go on. Under mpirun
-    (which forwards SIGINT and SIGTERM to every rank as SIGTERM) and srun every rank gets the
-    signal, and an Environment ends the ranks quietly. A signal whose handler the application
-    set itself is left alone. Once a signal came, a second SIGTERM is ignored while the run
-    ends (launchers repeat it) and a second Ctrl-C stops at once. Outside the main thread this
-    does nothing.
-    """
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = {}
-
-    def stop(signum, frame):
-        signal.signal(signum, signal.SIG_IGN if signum == signal.SIGTERM else previous[signum])
-        raise RunInterrupted(signal.Signals(signum).name)
-
-    for number, default in ((signal.SIGINT, signal.default_int_handler),
-                            (signal.SIGTERM, signal.SIG_DFL)):
-        if signal.getsignal(number) is default:
-            previous[number] = default
-            signal.signal(number, stop)
-    try:
-        yield
-    finally:
-        for number, handler in previous.items():
-            signal.signal(number, handler)
 
 
 # --- collectives: thin wrappers that are the identity on a single process ----------------------
 def _check_root(root: int, size: int) -> int:
-    root = _as_int(root, "root")
+    root = as_int(root, "root")
     if not 0 <= root < size:
         raise ConfigurationError(f"root must be a rank in 0..{size - 1}, got {root}")
     return root
@@ -572,7 +236,7 @@ class Environment(_Collectives):
         already_running = (loaded is not None and loaded.Is_initialized()
                            and not loaded.Is_finalized())
         if self.use_mpi is None and not (launched_by_mpi() or already_running):
-            _refuse_srun_without_mpi()
+            refuse_srun_without_mpi()
             return None
         yield_where_cores_are_shared()
         try:
@@ -595,7 +259,7 @@ class Environment(_Collectives):
                                    "cannot start it again. Make all Environments before exit.")
         if not MPI.Is_initialized():  # mpi4py.rc.initialize was turned off by the application
             MPI.Init_thread()
-        _reclaim_signals()
+        reclaim_signals()
         return MPI.COMM_WORLD
 
     @staticmethod

@@ -17,7 +17,7 @@ from pathlib import Path
 
 
 def where(outdir):
-    from nord.parallel.environment import Environment, launcher_local_rank, launcher_world_size
+    from nord.parallel import Environment, launcher_local_rank, launcher_world_size
 
     with Environment() as env:
         from mpi4py import MPI

@@ -6,8 +6,9 @@ import pytest
 from nord import NeuralDescriptor
 from nord.data import Digits
 from nord.errors import ConfigurationError
-from nord.evaluators.distributed import DistributedEvaluator, cores_are_shared, mpi_yields_when_idle
+from nord.evaluators.distributed import DistributedEvaluator
 from nord.evaluators.local import LocalEvaluator
+from nord.parallel.launcher import cores_are_shared, mpi_yields_when_idle
 
 
 def environment(local_rank=0, group=True):

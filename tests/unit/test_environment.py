@@ -1,4 +1,4 @@
-"""Serial tests of nord.parallel.environment: the pure helpers, and the Environment as one process.
+"""Serial tests of nord.parallel: the pure helpers, and the Environment as one process.
 
 No mpirun here: the tests under mpirun are in tests/parallel/test_environment_mpi.py.
 Tests that must not start MPI in the test process (a missing mpi4py, a launcher's variables)
@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from nord.parallel.environment import (Environment, GroupAssignment, derive_seed, group_assignment,
-                               group_layout, launched_by_mpi, launcher_local_rank,
-                               launcher_world_size)
+from nord.parallel import (Environment, GroupAssignment, derive_seed, group_assignment,
+                           group_layout, launched_by_mpi, launcher_local_rank,
+                           launcher_world_size)
 from nord.errors import ConfigurationError, DistributedError
 
 REPO = Path(__file__).resolve().parents[2]

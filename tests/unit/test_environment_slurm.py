@@ -4,7 +4,7 @@ tests/parallel/test_slurm.py checks the same under a real SLURM.
 """
 import pytest
 
-from nord.parallel.environment import Environment, launched_by_mpi, launcher_local_rank, launcher_world_size
+from nord.parallel import Environment, launched_by_mpi, launcher_local_rank, launcher_world_size
 from nord.errors import ConfigurationError
 
 LAUNCHER_VARIABLES = ("OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_LOCAL_RANK",

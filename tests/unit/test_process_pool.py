@@ -31,7 +31,7 @@ def test_processes_must_be_a_positive_integer():
 # and the worker printed a traceback under a finished comparison.
 EARLY_STOP = textwrap.dedent("""
     import signal, time
-    from nord.parallel.environment import interruptible
+    from nord.parallel import interruptible
     from nord.search.executors import ProcessPool
 
     def job(seconds):

@@ -7,7 +7,7 @@ import socket
 import pytest
 
 from nord.errors import DistributedError
-from nord.evaluators import distributed
+from nord.parallel import hosts
 
 
 @pytest.fixture
@@ -19,14 +19,14 @@ def unset(monkeypatch):
 
 def test_the_interface_gloo_is_told_to_use_gives_the_address(unset):
     unset.setenv("GLOO_SOCKET_IFNAME", "lo")
-    assert distributed._this_host_address() == "127.0.0.1"
+    assert hosts.this_host_address() == "127.0.0.1"
 
 
 def test_an_unknown_interface_is_a_clear_error(unset):
     unset.setenv("GLOO_SOCKET_IFNAME", "nord-no-such0")
     with pytest.raises(DistributedError, match="GLOO_SOCKET_IFNAME='nord-no-such0' names no"):
-        distributed._this_host_address()
-    reason, port = distributed._master_address(spans_hosts=False)
+        hosts.this_host_address()
+    reason, port = hosts.master_address(spans_hosts=False)
     assert port is None and "nord-no-such0" in reason
 
 
@@ -35,23 +35,23 @@ def test_without_an_interface_the_host_name_decides(unset):
         expected = socket.gethostbyname(socket.gethostname())
     except OSError:
         expected = "127.0.0.1"
-    assert distributed._this_host_address() == expected
+    assert hosts.this_host_address() == expected
 
 
 def test_a_loopback_address_is_refused_when_the_group_spans_hosts(unset):
     unset.setenv("NORD_MASTER_ADDR", "127.0.1.1")
-    reason, port = distributed._master_address(spans_hosts=True)
+    reason, port = hosts.master_address(spans_hosts=True)
     assert port is None
     assert "127.0.1.1" in reason and "GLOO_SOCKET_IFNAME" in reason
 
 
 def test_a_loopback_address_serves_a_group_on_one_host(unset):
     unset.setenv("NORD_MASTER_ADDR", "127.0.0.1")
-    host, port = distributed._master_address(spans_hosts=False)
+    host, port = hosts.master_address(spans_hosts=False)
     assert host == "127.0.0.1" and isinstance(port, int) and port > 0
 
 
 def test_nord_master_addr_wins(unset):
     unset.setenv("GLOO_SOCKET_IFNAME", "lo")
     unset.setenv("NORD_MASTER_ADDR", "10.1.2.3")
-    assert distributed._master_address(spans_hosts=True)[0] == "10.1.2.3"
+    assert hosts.master_address(spans_hosts=True)[0] == "10.1.2.3"

@@ -3,7 +3,7 @@
 Every rank calls :func:`~nord.search.engine.run_search` with the same executor; rank 0 returns
 the summary, the other ranks serve evaluations until rank 0 is done and return None::
 
-    from nord.parallel.environment import Environment
+    from nord.parallel import Environment
     from nord.search import MPIExecutor, run_search
 
     with Environment(group_size=1) as env:          # mpirun -np 4: 3 workers, ranks 1, 2, 3
@@ -11,43 +11,7 @@ the summary, the other ranks serve evaluations until rank 0 is done and return N
         summary = run_search(algorithm, budget=100, journal="run.db", executor=executor,
                              mode="async")
 
-Who evaluates. A *worker* is the root of a group of the environment (world rank
-``env.group_roots[i]``). The other ranks of its group are the evaluator's business: a
-data-parallel evaluator (``DistributedEvaluator``) sends each network to them and they train
-it together, waiting in the evaluator's own ``serve()`` loop between networks; so a group
-member receives each descriptor once, from its group root. The result of the group root is
-the one sent back and recorded, with the root's world rank.
-
-* Several groups: rank 0 only dispatches (it answers a finished worker at once, which an
-  evaluating rank 0 could not), and the workers are the roots of the groups other than rank
-  0's. With ``Environment(group_size=k, dedicated_root=True)`` rank 0 is in no group and every
-  other rank works; with ``dedicated_root=False`` and ``k > 1`` the other ranks of rank 0's
-  group stay idle (a warning says so).
-* One group (``group_size=None``, the paper's experiment 2), or a single process: there is
-  nobody to dispatch to, so rank 0 evaluates itself, with its group's ranks following it.
-
-Protocol (on a duplicate of the world communicator, so no message can meet the evaluator's):
-rank 0 sends a task ``(candidate number, genome, key, descriptor JSON)`` with tag ``TAG_TASK``
-to an idle worker (the descriptor is left out when the workers were given the search space
-and the engine did not decode it: a look-up in a table needs only the genome); the worker
-sends ``(number, result dict, started, ended)`` back with ``TAG_RESULT``; rank 0 receives
-results from ``MPI.ANY_SOURCE``, so whichever worker finishes first is served first.
-``close`` (always called by ``run_search``, also after an error) sends ``TAG_STOP`` to every
-worker, which releases its group's members, so no rank waits forever. A rank that dies aborts
-the whole job (the Environment calls ``MPI_Abort``).
-
-Waiting without burning a core: Open MPI's blocking receive spins on the CPU, which on a
-machine with more ranks than cores slows the ranks that train. Waiting ranks therefore poll
-with ``Iprobe`` and sleep between polls (:func:`nord.parallel.environment.wait_for_message`), and
-sends are non-blocking (``isend``), so rank 0 never waits for a busy worker to take its
-message. ``poll_interval=0`` uses a blocking ``Probe`` instead (lowest latency, one busy core
-per waiting rank).
-
-Dispatch overhead. Between two evaluations a worker waits for its result to reach rank 0,
-for rank 0 to tell it, ask, decode, hash and journal the next candidate, and for the task to
-reach it: about a millisecond or two, which matters only for evaluations that take
-milliseconds. ``prefetch=1`` keeps the next task waiting at each worker, so the worker goes
-on at once and the round trip overlaps its work.
+Details (who evaluates, the protocol, waiting, dispatch overhead): docs/executors.md.
 """
 from __future__ import annotations
 
@@ -56,7 +20,7 @@ import time
 from collections import deque
 from typing import Any, Deque, Dict, List
 
-from nord.parallel.environment import import_mpi, wait_for_message
+from nord.parallel import import_mpi, launched_by_mpi, wait_for_message
 from nord.errors import ConfigurationError
 from nord.evaluators.result import EvaluationResult
 from nord.search.executors.base import Completion, Executor, Task, run_task
@@ -87,8 +51,6 @@ class _WorldView:
     """An Environment-like view of COMM_WORLD with one group per rank (used when no env is given)."""
 
     def __init__(self):
-        from nord.parallel.environment import launched_by_mpi
-
         self.comm = None
         if launched_by_mpi():
             self.comm = import_mpi().COMM_WORLD
@@ -107,7 +69,7 @@ class MPIExecutor(Executor):
             with groups of several ranks, one that trains data-parallel (it needs ``serve``
             and ``release``: ``DistributedEvaluator``). None on a dedicated rank 0, which
             never evaluates.
-        env: a started :class:`~nord.parallel.environment.Environment` (or any object with ``comm``,
+        env: a started :class:`~nord.parallel.Environment` (or any object with ``comm``,
             ``rank``, ``size``, ``group``, ``n_groups`` and ``group_roots``). None uses
             ``COMM_WORLD`` with one group per rank (rank 0 dispatches, ranks 1.. evaluate), or
             a single process when not launched by an MPI launcher.

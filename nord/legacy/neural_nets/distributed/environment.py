@@ -9,7 +9,7 @@
 The log file is ``<logger>.log`` in the working directory (``NORD.log`` by default), opened
 for appending when the environment starts, with 2018's line format
 ``2018-08-12 10:00:00;NORD;INFO;message``. On entry every rank announces itself (rank 0
-prints the lines). This is nord's :class:`~nord.parallel.environment.Environment` (one group of
+prints the lines). This is nord's :class:`~nord.parallel.Environment` (one group of
 all ranks) with 2018's names added: ``world_rank``, ``world_size``, ``master()``,
 ``print_statuses()``. Differences from 2018: MPI stays initialised after the block (mpi4py
 finalises it at exit), Horovod starts when a network is first trained, and an error on one
@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 from typing import Any, Optional
 
-from nord.parallel.environment import Environment as _NordEnvironment
+from nord.parallel import Environment as _NordEnvironment
 from nord.legacy.utils import get_logger
 
 __all__ = ["Environment", "env"]

@@ -1,0 +1,66 @@
+"""Signals that end a run cleanly: SIGINT and SIGTERM become :class:`~nord.errors.RunInterrupted`.
+
+A run wrapped in :func:`interruptible` records that it was interrupted, and how to go on,
+instead of dying half-written::
+
+    from nord.parallel import interruptible
+
+    with interruptible():
+        summary = run_search(...)      # Ctrl-C or scancel: RunInterrupted, the journal says so
+"""
+from __future__ import annotations
+
+import contextlib
+import signal
+import threading
+from typing import Iterator
+
+from nord.errors import RunInterrupted
+
+__all__ = ["interruptible", "reclaim_signals"]
+
+
+def reclaim_signals() -> None:
+    """Give SIGINT and SIGTERM back to the handlers Python believes are set.
+
+    Starting MPI may install the MPI library's own handlers at the C level, behind Python's
+    back; a handler set before (``interruptible``) would then never run.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        return
+    for number in (signal.SIGINT, signal.SIGTERM):
+        handler = signal.getsignal(number)
+        if handler is not None:
+            signal.signal(number, handler)
+
+
+@contextlib.contextmanager
+def interruptible() -> Iterator[None]:
+    """Inside, SIGINT and SIGTERM raise :class:`~nord.errors.RunInterrupted` in the main thread.
+
+    A run then ends cleanly: its journal says ``interrupted`` and how to go on. Under mpirun
+    (which forwards SIGINT and SIGTERM to every rank as SIGTERM) and srun every rank gets the
+    signal, and an Environment ends the ranks quietly. A signal whose handler the application
+    set itself is left alone. Once a signal came, a second SIGTERM is ignored while the run
+    ends (launchers repeat it) and a second Ctrl-C stops at once. Outside the main thread this
+    does nothing.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {}
+
+    def stop(signum, frame):
+        signal.signal(signum, signal.SIG_IGN if signum == signal.SIGTERM else previous[signum])
+        raise RunInterrupted(signal.Signals(signum).name)
+
+    for number, default in ((signal.SIGINT, signal.default_int_handler),
+                            (signal.SIGTERM, signal.SIG_DFL)):
+        if signal.getsignal(number) is default:
+            previous[number] = default
+            signal.signal(number, stop)
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
