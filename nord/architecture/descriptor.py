@@ -7,36 +7,11 @@ hashed, stored as JSON and sent between MPI ranks without torch::
     d = NeuralDescriptor()
     d.add_layer(Conv2d, [3, 10, 5], 'convolution')            # positional parameters
     d.add_layer(MaxPool2d, {'kernel_size': 2}, 'max_pool1')   # or keyword parameters
-    d.add_layer('max_pool2d', [2, 2], 'max_pool2')            # or the registry name
     d.connect_layers('convolution', 'max_pool1')
-    d.connect_layers('convolution', 'max_pool2')
-    d.validate()
-    d.canonical_form()      # the same for every descriptor of this graph, whatever the names
-    d.hash                  # its SHA-256: a short key
-    d.same_architecture(other)                  # same graph up to names and insertion order
+    d.hash                  # SHA-256 of the canonical form, whatever the layer names
     NeuralDescriptor.from_json(d.to_json()) == d   # same description, names included
 
-The graph rules:
-
-* The **input layer** receives the network's input: the layer named by ``set_input``, or
-  else the one layer with no incoming connection (several such layers are an error that
-  names ``set_input``). Every layer must be reachable from it.
-* The **output** is the layer named by ``set_output``; every layer must then reach it.
-  Without ``set_output``, every layer with no outgoing connection is an output, and the
-  network merges them (by the sum rule below) before the classification head.
-* A layer with several inputs merges them by its ``merge`` rule: ``'sum'`` (default) adds
-  them element-wise after aligning them; ``'concat'`` concatenates them along channels
-  (or features). See ``nord.nn.network`` for how shapes are aligned.
-
-The identity of an architecture is exact: two descriptors have the same canonical form
-(and so the same hash) if and only if their graphs are isomorphic with the same labels
-(layer type, parameters as ``canonical_params`` fills them in, the merge rule of a layer
-with several inputs, which layer is the input and which are outputs). The inputs of a
-layer count as a set, not a sequence: summing is order-free, and concatenating in another
-order only permutes channels, which the next layer's weights absorb (its input weights
-permuted the same way), so both orders describe one search-space point. (A grouped
-convolution right after a concatenation is the exception: its groups cut the channels at
-fixed places.) ``nord.architecture.identity`` computes the canonical order of the layers.
+Details (the graph rules, the exact identity): docs/architecture.md.
 """
 from __future__ import annotations
 

@@ -8,39 +8,8 @@ identical::
     colours = [0, 1, 1]                 # invariant colours (layer contents, ranked)
     successors = [[1, 2], [], []]       # vertex 0 feeds 1 and 2
     order = canonical_order(colours, successors)
-    position = {vertex: i for i, vertex in enumerate(order)}
-    # colours[order[i]] and {position[w] for w in successors[order[i]]} for each i are the same
-    # for every graph isomorphic to this one, and differ for every graph that is not
 
-How it works, cheapest step first:
-
-1. **Levels.** Each vertex gets a rank from its colour and, level by level from the
-   sources, the ranks of its predecessors; then the same towards the sinks. This is linear
-   up to sorting and tells most DAGs apart completely (a chain of any length, every
-   NAS-Bench-201 cell): the order is then the ranks' order.
-2. **Twins.** Vertices with the same rank, predecessors and successors (identical
-   parallel layers) are interchangeable: each such class becomes one vertex, coloured by
-   its size, and the classes are ordered by steps 1 to 4 on that smaller graph.
-3. **Colour refinement.** Cells of equal rank are then split by how many neighbours
-   (in each direction) their vertices have in each cell, until stable; splitters are
-   queued by cell position and the largest piece of a split is left out of the queue, so a
-   refinement costs O((n + m) log n).
-4. **Individualisation and refinement.** Cells left by refinement hold vertices that
-   refinement cannot tell apart (symmetric branches, or graphs such as one 8-cycle against
-   two 4-cycles, which refinement never distinguishes). A search tree individualises one
-   vertex of the first non-singleton cell at each node; each discrete leaf is a labelling,
-   and the canonical one is the leaf with the smallest key (the refinement traces along its
-   path, then its edge list). Leaves with equal keys give automorphisms; the search skips
-   children in the orbit of an explored one under the automorphisms found that fix the
-   node's path, returns to the branching node as soon as a leaf repeats the first or best
-   leaf, and skips subtrees whose trace is already larger than the best leaf's. On the path
-   to the first leaf, a sibling is first tried as an automorphism guessed from the first
-   leaf (checked edge by edge), so that stacked symmetric blocks cost one refinement each.
-   The search walks one partition down and back up through an undo trail, so memory
-   stays linear in the graph and the depth of the tree.
-
-Every choice reads only positions and counts, never vertex numbers, so isomorphic graphs
-take the same path and the result does not depend on how the graph was numbered.
+Details (how it works, cheapest step first): docs/architecture.md.
 """
 from __future__ import annotations
 

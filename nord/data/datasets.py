@@ -7,22 +7,7 @@
     mnist = MNIST("data")                    # data/MNIST/raw/train-images-idx3-ubyte.gz, ...
     cifar = CIFAR10("data", download=True)   # data/cifar-10-python.tar.gz, fetched and verified
 
-Where files are looked for (the first complete place wins):
-
-* MNIST / Fashion-MNIST: ``<root>/MNIST/raw``, ``<root>/MNIST``, ``<root>`` (``FashionMNIST``
-  for Fashion-MNIST: the folders torchvision uses), each file plain or ``.gz``.
-  Downloads go to ``<root>/<Folder>/raw``.
-* CIFAR-10: the extracted ``<root>/cifar-10-batches-py/``, else ``<root>/cifar-10-python.tar.gz``
-  (read in place, not extracted). Downloads fetch the archive.
-
-When nothing is found: with ``download=True`` the files are fetched from the official
-URLs (or ``mirror`` / ``$NORD_DATA_MIRROR``) and checked against their MD5; otherwise a
-:class:`~nord.errors.MissingDataError` says which files go where and where to get them
-(also with ``nord data download NAME --root DIR``, which fetches them once, before a run).
-With ``verify=True`` (default) every file whose name has a checksum in the table (the
-official compressed files, CIFAR's batches) is checked on each load, so a damaged or
-mixed-up file is refused instead of loaded; the format checks of :mod:`nord.data.files`
-apply to every file.
+Details (where files are looked for, downloads, checksums): docs/data.md.
 """
 from __future__ import annotations
 

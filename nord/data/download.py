@@ -1,25 +1,13 @@
 """Downloading data set files, resumable and verified against their MD5 checksums (stdlib only).
 
 The official locations and checksums are constants here. A mirror replaces the base
-URL, by argument or by the ``NORD_DATA_MIRROR`` environment variable; a file is fetched
-from ``<base>/<file name>``, and ``{name}`` in a mirror is replaced by the data set's
-name (``mnist``, ``fashion-mnist``, ``cifar10``), so one mirror can serve several::
-
-    export NORD_DATA_MIRROR=http://fileserver.cluster/datasets/{name}/
+URL, by argument or by the ``NORD_DATA_MIRROR`` environment variable::
 
     from nord.data.download import MNIST_MD5, MNIST_URLS, base_urls, download_files
     download_files(MNIST_MD5, "data/MNIST/raw", base_urls(MNIST_URLS, name="mnist"))
 
 On the command line: ``nord data download mnist --root data``.
-
-A file is written to ``<name>.part`` next to its destination and renamed only when its
-checksum matches, so nothing unverified ever has the real name. A download that breaks
-off (network, disk full, Ctrl-C) keeps its ``.part``; the next one asks the server for the
-rest with an HTTP ``Range`` request, and starts over where the server does not support
-that. A checksum mismatch deletes the file. Several processes (MPI ranks) downloading the
-same file take turns through a lock on the ``.part``: one downloads, the others then find
-the file in place. A destination that is already there with the right checksum is not
-downloaded again.
+Details (mirrors, ``.part`` files, resuming, several ranks): docs/data.md.
 """
 from __future__ import annotations
 

@@ -8,32 +8,9 @@ without MPI::
     batches = shard_batches(1000, rank=1, size=3, batch_size=64, seed=0, epoch=2)
     len(batches) == num_batches(1000, size=3, batch_size=64)    # 6, on every rank
 
-The training rule ("dealing"):
-    1. The ``n`` sample positions are put in an order: ``0..n-1``, or, when ``seed`` is
-       given, a permutation drawn from ``(seed, epoch)`` -- the same on every rank, so pass
-       the same seed everywhere; only ``rank`` differs.
-    2. Every rank makes ``B = ceil(n / (size * batch_size))`` steps per epoch: the same
-       number on every rank, which data-parallel training (Horovod's allreduce per step)
-       needs, and the fewest steps that keep every batch at most ``batch_size``.
-    3. The ordered positions are cut into ``B * size`` consecutive chunks whose sizes
-       differ by at most one; chunk ``t * size + r`` is rank ``r``'s batch ``t``.
-
-    So the shards are disjoint and together cover all ``n`` samples, every rank has
-    exactly ``B`` batches, and every batch of the epoch, on any rank, holds
-    ``floor(n / (B*size))`` or ``ceil(n / (B*size))`` samples (never more than
-    ``batch_size``). Ranks' shard sizes differ by at most one. With ``size=1`` the
-    ``B = ceil(n / batch_size)`` batches are near-equal instead of full batches plus a
-    small remainder, which keeps the per-step gradient noise even.
-
-    A batch is empty only when ``n < B * size``: with fewer samples than ranks, or
-    with ``batch_size=1`` and ``n`` not a multiple of ``size``. ``has_empty_batches``
-    tells; training loaders refuse such a set-up (an empty batch gives a NaN loss).
-
-The evaluation rule (:func:`contiguous_shard`): rank ``r`` gets the ``r``-th of ``size``
-consecutive blocks whose sizes differ by at most one, batched in order. Blocks are
-disjoint and cover the set, so exact accuracy is ``sum(correct) / sum(count)`` over the
-ranks; batch counts may differ by one between ranks (and a rank may get nothing when
-``n < size``), so reduce the per-rank sums once at the end, not per batch.
+Training shards are disjoint, cover the set and give every rank the same number of
+batches; evaluation shards (:func:`contiguous_shard`) are consecutive blocks.
+Details (the training and evaluation rules): docs/data.md.
 """
 from __future__ import annotations
 

@@ -8,29 +8,8 @@ names. One added line makes them importable again::
     from neural_nets.distributed import Environment
     from utils import get_logger
 
-Importing ``nord.legacy`` (or any module in it) installs an import hook that resolves
-``neural_nets``, ``neural_nets.*`` and ``utils`` to ``nord.legacy.neural_nets...`` and
-``nord.legacy.utils``, but only when nothing else provides them: a ``utils.py`` or a
-``neural_nets/`` folder of your own still wins. Code that prefers no hook imports the
-same things by their full names (``from nord.legacy.neural_nets import NeuralEvaluator``).
-
-What the 2018 names give, and where they differ from the rest of nord:
-
-* ``NeuralEvaluator().descriptor_evaluate(d, untrained=False, verbose=False)`` returns a
-  float: minus the accuracy on the test set, or 0.0 when the evaluation fails (a network
-  that cannot be built, or one whose loss diverges). The full record of the last call is in
-  ``evaluator.last_result``. Defaults are 2018's: CIFAR-10 scaled to [-1, 1], 5 epochs,
-  SGD with learning rate 0.01 and momentum 0.5, batches of 128. There is no validation
-  split: as in 2018 the fitness is measured on the test set.
-* ``DistributedNeuralEvaluator`` is called on every rank; rank 0's descriptor is trained
-  data-parallel on all ranks (learning rate times the number of ranks, as in 2018), and
-  only rank 0 receives the fitness (the other ranks get 0.0).
-* ``Environment(logger='NORD')`` appends ``NORD.log`` in the working directory with
-  2018's line format, written by rank 0 only.
-* ``NeuralNet(descriptor, num_classes, sample)`` takes the input shape from a batch of
-  one sample.
-
 The 2018 examples, ported this way, are in ``experiments/legacy/``.
+Details (the import hook, where the 2018 names differ from nord): docs/legacy.md.
 """
 from __future__ import annotations
 

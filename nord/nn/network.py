@@ -3,25 +3,10 @@
     net = NeuralNet(descriptor, input_shape=(3, 32, 32), num_classes=10)
     logits = net(images)                       # (batch, num_classes)
 
-How a descriptor becomes a network:
-
-* Layers are built in topological order. Shape parameters (``in_channels``,
-  ``in_features``, ``num_features``) are inferred from the incoming tensor when omitted,
-  and checked when given.
-* A layer with several inputs merges them by its ``merge`` rule after aligning them:
-  if any input is flat (N, F), spatial inputs are flattened; spatial inputs are
-  average-pooled to the smallest height and width among them; for ``'sum'`` the channel
-  (or feature) counts are zero-padded to the largest, then the tensors are added; for
-  ``'concat'`` they are concatenated along channels (features).
-* A Flatten is put in front of a flat layer (``linear``, ``batch_norm1d``) that receives a
-  spatial tensor. A spatial layer (``conv2d``, pooling) that receives a flat tensor is an
-  error.
-* The output layers are merged by the sum rule, flattened, and followed by the
-  classification head ``Linear(features, num_classes)``.
-
-Anything that cannot be realised for ``input_shape`` (a kernel larger than its input, a
-shape parameter that contradicts the input) raises ``ShapeError`` while building, naming
-the layer and the shapes. Building never modifies the descriptor.
+Shape parameters are inferred when omitted, a layer's several inputs are aligned before
+they merge, and the outputs feed a classification head; what cannot be built for
+``input_shape`` raises ``ShapeError``. Building never modifies the descriptor.
+Details (how a descriptor becomes a network): docs/nn.md.
 """
 from __future__ import annotations
 

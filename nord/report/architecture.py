@@ -6,22 +6,7 @@
     layout.nodes["conv0"].level              # longest path from the input, 'input' is level 0
     draw_descriptor(descriptor, "best.png", title="best of run ga-seed0")
 
-The layout is a small layered ("Sugiyama") drawing, computed here:
-
-1. **Levels.** A virtual ``input`` node feeds the descriptor's input layer, and every output
-   layer feeds a virtual ``output`` node. Each node's level is the length of the longest path
-   to it from ``input``, so every arrow points downwards.
-2. **Long edges** (spanning more than one level) are routed through invisible waypoints, one
-   per level crossed, so that they bend around the boxes in between instead of crossing them.
-3. **Order within a level** by the barycentre heuristic: a few sweeps down and up sort each
-   level by the mean position of its neighbours in the level before; the order with the
-   fewest crossings seen is kept.
-4. **Horizontal positions**: each node moves towards the mean position of its neighbours
-   (above, then below), keeping the order and a minimum gap, so chains come out straight.
-
-Each box shows the layer's name, its registry type, its parameters (as given to the
-descriptor; inferred shape parameters are not shown) and its merge rule when it has several
-inputs.
+Details (the layered layout, what a box shows): docs/report.md.
 """
 from __future__ import annotations
 

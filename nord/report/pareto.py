@@ -10,23 +10,7 @@ Points are ``(n_params, accuracy)`` pairs, as a multi-objective search trades th
     # (300 - 100) * 0.5 + (500 - 300) * 0.7 = 100 + 140 = 240.0
     hypervolume(front, reference_point=(500, 0.0))       # 240 / (500 * 1.0) = 0.48
 
-A point *dominates* another when it has no more parameters and no less accuracy, and is
-strictly better in at least one of the two. The front is the set of points that no other
-point dominates.
-
-The hypervolume is the area that the front dominates inside the box bounded by the
-reference point: every point ``(p, a)`` of the front dominates the rectangle
-``[p, ref_params] x [ref_accuracy, a]``, and the hypervolume is the area of the union of
-those rectangles. Larger is better. With ``normalise=True`` (the default) the area is divided
-by the area of the whole box ``[0, ref_params] x [ref_accuracy, 1]``: parameters are measured
-as a fraction of ``ref_params`` and accuracy as a fraction in ``[ref_accuracy, 1]``, so the
-value lies in ``[0, 1]`` and 1 would be a network with no parameters and perfect accuracy.
-Compare hypervolumes only when they share a reference point.
-
-Both computations are pygmo's (``non_dominated_front_2d``, ``hypervolume``), which are
-tested at scale; nord only turns accuracy into a quantity to minimise (its negative) and
-handles what pygmo leaves to the caller: points with NaN, repeated points, and points
-outside the reference box.
+Details (dominance, the hypervolume and its normalisation): docs/report.md.
 """
 from __future__ import annotations
 

@@ -6,22 +6,8 @@
     write_report("runs/", "report/", title="GA against random search", fmt="html")
     write_report(["runs/nsga2.db"], "report/", reference_front=[(1.2e5, 0.85), (4e5, 0.9)])
 
-The folder then holds:
-
-* ``report.md`` (or ``report.html``): a table per run (algorithm and its parameters, seed,
-  data set, ranks, mode, evaluations ok / failed / cached, best accuracy and its reported
-  accuracy, its parameters, wall time), the plots, the Pareto fronts and the best
-  architectures, with the definitions of the numbers;
-* ``summary.json``: the same numbers for programs (accuracies as fractions, times in
-  seconds, missing values as null);
-* ``accuracy.png`` (accuracy per generation, box plots with the mean: the NORD paper's
-  Figure 4), ``wall_time.png`` (Figure 5), ``parameters.png`` (Figure 6);
-* ``pareto-<run>.png`` for multi-objective runs;
-* ``architectures/<run>-best<k>.png`` with ``.dot`` (Graphviz text) and ``.json`` (the
-  descriptor) beside it, for the best ``best_count`` architectures of each run.
-
-Journals may belong to runs still going (the report is a snapshot), to different
-algorithms, and to runs in which nothing succeeded (their plots say so).
+Journals may belong to runs still going (the report is a snapshot).
+Details (what the folder holds): docs/report.md.
 """
 from __future__ import annotations
 
