@@ -20,5 +20,11 @@ setup(
         "all": ["mpi4py>=3.1", "pygmo>=2.19"],
         "test": ["pytest>=7", "hypothesis>=6", "pytest-timeout>=2", "networkx>=2.6"],
     },
-    entry_points={"console_scripts": ["nord=nord.app.cli:main"]},
+    # Plug-ins: a registry that misses a name loads its group once (nord/registry.py), so the
+    # generic catalogues find the benchmark without naming it. Other packages add theirs to
+    # nord.spaces, nord.algorithms, nord.schedulers, nord.callbacks or nord.datasets.
+    entry_points={
+        "console_scripts": ["nord=nord.app.cli:main"],
+        "nord.spaces": ["nasbench201=nord.benchmarks.nasbench201.space:NASBench201Space"],
+    },
 )

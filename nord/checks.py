@@ -14,18 +14,33 @@ from nord.errors import ConfigurationError
 __all__ = ["check_int", "check_valid_fraction", "check_device"]
 
 
-def check_int(value: Any, name: str, minimum: Optional[int] = None) -> int:
-    """``value`` as an int, when it is an integer (not a bool) of at least ``minimum``.
+def check_int(value: Any, name: str, minimum: Optional[int] = None,
+              maximum: Optional[int] = None, rule: Optional[str] = None) -> int:
+    """``value`` as an int, when it is an integer (not a bool) in ``[minimum, maximum]``.
+
+    Args:
+        value: what was given.
+        name: what it is, for the message: ``'budget (evaluations per run)'``.
+        minimum: the least value accepted (None: no bound).
+        maximum: the greatest value accepted (None: no bound).
+        rule: the rule in words, where the bounds alone would not say why (by default
+            'an integer >= minimum' or 'an integer in [minimum, maximum]').
 
     Raises:
         ConfigurationError: naming ``name``, the rule and the value given.
     """
-    rule = f"an integer >= {minimum}" if minimum is not None else "an integer"
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise ConfigurationError(f"{name} must be {rule}; got {value!r}")
-    if minimum is not None and value < minimum:
-        raise ConfigurationError(f"{name} must be {rule}; got {value}")
-    return int(value)
+        given = repr(value)
+    elif (minimum is not None and value < minimum) or (maximum is not None and value > maximum):
+        given = str(value)
+    else:
+        return int(value)
+    if rule is None and minimum is not None and maximum is not None:
+        rule = f"an integer in [{minimum}, {maximum}]"
+    elif rule is None:
+        rule = ("an integer" + (f" >= {minimum}" if minimum is not None else "")
+                + (f" <= {maximum}" if maximum is not None else ""))
+    raise ConfigurationError(f"{name} must be {rule}; got {given}")
 
 
 def check_valid_fraction(fraction: Any) -> float:

@@ -1,4 +1,4 @@
-"""Registry: names for the things a run is made of (layers, data sets, algorithms, spaces).
+"""Registry: names for the things a run is made of (layers, data sets, algorithms, spaces, ...).
 
 Every registry of nord is one of these, so every name follows one rule: case, ``-``, ``_``
 and spaces do not matter (``'regularized-evolution'``, ``'RegularizedEvolution'`` and
@@ -6,30 +6,98 @@ and spaces do not matter (``'regularized-evolution'``, ``'RegularizedEvolution'`
 
     from nord.registry import Registry
 
-    algorithms = Registry("search algorithm", hint="register yours with register_algorithm")
-    algorithms.register("regularized_evolution", make_rea, aliases=("rea",),
-                        description="aging evolution, population 10, sample 3")
-    algorithms.get("REA")               # the same entry
-    algorithms.names()                  # ['regularized_evolution']
-    algorithms.choices()                # ['regularized_evolution (rea)']
+    spaces = Registry("search space", hint="Register yours with register_space(name, cls)",
+                      plugins="nord.spaces")
+    spaces.register("conv", ConvSpace, aliases=("paper",), description="the paper's chain")
+    spaces.register("mine", "mypackage.spaces.MySpace")   # imported on first load()
+    spaces.get("Paper")                 # ConvSpace: the same entry
+    spaces.load("mine")                 # MySpace, imported now
+    spaces.names()                      # ['conv', 'mine']
+    spaces.choices()                    # ['conv (paper)', 'mine']
 
 An unknown name raises :class:`~nord.errors.ConfigurationError` listing the valid ones.
+
+Each extension point wraps its registry in one idiom, ``register_<thing>(name, cls, *,
+aliases=(), description="", ...)``, which returns ``cls``; without ``cls`` it is a class
+decorator::
+
+    @register_space("mine")
+    class MySpace(SearchSpace): ...
+
+Other packages add names without being imported by hand: they declare an entry point in the
+registry's ``plugins`` group (``nord.spaces``, ``nord.algorithms``, ``nord.schedulers``,
+``nord.callbacks``, ``nord.datasets``), e.g. in setup.py::
+
+    entry_points={"nord.spaces": ["mine = mypackage.spaces:MySpace"]}
+
+The first name a registry cannot find (or its first listing) loads the group's entry points
+once: importing each one lets its module register itself (with aliases), and an object that
+did not is registered under the entry point's name.
 """
 from __future__ import annotations
 
+import importlib
+import logging
 from dataclasses import dataclass
-from typing import Any, Dict, Generic, Iterator, List, Optional, Sequence, Tuple, TypeVar
+from types import ModuleType
+from typing import (Any, Callable, Dict, Generic, Iterator, List, Optional, Sequence, Tuple,
+                    TypeVar)
 
 from nord.errors import ConfigurationError
 
 T = TypeVar("T")
 
-__all__ = ["Registry", "Entry", "normalise_name"]
+__all__ = ["Registry", "Entry", "normalise_name", "import_dotted", "check_subclass",
+           "first_line"]
+
+logger = logging.getLogger(__name__)
 
 
 def normalise_name(name: str) -> str:
     """The form names are compared in: lower case without '-', '_' and spaces."""
     return "".join(c for c in str(name).lower() if c not in "-_ ")
+
+
+def import_dotted(path: str) -> Any:
+    """The object a ``'package.module.attribute'`` path names, importing its module.
+
+    Registries hold such paths so that naming a thing does not import it (torch, a
+    benchmark's table) until it is used.
+
+    Raises:
+        ImportError: the module does not import. AttributeError: it has no such attribute.
+    """
+    module, _, attribute = path.rpartition(".")
+    return getattr(importlib.import_module(module), attribute)
+
+
+def _dotted_path(obj: Any) -> str:
+    """``'package.module.Name'`` of a class: what :func:`import_dotted` reads."""
+    return f"{obj.__module__}.{obj.__qualname__}"
+
+
+def check_subclass(cls: Any, base: type, name: str) -> None:
+    """Refuse to register ``cls`` as ``name`` unless it is a subclass of ``base``.
+
+    Raises:
+        ConfigurationError: naming the base class to subclass.
+    """
+    if not (isinstance(cls, type) and issubclass(cls, base)):
+        raise ConfigurationError(
+            f"only {base.__name__} subclasses can be registered; got {cls!r} for {name!r}")
+
+
+def _same(registered: Any, value: Any) -> bool:
+    """Whether ``value`` is what is registered already, or the class a registered path names."""
+    if isinstance(registered, str) and isinstance(value, type):
+        return registered == _dotted_path(value)
+    return registered is value or registered == value
+
+
+def first_line(cls: Any) -> str:
+    """The first line of a class's docstring ('' for a dotted path): the description a
+    registered class gets when none is given."""
+    return "" if isinstance(cls, str) else (getattr(cls, "__doc__", None) or "").split("\n")[0]
 
 
 @dataclass(frozen=True)
@@ -53,11 +121,20 @@ class Registry(Generic[T]):
     Args:
         kind: what the registry holds, for messages ('search algorithm').
         hint: how a user adds an entry, appended to the unknown-name error.
+        plugins: the entry-point group other packages declare their entries in
+            ('nord.spaces'), loaded on the first miss; None: no plug-ins.
+        adopt: registers an entry point's object that did not register itself, as
+            ``adopt(name, obj)`` (default: :meth:`register` it as it is), for registries
+            whose values wrap the object.
     """
 
-    def __init__(self, kind: str, hint: str = ""):
+    def __init__(self, kind: str, hint: str = "", plugins: Optional[str] = None,
+                 adopt: Optional[Callable[[str, Any], Any]] = None):
         self.kind = kind
         self.hint = hint
+        self.plugins = plugins
+        self.adopt = adopt
+        self._plugins_loaded = plugins is None
         self._entries: Dict[str, Entry[T]] = {}   # canonical name -> entry, in order
         self._keys: Dict[str, str] = {}           # normalised name or alias -> canonical name
 
@@ -65,12 +142,18 @@ class Registry(Generic[T]):
                  overwrite: bool = False) -> Entry[T]:
         """Add ``value`` under ``name`` and its ``aliases``.
 
+        Registering the same value under the same name again (also a class whose dotted path
+        was registered) keeps the entry as it is: a module imported twice registers twice.
+
         Raises:
             ConfigurationError: an empty name, or a name or alias already taken by another
                 entry (pass ``overwrite=True`` to replace an entry of the same name).
         """
         if not isinstance(name, str) or not normalise_name(name):
             raise ConfigurationError(f"a {self.kind} name must be a non-empty string; got {name!r}")
+        existing = self._entries.get(name)
+        if existing is not None and not overwrite and _same(existing.value, value):
+            return existing
         if overwrite and name in self._entries:
             self.unregister(name)
         entry = Entry(name, value, tuple(aliases), description)
@@ -94,10 +177,13 @@ class Registry(Generic[T]):
                 self._keys.pop(normalise_name(label), None)
 
     def find(self, name: Any) -> Optional[Entry[T]]:
-        """The entry of ``name`` or of an alias, or None."""
+        """The entry of ``name`` or of an alias, or None (after loading the plug-ins once)."""
         if not isinstance(name, str):
             return None
         canonical = self._keys.get(normalise_name(name))
+        if canonical is None and not self._plugins_loaded:
+            self.load_plugins()
+            canonical = self._keys.get(normalise_name(name))
         return None if canonical is None else self._entries[canonical]
 
     def entry(self, name: Any) -> Entry[T]:
@@ -117,12 +203,20 @@ class Registry(Generic[T]):
         """The value registered under ``name`` or an alias (see :meth:`entry`)."""
         return self.entry(name).value
 
+    def load(self, name: Any) -> Any:
+        """The value of ``name``, imported first when it was registered as a dotted
+        ``'module.attribute'`` path (see :meth:`entry`)."""
+        value = self.entry(name).value
+        return import_dotted(value) if isinstance(value, str) else value
+
     def canonical(self, name: Any) -> str:
         """The registered name that ``name`` (a name or an alias, in any spelling) means."""
         return self.entry(name).name
 
     def names(self) -> List[str]:
-        """The registered names, sorted."""
+        """The registered names, sorted (the plug-ins' included)."""
+        if not self._plugins_loaded:
+            self.load_plugins()
         return sorted(self._entries)
 
     def choices(self) -> List[str]:
@@ -133,9 +227,36 @@ class Registry(Generic[T]):
         """Every entry, sorted by name."""
         return [self._entries[name] for name in self.names()]
 
+    def load_plugins(self) -> None:
+        """Load the entry points of the ``plugins`` group whose names are not registered yet
+        (see the module docstring); the first miss or listing calls it.
+
+        A plug-in that fails to import is logged and left out: one broken package must not
+        take every other name with it.
+        """
+        self._plugins_loaded = True
+        if self.plugins is None:
+            return
+        # imported here: importlib.metadata adds about 20 ms (a tenth) to `import nord`, and
+        # only a miss needs it
+        from importlib.metadata import entry_points
+
+        for point in entry_points(group=self.plugins):
+            if normalise_name(point.name) in self._keys:
+                continue
+            try:
+                loaded = point.load()   # a module that registers itself does so here
+            except Exception as error:  # noqa: BLE001 - any failure of a third party's import
+                logger.warning("%s plug-in %r (%s) does not load: %s: %s", self.kind, point.name,
+                               point.value, type(error).__name__, error)
+                continue
+            if normalise_name(point.name) not in self._keys and not isinstance(loaded, ModuleType):
+                (self.adopt or self.register)(point.name, loaded)
+
     def copy(self) -> "Registry[T]":
         """An independent registry with the same entries (e.g. to register things temporarily)."""
-        clone: Registry[T] = Registry(self.kind, self.hint)
+        clone: Registry[T] = Registry(self.kind, self.hint, self.plugins, self.adopt)
+        clone._plugins_loaded = self._plugins_loaded
         clone._entries, clone._keys = dict(self._entries), dict(self._keys)
         return clone
 
@@ -146,7 +267,7 @@ class Registry(Generic[T]):
         return iter(self.names())
 
     def __len__(self) -> int:
-        return len(self._entries)
+        return len(self.names())
 
     def __repr__(self) -> str:
         return f"Registry({self.kind!r}, {self.names()})"

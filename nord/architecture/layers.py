@@ -8,15 +8,18 @@ built, validated and serialised without importing torch::
     register_layer('my_block', 'mypackage.blocks.MyBlock',
                    params=[('in_channels', REQUIRED), ('width', 16)],
                    shape_param='in_channels', input_kind='spatial')
+
+    @register_layer('scale', params=[('factor', 2.0)])    # or as a class decorator
+    class Scale(torch.nn.Module): ...
 """
 from __future__ import annotations
 
-import importlib
+import functools
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 from nord.errors import ConfigurationError, UnknownLayerError
-from nord.registry import Registry, normalise_name
+from nord.registry import Registry, import_dotted, normalise_name
 
 
 class _Required:
@@ -64,43 +67,55 @@ class LayerSpec:
 
     def resolve(self):
         """Import and return the torch class (imports torch)."""
-        if not isinstance(self.target, str):
-            return self.target
-        module_name, _, class_name = self.target.rpartition(".")
-        return getattr(importlib.import_module(module_name), class_name)
+        return import_dotted(self.target) if isinstance(self.target, str) else self.target
 
 
 LAYERS: Registry[LayerSpec] = Registry(
-    "layer type", hint="Use one of these (a name or its torch.nn class), or add yours with "
-                      "nord.architecture.layers.register_layer(...)")
+    "layer type", hint="Use one of these (a name or its torch.nn class), or register yours with "
+                      "nord.architecture.layers.register_layer(name, cls, params=...)")
 """Every layer type descriptors may use, by registry name (and torch class name)."""
 
 
 def register_layer(
     name: str,
-    target: Union[str, type],
+    target: Union[str, type, None] = None,
+    *,
     params: Sequence[Tuple[str, Any]] = (),
     shape_param: Optional[str] = None,
     input_kind: str = "any",
     forced: Sequence[Tuple[str, Any]] = (),
+    aliases: Sequence[str] = (),
+    description: str = "",
     overwrite: bool = False,
-) -> LayerSpec:
+):
     """Add a layer type to the registry so descriptors can use it by name or class.
 
-    The torch class's name is accepted too (``'MaxPool2d'`` for ``'max_pool2d'``).
+    The torch class's name is accepted too (``'MaxPool2d'`` for ``'max_pool2d'``). Without
+    ``target``, a class decorator: ``@register_layer("scale", params=[("factor", 2.0)])``.
+
+    Args:
+        name: the registry name descriptors use, a Python identifier.
+        target: the ``torch.nn.Module`` subclass, or its ``'module.Class'`` path (imported
+            when a network is built, so that descriptors need no torch).
+        params, shape_param, input_kind, forced: see :class:`LayerSpec`.
+        aliases: other names for the same layer type.
+        description: one line for ``nord layers``.
+        overwrite: replace a layer type of the same name.
+
+    Returns:
+        ``target``.
 
     Raises:
         ConfigurationError: the name is taken (pass ``overwrite=True``), the input kind is
             unknown, or the shape parameter is not among the parameters.
     """
+    if target is None:
+        return functools.partial(register_layer, name, params=params, shape_param=shape_param,
+                                 input_kind=input_kind, forced=forced, aliases=aliases,
+                                 description=description, overwrite=overwrite)
     if not isinstance(name, str) or not name.isidentifier():
         raise ConfigurationError(
             f"a layer name must be a Python identifier such as 'my_block'; got {name!r}")
-    existing = LAYERS.find(name)
-    if existing is not None and not overwrite:
-        raise ConfigurationError(
-            f"layer name '{name}' is already registered for {existing.value.target}; "
-            "choose another name or pass overwrite=True")
     if input_kind not in INPUT_KINDS:
         raise ConfigurationError(
             f"input_kind must be one of {INPUT_KINDS}; got {input_kind!r} for layer '{name}'")
@@ -110,13 +125,20 @@ def register_layer(
             f"shape_param '{shape_param}' of layer '{name}' is not one of its parameters "
             f"{[p for p, _ in params]}")
     spec = LayerSpec(name, target, params, shape_param, input_kind, tuple(forced))
+    existing = LAYERS.find(name)
+    if existing is not None and existing.value == spec and not overwrite:
+        return target   # registered again as it is: a module imported twice
+    if existing is not None and not overwrite:
+        raise ConfigurationError(
+            f"layer name '{name}' is already registered for {existing.value.target}; "
+            "choose another name or pass overwrite=True")
     if existing is not None:
         LAYERS.unregister(existing.name)
     class_name = _class_name(target)
-    aliases = () if normalise_name(class_name) == normalise_name(name) \
-        or class_name in LAYERS else (class_name,)
-    LAYERS.register(name, spec, aliases=aliases)
-    return spec
+    if normalise_name(class_name) != normalise_name(name) and class_name not in LAYERS:
+        aliases = (*aliases, class_name)
+    LAYERS.register(name, spec, aliases=aliases, description=description)
+    return target
 
 
 def list_layers() -> List[str]:
@@ -168,43 +190,49 @@ _CONV = (("in_channels", REQUIRED), ("out_channels", REQUIRED), ("kernel_size", 
 _NORM = (("num_features", REQUIRED), ("eps", 1e-5), ("momentum", 0.1), ("affine", True),
          ("track_running_stats", True))
 
-register_layer("conv2d", "torch.nn.Conv2d", _CONV, "in_channels", "spatial")
+register_layer("conv2d", "torch.nn.Conv2d", params=_CONV, shape_param="in_channels",
+               input_kind="spatial")
 register_layer("max_pool2d", "torch.nn.MaxPool2d",
-               (("kernel_size", REQUIRED), ("stride", None), ("padding", 0), ("dilation", 1),
-                ("return_indices", False), ("ceil_mode", False)),
+               params=(("kernel_size", REQUIRED), ("stride", None), ("padding", 0),
+                       ("dilation", 1), ("return_indices", False), ("ceil_mode", False)),
                input_kind="spatial", forced=(("return_indices", False),))
 register_layer("avg_pool2d", "torch.nn.AvgPool2d",
-               (("kernel_size", REQUIRED), ("stride", None), ("padding", 0), ("ceil_mode", False),
-                ("count_include_pad", True), ("divisor_override", None)),
+               params=(("kernel_size", REQUIRED), ("stride", None), ("padding", 0),
+                       ("ceil_mode", False), ("count_include_pad", True),
+                       ("divisor_override", None)),
                input_kind="spatial")
-register_layer("adaptive_avg_pool2d", "torch.nn.AdaptiveAvgPool2d", (("output_size", REQUIRED),),
-               input_kind="spatial")
+register_layer("adaptive_avg_pool2d", "torch.nn.AdaptiveAvgPool2d",
+               params=(("output_size", REQUIRED),), input_kind="spatial")
 register_layer("adaptive_max_pool2d", "torch.nn.AdaptiveMaxPool2d",
-               (("output_size", REQUIRED), ("return_indices", False)),
+               params=(("output_size", REQUIRED), ("return_indices", False)),
                input_kind="spatial", forced=(("return_indices", False),))
-register_layer("batch_norm2d", "torch.nn.BatchNorm2d", _NORM, "num_features", "spatial")
-register_layer("batch_norm1d", "torch.nn.BatchNorm1d", _NORM, "num_features", "flat")
+register_layer("batch_norm2d", "torch.nn.BatchNorm2d", params=_NORM, shape_param="num_features",
+               input_kind="spatial")
+register_layer("batch_norm1d", "torch.nn.BatchNorm1d", params=_NORM, shape_param="num_features",
+               input_kind="flat")
 register_layer("linear", "torch.nn.Linear",
-               (("in_features", REQUIRED), ("out_features", REQUIRED), ("bias", True)),
-               "in_features", "flat")
-register_layer("flatten", "torch.nn.Flatten", (("start_dim", 1), ("end_dim", -1)))
+               params=(("in_features", REQUIRED), ("out_features", REQUIRED), ("bias", True)),
+               shape_param="in_features", input_kind="flat")
+register_layer("flatten", "torch.nn.Flatten", params=(("start_dim", 1), ("end_dim", -1)))
 register_layer("identity", "torch.nn.Identity")
-register_layer("relu", "torch.nn.ReLU", (("inplace", False),), forced=_NO_INPLACE)
-register_layer("relu6", "torch.nn.ReLU6", (("inplace", False),), forced=_NO_INPLACE)
-register_layer("leaky_relu", "torch.nn.LeakyReLU", (("negative_slope", 0.01), ("inplace", False)),
+register_layer("relu", "torch.nn.ReLU", params=(("inplace", False),), forced=_NO_INPLACE)
+register_layer("relu6", "torch.nn.ReLU6", params=(("inplace", False),), forced=_NO_INPLACE)
+register_layer("leaky_relu", "torch.nn.LeakyReLU",
+               params=(("negative_slope", 0.01), ("inplace", False)), forced=_NO_INPLACE)
+register_layer("elu", "torch.nn.ELU", params=(("alpha", 1.0), ("inplace", False)),
                forced=_NO_INPLACE)
-register_layer("elu", "torch.nn.ELU", (("alpha", 1.0), ("inplace", False)), forced=_NO_INPLACE)
-register_layer("gelu", "torch.nn.GELU", (("approximate", "none"),))
-register_layer("silu", "torch.nn.SiLU", (("inplace", False),), forced=_NO_INPLACE)
+register_layer("gelu", "torch.nn.GELU", params=(("approximate", "none"),))
+register_layer("silu", "torch.nn.SiLU", params=(("inplace", False),), forced=_NO_INPLACE)
 register_layer("sigmoid", "torch.nn.Sigmoid")
 register_layer("tanh", "torch.nn.Tanh")
-register_layer("dropout", "torch.nn.Dropout", (("p", 0.5), ("inplace", False)), forced=_NO_INPLACE)
-register_layer("dropout2d", "torch.nn.Dropout2d", (("p", 0.5), ("inplace", False)),
+register_layer("dropout", "torch.nn.Dropout", params=(("p", 0.5), ("inplace", False)),
+               forced=_NO_INPLACE)
+register_layer("dropout2d", "torch.nn.Dropout2d", params=(("p", 0.5), ("inplace", False)),
                input_kind="spatial", forced=_NO_INPLACE)
 # nord's own modules (nord/nn/modules.py), e.g. the operations of NAS-Bench-201 cells.
 register_layer("zero", "nord.nn.modules.Zero")
 register_layer("relu_conv_bn", "nord.nn.modules.ReLUConvBN",
-               (("in_channels", REQUIRED), ("out_channels", REQUIRED), ("kernel_size", REQUIRED),
-                ("stride", 1), ("padding", 0), ("dilation", 1), ("affine", True),
-                ("track_running_stats", True)),
-               "in_channels", "spatial")
+               params=(("in_channels", REQUIRED), ("out_channels", REQUIRED),
+                       ("kernel_size", REQUIRED), ("stride", 1), ("padding", 0), ("dilation", 1),
+                       ("affine", True), ("track_running_stats", True)),
+               shape_param="in_channels", input_kind="spatial")

@@ -16,6 +16,7 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
+from nord.checks import check_int
 from nord.data.curator import ArrayLike, DataCurator, RawData, prepare
 from nord.errors import ConfigurationError
 
@@ -40,15 +41,13 @@ class Digits(DataCurator):
 
     def __init__(self, test_fraction: float = 0.2, seed: int = 0, stratify: bool = True,
                  normalise: bool = True, valid_fraction: float = 0.1):
-        super().__init__(normalise=normalise, valid_fraction=valid_fraction,
-                         split_seed=seed if isinstance(seed, int) and seed >= 0 else 0)
+        seed = check_int(seed, "seed", 0)
+        super().__init__(normalise=normalise, valid_fraction=valid_fraction, split_seed=seed)
         if isinstance(test_fraction, bool) or not isinstance(test_fraction, numbers.Real) \
                 or not 0 < test_fraction < 1:
             raise ConfigurationError(f"test_fraction must be a number in (0, 1); got {test_fraction!r}")
-        if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
-            raise ConfigurationError(f"seed must be an integer >= 0; got {seed!r}")
         self.test_fraction = float(test_fraction)
-        self.seed = int(seed)
+        self.seed = seed
         self.stratify = bool(stratify)
 
     def _load(self) -> RawData:

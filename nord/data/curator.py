@@ -1,9 +1,5 @@
 """DataCurator: a data set held in memory as tensors, with train and test loaders per rank.
 
-A curator loads its data once (on first use), normalises the images per channel with
-statistics of the training split, and hands out :class:`TensorLoader` s that cut batches
-from the tensors by index -- no per-sample Python call, no ``torch.utils.data``::
-
     from nord.data import Digits
 
     data = Digits()
@@ -13,29 +9,14 @@ from the tensors by index -- no per-sample Python call, no ``torch.utils.data``:
         train.set_epoch(epoch)                 # a new, seeded order each epoch
         for x, y in train:                     # float32 (b, C, H, W), int64 (b,)
             ...
-    for x, y in data.test_loader(batch_size=256, rank=env.rank, size=env.size):
-        ...                                    # sum correct and count; reduce once
 
-Sharding follows :mod:`nord.data.sharding`: training shards are disjoint, cover the set
-and give every rank the same number of batches; test shards are disjoint, consecutive
-blocks (exact accuracy = total correct / total samples over the ranks).
-
-A new data set is a subclass with a ``_load`` that returns numpy arrays or tensors::
-
-    @nord.data.register_curator('noise')
-    class Noise(DataCurator):
-        name = 'noise'
-        def _load(self):
-            rng = np.random.default_rng(0)
-            x = rng.normal(size=(120, 3, 8, 8)).astype('float32')
-            y = rng.integers(0, 4, 120)
-            return RawData(x[:100], y[:100], x[100:], y[100:], classes=None)
+A new data set is a subclass with a ``_load`` that returns numpy arrays or tensors.
+Details (normalisation, loaders, sharding, a new data set): docs/data.md.
 """
 from __future__ import annotations
 
 import logging
 import math
-import numbers
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any, Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple, Union
@@ -43,7 +24,7 @@ from typing import Any, Dict, Iterator, List, NamedTuple, Optional, Sequence, Tu
 import numpy as np
 import torch
 
-from nord.checks import check_valid_fraction
+from nord.checks import check_int, check_valid_fraction
 from nord.data.sharding import (
     contiguous_shard,
     has_empty_batches,
@@ -142,12 +123,11 @@ class TensorLoader:
             )
         if y.device != x.device:
             raise ConfigurationError(f"x and y must be on one device; got {x.device} and {y.device}")
-        if isinstance(batch_size, bool) or not isinstance(batch_size, numbers.Integral) or batch_size < 1:
-            raise ConfigurationError(f"batch_size must be a positive integer; got {batch_size!r}")
-        if shuffle and (isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0):
-            raise ConfigurationError(f"seed must be an integer >= 0 when shuffle=True; got {seed!r}")
+        batch_size = check_int(batch_size, "batch_size", 1)
+        if shuffle:
+            check_int(seed, "seed", 0, rule="an integer >= 0 when shuffle=True")
         self.x, self.y = x, y
-        self.batch_size = int(batch_size)
+        self.batch_size = batch_size
         self.rank, self.size = int(rank), int(size)
         self.shuffle = bool(shuffle)
         self.seed = int(seed)
@@ -186,9 +166,7 @@ class TensorLoader:
 
     def set_epoch(self, epoch: int) -> None:
         """Use the order of ``epoch`` in the next pass (call it on every rank alike)."""
-        if isinstance(epoch, bool) or not isinstance(epoch, numbers.Integral) or epoch < 0:
-            raise ConfigurationError(f"epoch must be an integer >= 0; got {epoch!r}")
-        self._epoch = int(epoch)
+        self._epoch = check_int(epoch, "epoch", 0)
 
     # -- sizes -------------------------------------------------------------------------
     def __len__(self) -> int:
@@ -425,7 +403,23 @@ class DataCurator(ABC):
     """Base of data sets: loads once, normalises, shards, and gives loaders.
 
     Subclasses set ``name`` and implement ``_load() -> RawData``; loading happens on
-    first use (or on :meth:`load`), not in the constructor.
+    first use (or on :meth:`load`), not in the constructor. Registered, a data set is known
+    by name to :func:`~nord.data.get_curator` and ``nord run --dataset``::
+
+        import numpy as np
+        from nord.data import DataCurator, RawData, get_curator, register_curator
+
+        @register_curator("noise", description="Gaussian noise in 4 classes")
+        class Noise(DataCurator):
+            name = "noise"
+
+            def _load(self):
+                rng = np.random.default_rng(0)
+                x = rng.normal(size=(120, 3, 8, 8)).astype("float32")
+                y = rng.integers(0, 4, 120)
+                return RawData(x[:100], y[:100], x[100:], y[100:], classes=None)
+
+        data = get_curator("noise", valid_fraction=0.2)
 
     Args:
         normalise: subtract the per-channel mean and divide by the per-channel standard
@@ -442,10 +436,7 @@ class DataCurator(ABC):
     def __init__(self, normalise: bool = True, valid_fraction: float = 0.1, split_seed: int = 0):
         self.normalise = bool(normalise)
         self.valid_fraction = check_valid_fraction(valid_fraction)
-        if isinstance(split_seed, bool) or not isinstance(split_seed, numbers.Integral) \
-                or split_seed < 0:
-            raise ConfigurationError(f"split_seed must be an integer >= 0; got {split_seed!r}")
-        self.split_seed = int(split_seed)
+        self.split_seed = check_int(split_seed, "split_seed", 0)
         self._data: Optional[_Loaded] = None
         self._on_device: Dict[str, Tuple[torch.Tensor, ...]] = {}
 

@@ -4,48 +4,54 @@
 
     list_curators()                         # ['cifar10', 'digits', 'fashion-mnist', 'mnist']
     data = get_curator('fashion_mnist', root='data')   # any spelling of a name
-    @register_curator('noise')              # a DataCurator subclass of your own
-    class Noise(DataCurator): ...
+    register_curator('noise', Noise)        # a DataCurator subclass, or its dotted path
 
 Built-in data sets are registered by their import path, so that the command line can check
-a name before anything heavy is imported.
+a name before anything heavy is imported. Other packages add data sets through the
+``nord.datasets`` entry-point group (see :mod:`nord.registry`).
 """
 from __future__ import annotations
 
-import importlib
-from typing import Any, Callable, List, Type, Union
+import functools
+from typing import Any, List, Sequence, Type, Union
 
-from nord.registry import Registry
+from nord.registry import Registry, first_line
 
 __all__ = ["CURATORS", "register_curator", "list_curators", "get_curator", "curator_class"]
 
 CURATORS: Registry[Union[str, type]] = Registry(
-    "data set", hint="Register yours with @nord.data.register_curator(name)")
+    "data set", hint="Register yours with nord.data.register_curator(name, cls)",
+    plugins="nord.datasets")
 """Data set name -> its DataCurator class (or the class's dotted import path)."""
 
-for _name, _path, _description in (
-        ("digits", "nord.data.builtin.Digits", "scikit-learn's 8x8 digits, built in (no files)"),
-        ("mnist", "nord.data.datasets.MNIST", "MNIST, official IDX files"),
-        ("fashion-mnist", "nord.data.datasets.FashionMNIST", "Fashion-MNIST, official IDX files"),
-        ("cifar10", "nord.data.datasets.CIFAR10", "CIFAR-10, official python pickles")):
-    CURATORS.register(_name, _path, description=_description)
 
+def register_curator(name: str, cls: Union[type, str, None] = None, *,
+                     aliases: Sequence[str] = (), description: str = "",
+                     overwrite: bool = False):
+    """Make ``cls`` available to :func:`get_curator` as ``name`` (and its aliases).
 
-def register_curator(name: str) -> Callable[[type], type]:
-    """Class decorator: make a DataCurator subclass available as ``get_curator(name)``."""
+    Without ``cls``, a class decorator: ``@register_curator("noise")``. The class is not
+    checked here, so that this module needs no torch.
 
-    def decorate(cls: type) -> type:
-        existing = CURATORS.find(name)
-        if existing is not None and curator_class(name) is not cls:
-            from nord.errors import ConfigurationError
-            raise ConfigurationError(
-                f"a data set named {name!r} is already registered ({existing.value}); pick "
-                "another name")
-        if existing is None:
-            CURATORS.register(name, cls)
-        return cls
+    Args:
+        name: the data set's name.
+        cls: a DataCurator subclass, or its ``'module.Class'`` path (imported on first use).
+        aliases: other names for the same entry.
+        description: one line for help texts (default: the first line of its docstring).
+        overwrite: replace an entry of the same name.
 
-    return decorate
+    Returns:
+        ``cls``.
+
+    Raises:
+        ConfigurationError: a name is taken by another data set.
+    """
+    if cls is None:
+        return functools.partial(register_curator, name, aliases=aliases,
+                                 description=description, overwrite=overwrite)
+    CURATORS.register(name, cls, aliases=aliases, description=description or first_line(cls),
+                      overwrite=overwrite)
+    return cls
 
 
 def list_curators() -> List[str]:
@@ -59,11 +65,7 @@ def curator_class(name: str) -> Type:
     Raises:
         ConfigurationError: unknown name; the message lists the valid ones.
     """
-    target = CURATORS.get(name)
-    if isinstance(target, str):
-        module, _, attribute = target.rpartition(".")
-        target = getattr(importlib.import_module(module), attribute)
-    return target
+    return CURATORS.load(name)
 
 
 def get_curator(name: str, **kwargs: Any):
@@ -73,3 +75,11 @@ def get_curator(name: str, **kwargs: Any):
         ConfigurationError: unknown name; the message lists the valid ones.
     """
     return curator_class(name)(**kwargs)
+
+
+for _name, _path, _description in (
+        ("digits", "nord.data.builtin.Digits", "scikit-learn's 8x8 digits, built in (no files)"),
+        ("mnist", "nord.data.datasets.MNIST", "MNIST, official IDX files"),
+        ("fashion-mnist", "nord.data.datasets.FashionMNIST", "Fashion-MNIST, official IDX files"),
+        ("cifar10", "nord.data.datasets.CIFAR10", "CIFAR-10, official python pickles")):
+    register_curator(_name, _path, description=_description)

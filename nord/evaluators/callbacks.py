@@ -17,15 +17,21 @@ the report. Optionally it is also called every ``every_steps`` training steps::
 A callback that raises fails that candidate only, with the callback's name and its reason.
 Built in: :class:`GradientNorms` and :class:`WeightNorms` per layer, and :class:`DeadReLUs`
 (the fraction of ReLU units that output zero for every sample of a fixed validation batch).
+Registered by name (:func:`register_callback`), a callback is also known to
+:func:`make_callbacks` and ``nord run --callbacks``; other packages add theirs through the
+``nord.callbacks`` entry-point group.
 """
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Sequence
+
+from nord.registry import Registry, check_subclass, first_line
 
 __all__ = ["TrainingCallback", "TrainingState", "GradientNorms", "WeightNorms", "DeadReLUs",
-           "CallbackError", "CALLBACKS", "make_callbacks"]
+           "CallbackError", "CALLBACKS", "register_callback", "list_callbacks", "make_callbacks"]
 
 
 class CallbackError(RuntimeError):
@@ -54,7 +60,22 @@ class TrainingState:
 
 
 class TrainingCallback:
-    """Base class: override ``on_epoch_end`` (and ``on_step`` with ``every_steps``)."""
+    """Base class: override ``on_epoch_end`` (and ``on_step`` with ``every_steps``).
+
+    Registered, a callback is known by name to :func:`make_callbacks` and ``nord run
+    --callbacks``::
+
+        from nord.evaluators.callbacks import TrainingCallback, make_callbacks, register_callback
+
+        @register_callback("lr", description="the learning rate at the end of each epoch")
+        class LearningRate(TrainingCallback):
+            name = "lr"
+
+            def on_epoch_end(self, state):
+                return {"lr": state.optimizer.param_groups[0]["lr"]}
+
+        callbacks = make_callbacks(["grad_norm", "lr"])
+    """
 
     name = "callback"
     every_steps: Optional[int] = None
@@ -171,24 +192,59 @@ def run_callbacks(callbacks: List[TrainingCallback], hook: str, state: TrainingS
     return merged
 
 
-def _built_in():
-    from nord.registry import Registry
-    registry: "Registry[type]" = Registry("training callback")
-    registry.register("grad_norm", GradientNorms, aliases=("gradient_norms",),
-                      description="mean L2 norm of each layer's gradient over the epoch")
-    registry.register("weight_norm", WeightNorms, aliases=("weight_norms",),
-                      description="L2 norm of each layer's weights at the epoch's end")
-    registry.register("dead_relu", DeadReLUs, aliases=("dead_relus",),
-                      description="share of ReLU units that output zero for a whole "
-                                  "validation batch")
-    return registry
+CALLBACKS: Registry[type] = Registry(
+    "training callback",
+    hint="Register yours with nord.evaluators.callbacks.register_callback(name, cls)",
+    plugins="nord.callbacks")
+"""Training callback name -> its TrainingCallback subclass (``nord run --callbacks
+grad_norm,dead_relu``)."""
 
 
-#: The built-in callbacks by name (``nord run --callbacks grad_norm,dead_relu``).
-CALLBACKS = _built_in()
+def register_callback(name: str, cls: Optional[type] = None, *, aliases: Sequence[str] = (),
+                      description: str = "", overwrite: bool = False):
+    """Make ``cls`` available to :func:`make_callbacks` as ``name`` (and its aliases).
+
+    Without ``cls``, a class decorator: ``@register_callback("mine")``.
+
+    Args:
+        name: the callback's name.
+        cls: a TrainingCallback subclass, made without arguments by :func:`make_callbacks`.
+        aliases: other names for the same entry.
+        description: one line for help texts (default: the first line of its docstring).
+        overwrite: replace an entry of the same name.
+
+    Returns:
+        ``cls``.
+
+    Raises:
+        ConfigurationError: ``cls`` is not a TrainingCallback subclass, or a name is taken.
+    """
+    if cls is None:
+        return functools.partial(register_callback, name, aliases=aliases,
+                                 description=description, overwrite=overwrite)
+    check_subclass(cls, TrainingCallback, name)
+    CALLBACKS.register(name, cls, aliases=aliases, description=description or first_line(cls),
+                       overwrite=overwrite)
+    return cls
+
+
+def list_callbacks() -> List[str]:
+    """Names of every registered training callback, sorted (aliases not included)."""
+    return CALLBACKS.names()
 
 
 def make_callbacks(names: List[str]) -> List[TrainingCallback]:
-    """New instances of the built-in callbacks ``names`` (an unknown name raises
-    :class:`~nord.errors.ConfigurationError` listing the valid ones)."""
+    """New instances of the callbacks registered as ``names``.
+
+    Raises:
+        ConfigurationError: an unknown name; the message lists the valid ones.
+    """
     return [CALLBACKS.get(name)() for name in names]
+
+
+register_callback("grad_norm", GradientNorms, aliases=("gradient_norms",),
+                  description="mean L2 norm of each layer's gradient over the epoch")
+register_callback("weight_norm", WeightNorms, aliases=("weight_norms",),
+                  description="L2 norm of each layer's weights at the epoch's end")
+register_callback("dead_relu", DeadReLUs, aliases=("dead_relus",),
+                  description="share of ReLU units that output zero for a whole validation batch")

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 from nord.architecture.descriptor import NeuralDescriptor
+from nord.checks import check_int
 from nord.errors import ConfigurationError, NordError
 from nord.report.architecture import draw_descriptor
 from nord.report.curves import has_curves, has_introspection, plot_introspection, \
@@ -181,10 +182,8 @@ def write_report(journal_paths: Union[PathLike, Iterable[PathLike]], out_dir: Pa
     if extension is None:
         raise ConfigurationError(
             f"the report format must be one of {sorted(FORMATS)}; got {fmt!r}")
-    if isinstance(best_count, bool) or not isinstance(best_count, int) or best_count < 0:
-        raise ConfigurationError(
-            f"the number of best candidates to show (--best, best_count=) must be an integer "
-            f">= 0; got {best_count!r}")
+    best_count = check_int(
+        best_count, "the number of best candidates to show (--best, best_count=)", 0)
     left_out: List[Tuple[Path, str]] = []
     runs = load_runs(journal_paths, labels=labels, best_count=best_count, skipped=left_out)
     if skipped is not None:

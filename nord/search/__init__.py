@@ -15,7 +15,8 @@ from nord.search.algorithms import (ALGORITHMS, Candidate, GeneticAlgorithm, Loc
                                     PygmoAlgorithm, RandomSearch, RegularizedEvolution,
                                     SearchAlgorithm, get_algorithm, list_algorithms,
                                     make_algorithm, register_algorithm)
-from nord.search.spaces import SPACES, ConvSpace, SearchSpace, make_space
+from nord.search.spaces import (SPACES, ConvSpace, SearchSpace, list_spaces, make_space,
+                                register_space)
 
 _LAZY = {  # the engine imports the journal (sqlite) and the executors: load on first use
     "run_search": "nord.search.engine",
@@ -28,6 +29,7 @@ _LAZY = {  # the engine imports the journal (sqlite) and the executors: load on 
 }
 
 __all__ = ["Candidate", "SearchAlgorithm", "SearchSpace", "ConvSpace", "SPACES", "make_space",
+           "list_spaces", "register_space",
            "RandomSearch", "RegularizedEvolution", "GeneticAlgorithm", "LocalSearch",
            "PygmoAlgorithm", "ALGORITHMS", "make_algorithm", "list_algorithms", "get_algorithm",
            "register_algorithm", *_LAZY]

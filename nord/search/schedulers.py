@@ -6,52 +6,24 @@ are made at *rungs*, epoch counts ``min_epochs * eta**k`` (the last one is ``max
     scheduler = make_scheduler("asha", min_epochs=1, max_epochs=27, eta=3)   # rungs 1, 3, 9, 27
     summary = run_search(algorithm, evaluator, budget=100, mode="async", scheduler=scheduler)
 
-* ``median``: the median stopping rule. At each rung a candidate goes on if its accuracy is
-  at least the median of the candidates that reached that rung before it, else it stops
-  (while fewer than ``min_candidates`` are there to compare with, it goes on). Sync or async;
-  "before it" is the order results arrive in, so with several workers its decisions (and a
-  sync run's journal) depend on which worker finished first, unlike SHA's and Hyperband's.
-* ``sha``: synchronous successive halving. A batch of candidates trains to the first rung;
-  once all have reported, the best ``1/eta`` of them (at least one) go on to the next rung,
-  and so on, so every batch ends with a candidate trained to ``max_epochs``. Sync mode; a
-  batch is ``batch_size`` candidates, by default ``eta ** (rungs - 1)`` (fewer where a
-  generational algorithm's generation ends first).
-* ``asha``: asynchronous successive halving. A candidate that reaches a rung pauses; whenever
-  a worker is free, a paused candidate in the top ``1/eta`` of the candidates that reached
-  its rung is promoted (resumed from its checkpoint) to the next rung, else a new candidate
-  starts. No worker ever waits for a rung to fill. Async mode.
-* ``hyperband``: brackets of successive halving that start at different rungs (Li et al.),
-  so that some candidates are judged early and some only after longer training. Sync mode:
-  one bracket per batch; async mode: each bracket is promoted as in ASHA.
-
-**Fairness at a rung.** A candidate is compared only with candidates that reached the same
-rung (never with results at other epoch counts), and promotion needs at least ``eta``
-candidates at the rung: the first candidates of a run can be stopped too; they are not
-waved through for lack of company.
-
-**What the algorithm is told.** Each candidate's result, once, at the highest fidelity it had
-reached when its training first stopped: in sync mode at the end of its batch (its final
-rung), in async mode when it first pauses or stops (a later ASHA promotion improves the
-journal's record and the run's best, not the algorithm's memory, which has moved on).
-
-**Disk.** A paused candidate keeps a checkpoint until it can no longer be promoted: a rung
-can hold at most as many candidates as the budget lets reach it, so a candidate ranked below
-the top ``1/eta`` of that many is released (``releasable``) and its checkpoint deleted. At
-most about ``budget / (eta - 1)`` checkpoints exist at once.
-
-Schedulers are plain objects: every decision follows from the reports they were given, in
-order, so a resumed run rebuilds one by reporting the journal's legs again.
+Rules: ``median``, ``sha``, ``asha`` and ``hyperband``. Schedulers are plain objects: every
+decision follows from the reports they were given, in order. A new scheduler is a
+subclass of :class:`Scheduler` registered with :func:`register_scheduler`.
+Details (each rule, fairness at a rung, what the algorithm is told, disk): docs/schedulers.md.
 """
 from __future__ import annotations
 
+import functools
 import math
 from typing import Dict, List, Optional, Sequence, Tuple
 
+from nord.checks import check_int
 from nord.errors import ConfigurationError
-from nord.registry import Registry
+from nord.registry import Registry, check_subclass, first_line
 
 __all__ = ["Scheduler", "MedianStopping", "SuccessiveHalving", "ASHA", "Hyperband",
-           "SCHEDULERS", "make_scheduler", "rungs", "CONTINUE", "PAUSE", "STOP", "DONE"]
+           "SCHEDULERS", "register_scheduler", "list_schedulers", "make_scheduler",
+           "check_settings", "rungs", "CONTINUE", "PAUSE", "STOP", "DONE"]
 
 CONTINUE, PAUSE, STOP, DONE = "continue", "pause", "stop", "done"
 """A candidate at a rung: trains on now, waits (it may be promoted), stops for good, or has
@@ -74,14 +46,18 @@ def rungs(min_epochs: int, max_epochs: int, eta: int) -> List[int]:
     return values + [max_epochs]
 
 
-def _check(min_epochs, max_epochs, eta) -> Tuple[int, int, int]:
-    for name, value, minimum in (("min_epochs", min_epochs, 1), ("max_epochs", max_epochs, 1),
-                                 ("eta", eta, 2)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-            raise ConfigurationError(
-                f"{name} must be an integer >= {minimum}; got {value!r}"
-                + (" (eta is the factor between rungs: each keeps the best 1/eta)"
-                   if name == "eta" else ""))
+def check_settings(min_epochs, max_epochs, eta) -> Tuple[int, int, int]:
+    """The settings every scheduler takes, checked without building one (a configuration
+    checks them when it is made).
+
+    Raises:
+        ConfigurationError: a setting that is not an integer, ``eta < 2``, or
+            ``min_epochs > max_epochs``.
+    """
+    min_epochs = check_int(min_epochs, "min_epochs", 1)
+    max_epochs = check_int(max_epochs, "max_epochs", 1)
+    eta = check_int(eta, "eta", 2,
+                    rule="an integer >= 2 (the factor between rungs: each keeps the best 1/eta)")
     if min_epochs > max_epochs:
         raise ConfigurationError(
             f"min_epochs ({min_epochs}) must not exceed max_epochs ({max_epochs}): candidates are "
@@ -99,6 +75,27 @@ class Scheduler:
     ``report`` at the end of each leg of training, then ``promotions`` for paused candidates to
     resume, and asks ``releasable`` which paused candidates can never be promoted.
 
+    ``report`` does the bookkeeping; a new scheduler implements ``_decide``: what a candidate
+    that reached a rung below ``max_epochs`` does now (CONTINUE, PAUSE or STOP; one that
+    pauses waits for ``promotions``). Registered, it is known by name to
+    :func:`make_scheduler` and ``nord run --scheduler``::
+
+        from nord.search.schedulers import (CONTINUE, STOP, Scheduler, make_scheduler,
+                                            register_scheduler)
+
+        @register_scheduler("threshold", description="stops a candidate below an accuracy")
+        class Threshold(Scheduler):
+            name = "threshold"
+
+            def __init__(self, min_epochs=1, max_epochs=27, eta=3, accuracy=0.5):
+                super().__init__(min_epochs, max_epochs, eta)
+                self.accuracy = accuracy
+
+            def _decide(self, number, epochs):
+                return CONTINUE if self.best[number] >= self.accuracy else STOP
+
+        scheduler = make_scheduler("threshold", max_epochs=9, accuracy=0.6)
+
     Args:
         min_epochs: epochs before the first decision.
         max_epochs: epochs a candidate trains at most.
@@ -109,7 +106,7 @@ class Scheduler:
     modes: Tuple[str, ...] = ("sync", "async")
 
     def __init__(self, min_epochs: int = 1, max_epochs: int = 27, eta: int = 3):
-        self.min_epochs, self.max_epochs, self.eta = _check(min_epochs, max_epochs, eta)
+        self.min_epochs, self.max_epochs, self.eta = check_settings(min_epochs, max_epochs, eta)
         self.budget: Optional[int] = None
         self.mode = "sync"
         self.epochs: Dict[int, int] = {}          # candidate -> epochs reached
@@ -122,13 +119,23 @@ class Scheduler:
         Raises:
             ConfigurationError: a mode this scheduler cannot serve.
         """
-        if mode not in self.modes:
+        self.check_mode(mode)
+        self.budget, self.mode = budget, mode
+
+    @classmethod
+    def check_mode(cls, mode: str) -> None:
+        """Refuse a mode this scheduler cannot serve, without building one (a configuration
+        checks it when it is made).
+
+        Raises:
+            ConfigurationError: a mode not in :attr:`modes`.
+        """
+        if mode not in cls.modes:
             other = {"sync": "async", "async": "sync"}[mode]
             raise ConfigurationError(
-                f"the {self.name} scheduler works in {' and '.join(self.modes)} mode, not in "
+                f"the {cls.name} scheduler works in {' and '.join(cls.modes)} mode, not in "
                 f"{mode} mode; use --mode {other}, or a scheduler for {mode} mode "
                 f"({', '.join(n for n in SCHEDULERS.names() if mode in SCHEDULERS.get(n).modes)})")
-        self.budget, self.mode = budget, mode
 
     def check_serves(self, algorithm, evaluator) -> None:
         """Refuse a search this scheduler would get wrong.
@@ -222,10 +229,7 @@ class MedianStopping(Scheduler):
     def __init__(self, min_epochs: int = 1, max_epochs: int = 27, eta: int = 3,
                  min_candidates: int = 3):
         super().__init__(min_epochs, max_epochs, eta)
-        if isinstance(min_candidates, bool) or not isinstance(min_candidates, int) \
-                or min_candidates < 1:
-            raise ConfigurationError(f"min_candidates must be an integer >= 1; got {min_candidates!r}")
-        self.min_candidates = min_candidates
+        self.min_candidates = check_int(min_candidates, "min_candidates", 1)
         self.at_rung: Dict[int, List[float]] = {}
 
     def parameters(self):
@@ -346,11 +350,8 @@ class ASHA(Scheduler):
     def __init__(self, min_epochs: int = 1, max_epochs: int = 27, eta: int = 3,
                  brackets: int = 1):
         super().__init__(min_epochs, max_epochs, eta)
-        depth = len(rungs(min_epochs, max_epochs, eta))
-        if isinstance(brackets, bool) or not isinstance(brackets, int) or not 1 <= brackets <= depth:
-            raise ConfigurationError(
-                f"brackets must be an integer in 1..{depth} (the number of rungs); got {brackets!r}")
-        self.brackets = brackets
+        depth = len(rungs(self.min_epochs, self.max_epochs, self.eta))
+        self.brackets = check_int(brackets, "brackets (at most one per rung)", 1, depth)
         self.bracket_of: Dict[int, int] = {}
         self.rungs: Dict[Tuple[int, int], _Rung] = {}     # (bracket, epochs) -> rung
         self.started = 0
@@ -511,15 +512,42 @@ class _SyncBrackets(SuccessiveHalving):
 
 
 SCHEDULERS: Registry[type] = Registry(
-    "scheduler", hint="schedulers decide how far each candidate trains")
-SCHEDULERS.register("median", MedianStopping, aliases=("median-stopping",),
-                    description="the median stopping rule at each rung")
-SCHEDULERS.register("sha", SuccessiveHalving, aliases=("successive-halving",),
-                    description="synchronous successive halving of each batch (sync mode)")
-SCHEDULERS.register("asha", ASHA, description="asynchronous successive halving with "
-                    "promotions of paused candidates (async mode)")
-SCHEDULERS.register("hyperband", Hyperband,
-                    description="brackets of successive halving starting at each rung")
+    "scheduler", hint="Register yours with nord.search.schedulers.register_scheduler(name, cls)",
+    plugins="nord.schedulers")
+"""Scheduler name -> its Scheduler subclass."""
+
+
+def register_scheduler(name: str, cls: Optional[type] = None, *, aliases: Sequence[str] = (),
+                       description: str = "", overwrite: bool = False):
+    """Make ``cls`` available to :func:`make_scheduler` as ``name`` (and its aliases).
+
+    Without ``cls``, a class decorator: ``@register_scheduler("mine")``.
+
+    Args:
+        name: the scheduler's name.
+        cls: a Scheduler subclass.
+        aliases: other names for the same entry.
+        description: one line for help texts (default: the first line of its docstring).
+        overwrite: replace an entry of the same name.
+
+    Returns:
+        ``cls``.
+
+    Raises:
+        ConfigurationError: ``cls`` is not a Scheduler subclass, or a name is taken.
+    """
+    if cls is None:
+        return functools.partial(register_scheduler, name, aliases=aliases,
+                                 description=description, overwrite=overwrite)
+    check_subclass(cls, Scheduler, name)
+    SCHEDULERS.register(name, cls, aliases=aliases, description=description or first_line(cls),
+                        overwrite=overwrite)
+    return cls
+
+
+def list_schedulers() -> List[str]:
+    """Names of every registered scheduler, sorted (aliases not included)."""
+    return SCHEDULERS.names()
 
 
 def make_scheduler(name: str, **params) -> Scheduler:
@@ -533,3 +561,13 @@ def make_scheduler(name: str, **params) -> Scheduler:
         return cls(**params)
     except TypeError as error:
         raise ConfigurationError(f"scheduler {SCHEDULERS.canonical(name)!r}: {error}") from None
+
+
+register_scheduler("median", MedianStopping, aliases=("median-stopping",),
+                   description="the median stopping rule at each rung")
+register_scheduler("sha", SuccessiveHalving, aliases=("successive-halving",),
+                   description="synchronous successive halving of each batch (sync mode)")
+register_scheduler("asha", ASHA, description="asynchronous successive halving with promotions "
+                   "of paused candidates (async mode)")
+register_scheduler("hyperband", Hyperband,
+                   description="brackets of successive halving starting at each rung")

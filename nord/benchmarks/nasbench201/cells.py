@@ -7,29 +7,12 @@ has three equivalent forms, and every function here converts between them exactl
                                                    descriptor_to_cell, genome_to_cell)
     genome = (3, 3, 4, 1, 3, 1)          # one operation index per edge, in EDGES order
     cell = genome_to_cell(genome)
-    # '|nor_conv_3x3~0|+|nor_conv_3x3~0|avg_pool_3x3~1|+|skip_connect~0|nor_conv_3x3~1|skip_connect~2|'
     cell_to_genome(cell) == genome
     descriptor = cell_to_descriptor(cell, channels=16)   # buildable with nord.nn.network.NeuralNet
     descriptor_to_cell(descriptor) == cell
 
-The genome's edge order is the benchmark's: ``(0->1), (0->2), (1->2), (0->3), (1->3),
-(2->3)``, which is also the order in which the cell string lists its edges (one ``|``-group
-per node 1, 2, 3; inside a group one ``op~j`` per source node j). Operation indices follow
-``OPS``. The genome's *code* is the base-5 number its digits spell (``genome_to_code``),
-a compact key in ``range(N_CELLS)``; it is *not* the benchmark's row index (the table's
-order is the benchmark's own), for which see ``NASBench201Table.index``.
-
-The descriptor has one 'identity' layer per node (``node0`` ... ``node3``; nodes with
-several inputs sum them) and one layer per edge (``edge_<j>_<i>``): ``none`` is a 'zero'
-layer, ``skip_connect`` an 'identity', the convolutions 'relu_conv_bn' with ``channels``
-output channels, and ``avg_pool_3x3`` an 'avg_pool2d' (3x3, stride 1, padding 1,
-``count_include_pad=False`` as in NAS-Bench-201). Its input is ``node0``, its output
-``node3``. Edges with the 'none' operation are kept (they output zeros), so every
-descriptor is valid even when no path of non-zero edges joins node 0 to node 3; see
-``is_connected``. The cell reproduces NAS-Bench-201's operations faithfully when its input
-already has ``channels`` channels, as inside the benchmark's network.
-
 This module is pure: it does not import torch.
+Details (edge order, codes, the descriptor's layers): docs/benchmarks.md.
 """
 from __future__ import annotations
 
@@ -39,7 +22,8 @@ from typing import Any, Dict, Optional, Sequence, Tuple
 import numpy as np
 
 from nord.architecture.descriptor import NeuralDescriptor, canonical_params
-from nord.errors import BenchmarkError, ConfigurationError
+from nord.checks import check_int
+from nord.errors import BenchmarkError
 
 OPS: Tuple[str, ...] = ("none", "skip_connect", "nor_conv_1x1", "nor_conv_3x3", "avg_pool_3x3")
 """The operations, in the order of genome values 0..4."""
@@ -234,13 +218,6 @@ def _op_layer(op: str, channels: int) -> Tuple[str, Dict[str, Any]]:
     raise BenchmarkError(f"unknown operation {op!r}; valid operations are {', '.join(OPS)}")
 
 
-def _check_channels(channels: Any) -> int:
-    if isinstance(channels, bool) or not isinstance(channels, (int, np.integer)) or channels < 1:
-        raise ConfigurationError(
-            f"channels (output channels of the cell's convolutions) must be a positive int; "
-            f"got {channels!r}")
-    return int(channels)
-
 
 def cell_to_descriptor(cell: Any, channels: int = DEFAULT_CHANNELS) -> NeuralDescriptor:
     """The NeuralDescriptor of a cell given as a cell string or a genome.
@@ -255,7 +232,7 @@ def cell_to_descriptor(cell: Any, channels: int = DEFAULT_CHANNELS) -> NeuralDes
         ConfigurationError: ``channels`` is not a positive int.
     """
     genome = cell_to_genome(cell) if isinstance(cell, str) else check_genome(cell)
-    channels = _check_channels(channels)
+    channels = check_int(channels, "channels (output channels of the cell's convolutions)", 1)
     descriptor = NeuralDescriptor()
     descriptor.add_layer("identity", None, NODE_NAMES[0])
     incoming = []

@@ -10,27 +10,7 @@
     noisy.train_cost(1)                                   # seconds that signal cost to train
     noisy.latency(1, "pixel3")                            # milliseconds on a Pixel 3
 
-**Signals** (what ``result.accuracy`` holds):
-
-* ``'valid12'`` (default): the 12-epoch validation accuracy, the cheap signal of the
-  published comparisons. The packaged table holds one value per cell (no per-seed values),
-  so it cannot be made noisy: ``noise='seed'`` with it is refused, naming ``'valid200'``.
-* ``'valid200'``: the 200-epoch validation accuracy, the mean over the cell's 2 or 3
-  training seeds (NATS-Bench's values, from the costs file; for CIFAR-10 the
-  ``cifar10-valid`` split).
-
-**Noise.** ``noise='seed'`` answers each evaluation with the accuracy of one training seed,
-drawn uniformly among the cell's seeds (the NATS-Bench protocol), instead of their mean. The
-draws come from ``seed``'s own stream (``numpy.random.default_rng((201, seed))``, independent
-of an algorithm seeded with the same ``seed``), in the order the evaluations are made, so a
-run with the same seed sees the same noise. The search engine evaluates each architecture
-once per run, so a repeat of a cell reuses its first (noisy) answer.
-
-**Costs.** ``train_cost(key)`` is the GPU time the benchmark spent producing the signal of a
-cell: its 200-epoch training time for ``'valid200'``; for ``'valid12'``, 12/200 of it. The
-12-epoch runs had their own learning-rate schedule and were not timed separately, so 12/200 is
-an approximation (a fair one: an epoch costs the same whatever the schedule). The simulated
-clock (:class:`~nord.search.executors.SimulatedExecutor`) charges ``evaluation_cost(result)``.
+Details (signals, noise, costs): docs/benchmarks.md.
 """
 from __future__ import annotations
 
@@ -83,9 +63,10 @@ def check_signal(signal: Any, noise: Any = None) -> str:
             "(one training seed's accuracy per evaluation)")
     if noise == "seed" and signal == "valid12":
         raise BenchmarkError(
-            "noise='seed' needs per-seed accuracies, which NAS-Bench-201's packaged tables have "
-            "for the 200-epoch validation accuracy only (the 12-epoch signal is one value per "
-            "cell); use signal='valid200' with it, or no noise")
+            "noise='seed' (nord compare --noise seed) needs per-seed accuracies, which "
+            "NAS-Bench-201's packaged tables have for the 200-epoch validation accuracy only "
+            "(the 12-epoch signal is one value per cell); use signal='valid200' (--signal "
+            "valid200) with it, or no noise")
     return signal
 
 

@@ -4,6 +4,10 @@
     genome = space.sample(np.random.default_rng(0))    # 6 operation indices
     key, _ = space.identify(genome)                    # the table's row: no descriptor built
     descriptor = space.decode(genome)                  # for real training of the cell
+
+The space registers itself as ``'nasbench201'`` (``make_space('nasbench201')``, ``nord run
+--space nasbench201``); setup.py's ``nord.spaces`` entry point lets the catalogue find it
+without this module being imported first.
 """
 from __future__ import annotations
 
@@ -14,8 +18,9 @@ from nord.benchmarks.nasbench201.cells import (DEFAULT_CHANNELS, N_EDGES, N_OPS,
                                                genome_to_cell, genome_to_code)
 from nord.benchmarks.nasbench201.table import load_table
 from nord.architecture.descriptor import NeuralDescriptor
-from nord.errors import ConfigurationError
+from nord.checks import check_int
 from nord.search.spaces.base import SearchSpace
+from nord.search.spaces.registry import register_space
 
 __all__ = ["NASBench201Space"]
 
@@ -57,10 +62,7 @@ class NASBench201Space(SearchSpace):
     integer = True
 
     def __init__(self, channels: int = DEFAULT_CHANNELS):
-        if isinstance(channels, bool) or not isinstance(channels, int) or channels < 1:
-            raise ConfigurationError(
-                f"channels (the cell's width) must be a positive integer; got {channels!r}")
-        self.channels = channels
+        self.channels = check_int(channels, "channels (the cell's width)", 1)
 
     def decode(self, genome: Sequence[Any]) -> NeuralDescriptor:
         """The cell's descriptor (see ``cell_to_descriptor``)."""
@@ -106,3 +108,7 @@ class NASBench201Space(SearchSpace):
         description = super().describe()
         description.update(benchmark="nasbench201", channels=self.channels)
         return description
+
+
+register_space("nasbench201", NASBench201Space, aliases=("nas-bench-201", "nats-tss"),
+               description="the NAS-Bench-201 cell (table look-ups, no training)")

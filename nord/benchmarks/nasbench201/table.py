@@ -1,36 +1,14 @@
 """The NAS-Bench-201 table, built in: every cell's accuracies and parameters, offline.
 
-nord ships a compact table of the benchmark (all 15,625 cells; see ``data/README.md`` for
-its columns, sources and licences), so evaluating an architecture is a look-up that works
-offline::
-
-    from nord.benchmarks import (BenchmarkEvaluator, NASBench201Space, benchmark_arrays,
-                                 load_table)
-
-    evaluator = BenchmarkEvaluator(dataset="cifar10")
-    space = NASBench201Space()
-    result = evaluator.descriptor_evaluate(space.decode((3, 3, 4, 1, 3, 1)))
-    result.accuracy            # search signal: 12-epoch validation accuracy, a fraction
-    result.reported_accuracy   # 200-epoch test accuracy: reported, never shown to the search
-    evaluator.query("|nor_conv_3x3~0|+|nor_conv_3x3~0|avg_pool_3x3~1|+"
-                    "|skip_connect~0|nor_conv_3x3~1|skip_connect~2|")   # fast path, no descriptor
-    evaluator.evaluate_genome((3, 3, 4, 1, 3, 1))                        # fast path
+    from nord.benchmarks import benchmark_arrays, load_table
 
     table = load_table()       # read once per process (about 0.1-0.2 s), then cached
     table.index((3, 3, 4, 1, 3, 1))       # 1: by genome, cell string, descriptor or index
     table.row(0)               # every column of a row, in the table's units (percent, millions)
     arrays = benchmark_arrays("cifar100")  # accuracy, reported_accuracy, n_params of all cells
 
-The protocol is that of the published comparisons: search algorithms see only the cheap
-12-epoch validation accuracy; the architecture they return is judged by its 200-epoch test
-accuracy. The table's accuracies are percentages; nord's results hold fractions in [0, 1].
-
-Disconnected cells: in 341 cells no path of non-'none' edges joins the cell's input to its
-output, so the network's features are all zero. The benchmark still has a row for each,
-at chance accuracy (CIFAR-10 9.712 % validation / 10 % test, CIFAR-100 1 %, ImageNet16-120
-0.8333 %), with the parameters of the convolutions they contain counted. They are ordinary
-table entries here: status 'ok' with those accuracies, as in the benchmark. One further
-(connected) cell is also at chance on ImageNet16-120 at 200 epochs.
+The table's accuracies are percentages; nord's results hold fractions in [0, 1].
+Details (the protocol, disconnected cells): docs/benchmarks.md.
 """
 from __future__ import annotations
 

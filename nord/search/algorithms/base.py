@@ -55,7 +55,28 @@ def generations_within(budget: int, population_size: int) -> int:
 
 
 class SearchAlgorithm:
-    """Base class: ask for candidates, tell results."""
+    """Base class: ask for candidates, tell results.
+
+    ``ask`` and ``tell`` do the bookkeeping (numbering, the best so far); a new algorithm
+    implements ``_ask`` (a Candidate, or None while it waits for results) and ``_tell``.
+    Registered, it is known by name to :func:`~nord.search.algorithms.make_algorithm` and
+    ``nord run --algorithm``::
+
+        from nord.search.algorithms import (Candidate, SearchAlgorithm, make_algorithm,
+                                            register_algorithm)
+
+        @register_algorithm("uniform", description="uniformly random genomes")
+        class Uniform(SearchAlgorithm):
+            name = "uniform"
+
+            def _ask(self):
+                return Candidate(self.space.sample(self.rng))
+
+            def _tell(self, candidate, result):
+                pass                # nothing to learn: tell() keeps the best so far
+
+        algorithm = make_algorithm("uniform", space, seed=0)
+    """
 
     name = "algorithm"
 

@@ -4,22 +4,7 @@
     candidate = algorithm.ask()          # never None: it never waits for results
     algorithm.tell(candidate, result)
 
-How it works, as in the paper and in NAS-Bench-201's setting (population 10, sample 3):
-
-* The first ``population_size`` candidates are uniformly random.
-* Every later candidate is a child: ``sample_size`` distinct members of the current
-  population are drawn uniformly (all of them when fewer are there), the one with the best
-  (lowest) fitness is the parent, and the child is the parent with exactly one gene
-  changed (``mutate_one``).
-* Aging: a told result joins the population; when that makes it larger than
-  ``population_size``, the oldest member (the earliest told) is removed, whatever its
-  fitness. A failed candidate joins with ``FAILED_FITNESS`` and ages out like any other.
-
-The algorithm is steady state, so an asynchronous loop may ask again before results come
-back. Once the random candidates are all out, a child is bred from whatever members have
-come back, even if the population is not full yet; only while no result at all has come
-back does it keep asking random genomes (so it never returns None, and a sequential run is
-exactly the algorithm of the paper).
+Details (parents, children, aging, asynchronous loops): docs/search.md.
 """
 from __future__ import annotations
 
@@ -28,7 +13,7 @@ from typing import Any, Deque, Dict, List, NamedTuple, Optional, Sequence, Union
 
 import numpy as np
 
-from nord.errors import ConfigurationError
+from nord.checks import check_int
 from nord.evaluators.result import EvaluationResult
 from nord.search.algorithms.base import Candidate, SearchAlgorithm
 from nord.search.algorithms.draws import CHOICE_LIMIT, IntegerDraws
@@ -100,13 +85,9 @@ class RegularizedEvolution(SearchAlgorithm):
 
     def __init__(self, space: SearchSpace, seed: Optional[int] = None,
                  population_size: int = 10, sample_size: int = 3):
-        if not isinstance(population_size, int) or population_size < 1:
-            raise ConfigurationError(
-                f"population_size must be a positive integer; got {population_size!r}")
-        if not isinstance(sample_size, int) or not 1 <= sample_size <= population_size:
-            raise ConfigurationError(
-                f"sample_size must be an integer in [1, population_size={population_size}]; "
-                f"got {sample_size!r}")
+        population_size = check_int(population_size, "population_size", 1)
+        sample_size = check_int(sample_size, "sample_size", 1, population_size,
+                                rule=f"an integer in [1, population_size={population_size}]")
         super().__init__(space, seed)
         self.population_size = population_size
         self.sample_size = sample_size

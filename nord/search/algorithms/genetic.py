@@ -6,29 +6,8 @@ Generational (the default, as in the paper's distributed experiment)::
     candidate = algorithm.ask()      # None while the generation's results are outstanding
     algorithm.tell(candidate, result)
 
-Generation 0 is ``population_size`` random genomes. When every candidate of a generation
-has been told, the next is bred from it: the ``elitism`` best members are carried over
-unchanged (with their known fitness, not evaluated again), and ``population_size -
-elitism`` children are made by selection, crossover (with ``crossover_probability``) and
-mutation (each gene, with ``mutation_probability``, takes a different value: another
-integer uniformly for integer genes, a fresh uniform value for float genes). This is the
-barrier: ``ask`` returns None between the last candidate of a generation being handed out
-and its last result coming back. The members of a generation are ordered by candidate
-number before breeding, so the next generation does not depend on the order in which
-results arrive.
-
-``steady_state=True`` is for asynchronous loops: after ``population_size`` random genomes,
-every ``ask`` breeds one child at once from the members told so far (never None), and a
-told child joins the population, which then drops its worst member (the oldest of equal
-worst; the child itself when it is the worst).
-
-Failures: a failed candidate has ``FAILED_FITNESS`` (worse than any real one). Selection
-never divides by a sum of fitnesses that can be zero: tournaments compare fitnesses, and
-the roulette wheel falls back to uniform choice when no member has positive accuracy (the
-original nord GA computed NaN probabilities there and crashed).
-
-The paper's pygmo setting (``sga``: crossover 0.9, mutation 0.2, population 10) gives the
-defaults; pygmo's ``m`` is also a per-gene probability.
+``steady_state=True`` is for asynchronous loops: ``ask`` breeds one child at once (never None).
+Details (breeding, the steady state, failures, defaults): docs/search.md.
 """
 from __future__ import annotations
 
@@ -36,6 +15,7 @@ from typing import Any, Dict, List, Optional, Sequence
 
 import numpy as np
 
+from nord.checks import check_int
 from nord.errors import ConfigurationError
 from nord.evaluators.result import EvaluationResult
 from nord.search.algorithms.base import Candidate, SearchAlgorithm
@@ -91,9 +71,7 @@ class GeneticAlgorithm(SearchAlgorithm):
                  mutation_probability: float = 0.2, crossover: str = "single_point",
                  selection: str = "tournament", tournament_size: int = 2, elitism: int = 1,
                  steady_state: bool = False):
-        if not isinstance(population_size, int) or population_size < 1:
-            raise ConfigurationError(
-                f"population_size must be a positive integer; got {population_size!r}")
+        population_size = check_int(population_size, "population_size", 1)
         for label, value in (("crossover_probability", crossover_probability),
                              ("mutation_probability", mutation_probability)):
             if not 0.0 <= float(value) <= 1.0:
@@ -102,13 +80,10 @@ class GeneticAlgorithm(SearchAlgorithm):
             raise ConfigurationError(f"crossover must be one of {CROSSOVERS}; got {crossover!r}")
         if selection not in SELECTIONS:
             raise ConfigurationError(f"selection must be one of {SELECTIONS}; got {selection!r}")
-        if not isinstance(tournament_size, int) or tournament_size < 1:
-            raise ConfigurationError(
-                f"tournament_size must be a positive integer; got {tournament_size!r}")
-        if not isinstance(elitism, int) or not 0 <= elitism < population_size:
-            raise ConfigurationError(
-                f"elitism must be an integer in [0, population_size - 1 = {population_size - 1}]"
-                f" (at least one child per generation); got {elitism!r}")
+        tournament_size = check_int(tournament_size, "tournament_size", 1)
+        elitism = check_int(elitism, "elitism", 0, population_size - 1,
+                            rule=f"an integer in [0, population_size - 1 = {population_size - 1}]"
+                                 " (at least one child per generation)")
         super().__init__(space, seed)
         self.population_size = population_size
         self.crossover_probability = float(crossover_probability)

@@ -6,32 +6,8 @@
     algorithm.local_optima               # (genome, fitness) where each climb ended
     algorithm.path                       # every genome a climb stood on, in order
 
-How it works (the local search of White, Nolen and Savani, "Exploring the loss landscape in
-neural architecture search", UAI 2021):
-
-* A climb starts from a uniformly random genome that has not been evaluated yet (with
-  ``starts=k``, from the best of ``k`` such genomes, all asked at once).
-* Step: every neighbour of the current genome (``space.neighbours``: for NAS-Bench-201 the
-  24 cells with one edge changed to another operation) that has not been evaluated is asked
-  at once, in a random order, so that parallel workers evaluate the whole neighbourhood
-  together; neighbours evaluated earlier in the run are not asked again, their known
-  fitness is used.
-* Once all of them are told, the climb moves to the best neighbour (lowest fitness; of
-  equal ones, the first in ``space.neighbours`` order) if it is strictly better than the
-  current genome, and takes the next step from there. Otherwise the current genome is a
-  local optimum (no neighbour is better): it is recorded, and a new climb starts.
-* A failed result has ``FAILED_FITNESS``, so the climb never moves to it.
-
-The algorithm never asks for a genome it has asked before: the engine's budget counts a
-repeated architecture as an evaluation (its cached result is reused, but told again), so a
-repeat would spend budget for nothing. It tracks genomes, not the engine's identities: in
-a space where two genomes decode to the same network (not NAS-Bench-201, whose genomes are
-its cells) the second costs a cached evaluation. When every genome of the space has been
-evaluated, ``finished`` is True.
-
-Decisions are taken only when a neighbourhood is complete, from the set of its results, so
-the same seed gives the same candidates whatever order results come back in, and a resumed
-run rebuilds the same state (``nord.search.engine.replay``).
+The local search of White, Nolen and Savani, "Exploring the loss landscape in neural
+architecture search", UAI 2021. Details (climbs, steps, repeats): docs/search.md.
 """
 from __future__ import annotations
 

@@ -6,26 +6,8 @@
     PygmoAlgorithm(space, 'nsga2', population_size=12, objectives=2, seed=0)  # accuracy vs size
     PygmoAlgorithm(space, 'nsga2', objectives=2, second_objective='latency_ms')  # vs a metric
 
-How it works: pygmo drives its own loop, so it runs in a background thread, on a pygmo
-problem (:class:`PygmoProblem`) whose fitness blocks on a queue until ``tell`` has delivered
-the results; the search engine evaluates, as for every other algorithm. The thread calls
-``evolve`` with a one-generation algorithm ``generations`` times, so each candidate's
-generation is known (0 is the initial population); for ``sga`` this gives exactly the
-candidates of one ``sga(gen=generations)`` run with the same seed. Algorithms that accept a
-batch fitness evaluator (``nsga2``, ``cmaes``, ``gaco``, ``pso_gen``, ``moead_gen``, ``maco``,
-``nspso``: those with ``set_bfe``) get one, and then ``ask`` hands out a whole population
-before any result is needed, so the engine can evaluate it in parallel; ``sga`` and the others
-evaluate one genome at a time. Waiting on a queue releases the GIL, so the caller's thread
-runs while pygmo waits.
-
-pygmo's own rules (a population size an algorithm cannot evolve, arguments it refuses) are
-checked when the algorithm is made, by evolving a throw-away population on a problem of the
-same shape, so a bad setting fails before the run starts rather than after its first
-evaluations.
-
-The thread is a daemon and stops at ``close()``, when the algorithm is garbage collected,
-or at interpreter exit; an exception raised in it (a pygmo error) is raised again by
-``ask``. Only threads are used: no pygmo islands, so nothing re-imports the main script.
+pygmo runs in a background daemon thread that stops at ``close()``; no islands are used.
+Details (the thread, batch evaluation, early checks): docs/search.md.
 """
 from __future__ import annotations
 
@@ -38,6 +20,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from nord.checks import check_int
 from nord.errors import ConfigurationError, MissingDependencyError, NordError
 from nord.evaluators.result import FAILED_FITNESS, EvaluationResult
 from nord.search.algorithms.base import Candidate, SearchAlgorithm, generational_budget
@@ -278,12 +261,8 @@ class PygmoAlgorithm(SearchAlgorithm):
                  batch: Optional[bool] = None, second_objective: str = "n_params",
                  **algo_kwargs):
         pygmo = import_pygmo()
-        if not isinstance(population_size, int) or population_size < 1:
-            raise ConfigurationError(
-                f"population_size must be a positive integer; got {population_size!r}")
-        if not isinstance(generations, int) or generations < 0:
-            raise ConfigurationError(
-                f"generations must be a non-negative integer; got {generations!r}")
+        population_size = check_int(population_size, "population_size", 1)
+        generations = check_int(generations, "generations", 0)
         if objectives not in (1, 2):
             raise ConfigurationError(f"objectives must be 1 or 2; got {objectives!r}")
         if batch not in (None, True, False):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional
 
-from nord.errors import ConfigurationError
+from nord.checks import check_int
 from nord.evaluators.result import EvaluationResult
 from nord.search.algorithms.base import Candidate, SearchAlgorithm
 from nord.search.spaces.base import Genome, SearchSpace
@@ -32,10 +32,8 @@ class RandomSearch(SearchAlgorithm):
 
     def __init__(self, space: SearchSpace, seed: Optional[int] = None,
                  generation_size: Optional[int] = None):
-        if generation_size is not None and (not isinstance(generation_size, int)
-                                            or generation_size < 1):
-            raise ConfigurationError(
-                f"generation_size must be a positive integer or None; got {generation_size!r}")
+        if generation_size is not None:
+            generation_size = check_int(generation_size, "generation_size (or None)", 1)
         super().__init__(space, seed)
         self.generation_size = generation_size
         self._drawn: List[Genome] = []

@@ -12,16 +12,18 @@ last a fixed number of generations, take as many generations as ``budget`` needs
 ``generations`` is not given.
 
 The pygmo adapter is registered without importing pygmo: pygmo is needed only when one of
-its algorithms is made.
+its algorithms is made. Other packages add algorithms through the ``nord.algorithms``
+entry-point group (see :mod:`nord.registry`).
 """
 from __future__ import annotations
 
+import functools
 import inspect
 from dataclasses import dataclass, field
 from typing import Any, List, Mapping, Optional, Sequence, Type
 
 from nord.errors import ConfigurationError
-from nord.registry import Registry
+from nord.registry import Registry, check_subclass, first_line
 from nord.search.algorithms.base import SearchAlgorithm, generations_within
 from nord.search.algorithms.evolution import RegularizedEvolution
 from nord.search.algorithms.genetic import GeneticAlgorithm
@@ -52,32 +54,41 @@ class AlgorithmSpec:
 
 ALGORITHMS: Registry[AlgorithmSpec] = Registry(
     "search algorithm",
-    hint="Register yours with nord.search.algorithms.registry.register_algorithm(name, cls)")
+    hint="Register yours with nord.search.algorithms.register_algorithm(name, cls)",
+    plugins="nord.algorithms", adopt=lambda name, cls: register_algorithm(name, cls))
 
 
-def register_algorithm(name: str, cls: Type[SearchAlgorithm], aliases: Sequence[str] = (),
-                       description: str = "", preset: Optional[Mapping[str, Any]] = None,
-                       generations_from_budget: bool = False,
-                       overwrite: bool = False) -> Type[SearchAlgorithm]:
+def register_algorithm(name: str, cls: Optional[Type[SearchAlgorithm]] = None, *,
+                       aliases: Sequence[str] = (), description: str = "",
+                       preset: Optional[Mapping[str, Any]] = None,
+                       generations_from_budget: bool = False, overwrite: bool = False):
     """Make ``cls`` available to :func:`make_algorithm` as ``name`` (and its aliases).
+
+    Without ``cls``, a class decorator: ``@register_algorithm("mine")``.
 
     Args:
         name: the algorithm's name.
         cls: a SearchAlgorithm subclass.
         aliases: other names for the same entry.
-        description: one line for help texts.
+        description: one line for help texts (default: the first line of its docstring).
         preset: keyword arguments applied before the caller's.
         generations_from_budget: see :class:`AlgorithmSpec`.
         overwrite: replace an entry of the same name.
 
+    Returns:
+        ``cls``.
+
     Raises:
         ConfigurationError: ``cls`` is not a SearchAlgorithm subclass, or a name is taken.
     """
-    if not (isinstance(cls, type) and issubclass(cls, SearchAlgorithm)):
-        raise ConfigurationError(
-            f"only SearchAlgorithm subclasses can be registered; got {cls!r} for {name!r}")
+    if cls is None:
+        return functools.partial(register_algorithm, name, aliases=aliases,
+                                 description=description, preset=preset,
+                                 generations_from_budget=generations_from_budget,
+                                 overwrite=overwrite)
+    check_subclass(cls, SearchAlgorithm, name)
     ALGORITHMS.register(name, AlgorithmSpec(cls, dict(preset or {}), generations_from_budget),
-                        aliases=aliases, description=description or (cls.__doc__ or "").split("\n")[0],
+                        aliases=aliases, description=description or first_line(cls),
                         overwrite=overwrite)
     return cls
 

@@ -21,6 +21,7 @@ from collections import deque
 from typing import Any, Deque, Dict, List
 
 from nord.parallel import import_mpi, launched_by_mpi, wait_for_message
+from nord.checks import check_int
 from nord.errors import ConfigurationError
 from nord.evaluators.result import EvaluationResult
 from nord.search.executors.base import Completion, Executor, Task, run_task
@@ -94,8 +95,7 @@ class MPIExecutor(Executor):
                  prefetch: int = 0):
         if poll_interval < 0:
             raise ConfigurationError(f"poll_interval must be >= 0 seconds; got {poll_interval!r}")
-        if isinstance(prefetch, bool) or not isinstance(prefetch, int) or prefetch < 0:
-            raise ConfigurationError(f"prefetch must be an integer >= 0; got {prefetch!r}")
+        prefetch = check_int(prefetch, "prefetch", 0)
         self.evaluator = evaluator
         self.env = env
         self.space = space

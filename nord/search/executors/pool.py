@@ -23,7 +23,7 @@ import os
 import signal
 from typing import Callable, Iterable, Iterator, TypeVar
 
-from nord.errors import ConfigurationError
+from nord.checks import check_int
 
 __all__ = ["ProcessPool"]
 
@@ -49,9 +49,7 @@ class ProcessPool:
     """
 
     def __init__(self, processes: int = 1):
-        if isinstance(processes, bool) or not isinstance(processes, int) or processes < 1:
-            raise ConfigurationError(f"processes must be an integer >= 1; got {processes!r}")
-        self.processes = processes
+        self.processes = check_int(processes, "processes", 1)
 
     def map(self, function: Callable[[J], R], jobs: Iterable[J]) -> Iterator[R]:
         """``function(job)`` for every job, yielded as they finish (in order when serial)."""

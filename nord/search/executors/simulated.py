@@ -1,10 +1,8 @@
 """SimulatedExecutor: N virtual workers on a simulated clock, in one process.
 
-A tabular benchmark answers an evaluation at once, but the training it stands for took
-hours. This executor keeps a clock of simulated seconds: each evaluation occupies one
-virtual worker for its cost (plus a fixed ``overhead``), results come back in order of their
-simulated finish, and a ``time_budget`` ends the run. Through the same engine that runs real
-searches, it answers how a search would have fared on a cluster of ``workers`` GPUs::
+Each evaluation occupies one virtual worker for its cost (plus a fixed ``overhead``) and a
+``time_budget`` ends the run, so the engine that runs real searches shows how a search
+would have fared on a cluster of ``workers`` GPUs::
 
     from nord.benchmarks import BenchmarkEvaluator
     from nord.search import RegularizedEvolution, run_search
@@ -14,25 +12,7 @@ searches, it answers how a search would have fared on a cluster of ``workers`` G
     summary = run_search(algorithm, executor=executor, budget=10**9, mode="async")
     executor.now()            # simulated seconds used; executor.utilisation(): busy share
 
-How the engine's two modes play out on it:
-
-* ``'sync'``: the engine hands out a generation and waits for all of it, so the next
-  generation starts when the slowest network of this one finishes.
-* ``'async'``: a worker that finishes is handed the next candidate at the same simulated
-  moment.
-
-**Cost** of an evaluation: ``cost(result)`` seconds when given; otherwise the evaluator's
-``evaluation_cost(result)`` when it has one (NAS-Bench-201's training times), else the
-result's own ``train_time + eval_time`` (replaying measured runs). ``charge_compute=True``
-also advances the clock by the real seconds this process spends between results (the
-algorithm's ask and tell, the engine's bookkeeping), as a dispatcher would on a cluster.
-
-**Time budget.** When the next result would come after ``time_budget``, ``wait`` raises
-:class:`~nord.search.executors.base.TimeBudgetSpent` instead: the engine ends the run as
-finished, and the evaluations in flight are abandoned, never told (their workers' time up to
-the budget still counts as busy). Times in :class:`Completion` are simulated seconds from 0,
-so a journal, and every report read from it, shows simulated time. Workers are numbered
-0..workers-1 (the journal's ``worker_rank``).
+Details (the two modes, cost, the time budget): docs/executors.md.
 """
 from __future__ import annotations
 

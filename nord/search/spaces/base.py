@@ -1,11 +1,9 @@
 """SearchSpace: maps a genome (a vector of bounded numbers) to a NeuralDescriptor.
 
-A new space is a few lines: bounds, and a ``decode``::
+A new space is a few lines: bounds (inclusive), and a ``decode``::
 
     class WidthDepth(SearchSpace):
-        lower = (1, 1)
-        upper = (64, 4)
-
+        lower, upper = (1, 1), (64, 4)
         def decode(self, genome):
             width, depth = genome
             d = NeuralDescriptor()
@@ -14,18 +12,7 @@ A new space is a few lines: bounds, and a ``decode``::
                 d.add_layer_sequential('relu')
             return d
 
-Bounds are inclusive. Integer dimensions (all of them unless ``integer`` says otherwise)
-are rounded before decoding, so real-valued optimisers such as pygmo's can search them.
-
-``identify`` gives the search engine each genome's exact identity, the key under which an
-architecture is evaluated once: by default the decoded descriptor's canonical hash (two
-genomes that decode to isomorphic networks share it); a space whose genomes are their own
-identity (a benchmark's cells) overrides it and never decodes.
-
-``neighbours`` gives local search the genomes one step away: by default, for a space of
-integer genes, every genome that differs in exactly one gene (for NAS-Bench-201's cell, the
-24 cells with one of the 6 edges changed to one of the 4 other operations). A space with a
-real-valued gene has no such notion and refuses; a space with its own notion overrides it.
+Details (integer genes, ``identify``, ``neighbours``): docs/search.md.
 """
 from __future__ import annotations
 
@@ -49,7 +36,29 @@ _KNOWN_NORMAL: Dict[Tuple[int, int], Tuple[tuple, tuple, Dict[tuple, tuple]]] = 
 
 
 class SearchSpace:
-    """Base class of search spaces: bounds, sampling, rounding, decoding."""
+    """Base class of search spaces: bounds, sampling, rounding, decoding.
+
+    A new space gives inclusive bounds and a ``decode``. Registered, it is known by name to
+    :func:`~nord.search.spaces.make_space` and ``nord run --space``::
+
+        from nord.architecture import NeuralDescriptor
+        from nord.search.spaces import SearchSpace, make_space, register_space
+
+        @register_space("width-depth", description="convolutions of one width, repeated")
+        class WidthDepth(SearchSpace):
+            lower, upper = (1, 1), (64, 4)
+
+            def decode(self, genome):
+                width, depth = genome
+                descriptor = NeuralDescriptor()
+                for _ in range(depth):
+                    descriptor.add_layer_sequential("conv2d", {"out_channels": width,
+                                                               "kernel_size": 3})
+                    descriptor.add_layer_sequential("relu")
+                return descriptor
+
+        space = make_space("width-depth")
+    """
 
     lower: Sequence[float] = ()
     upper: Sequence[float] = ()

@@ -24,6 +24,7 @@ from __future__ import annotations
 from typing import List, Optional, Sequence, Tuple
 
 from nord.architecture.descriptor import NeuralDescriptor
+from nord.checks import check_int
 from nord.errors import ConfigurationError
 from nord.architecture.layers import get_layer_spec
 from nord.search.spaces.base import Genome, SearchSpace
@@ -59,12 +60,13 @@ class ConvSpace(SearchSpace):
                  channels: Tuple[int, int] = (1, 50), kernel_size: Tuple[int, int] = (1, 50),
                  activation: Optional[str] = "relu", repair: bool = True):
         shape = tuple(input_shape)
-        if len(shape) != 3 or not all(isinstance(v, int) and v >= 1 for v in shape):
+        if len(shape) != 3:
             raise ConfigurationError(
                 "ConvSpace needs input_shape=(channels, height, width) of positive integers, "
                 f"e.g. (1, 8, 8) for Digits; got {input_shape!r}")
-        if not isinstance(layers, int) or layers < 1:
-            raise ConfigurationError(f"layers must be a positive integer; got {layers!r}")
+        shape = tuple(check_int(value, f"each of input_shape={input_shape!r}", 1)
+                      for value in shape)
+        layers = check_int(layers, "layers", 1)
         channels = _check_bounds("channels", channels)
         kernel_size = _check_bounds("kernel_size", kernel_size)
         if activation is not None:

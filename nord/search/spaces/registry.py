@@ -1,38 +1,73 @@
 """Search spaces by name: the catalogue ``nord run --space`` and :func:`make_space` read.
 
-    from nord.search.spaces import SPACES, make_space
-    SPACES.register("mine", MySpace)          # or a dotted path, imported on first use
+    from nord.search.spaces import list_spaces, make_space, register_space
+    list_spaces()                             # ['conv', 'nasbench201']
     space = make_space("conv", layers=3)
+    register_space("mine", MySpace)           # a SearchSpace subclass, or its dotted path
+
+Other packages add spaces through the ``nord.spaces`` entry-point group (see
+:mod:`nord.registry`); NAS-Bench-201's space is found that way, registering itself.
 """
 from __future__ import annotations
 
-import importlib
+import functools
 import inspect
-from typing import Any, Union
+from typing import Any, List, Sequence, Union
 
 from nord.errors import ConfigurationError
-from nord.registry import Registry
+from nord.registry import Registry, check_subclass, first_line
 from nord.search.spaces.base import SearchSpace
 from nord.search.spaces.conv import ConvSpace
 
-__all__ = ["SPACES", "space_class", "make_space"]
+__all__ = ["SPACES", "register_space", "list_spaces", "space_class", "make_space"]
 
 SPACES: Registry[Union[str, type]] = Registry(
-    "search space", hint="Register yours with nord.search.SPACES.register(name, cls)")
-"""Search spaces by name: 'conv' (the paper's, :class:`ConvSpace`) and 'nasbench201'."""
-SPACES.register("conv", ConvSpace, description="the NORD paper's chain of convolutions")
-SPACES.register("nasbench201", "nord.benchmarks.nasbench201.space.NASBench201Space",
-                aliases=("nas-bench-201", "nats-tss"),
-                description="the NAS-Bench-201 cell (table look-ups, no training)")
+    "search space", hint="Register yours with nord.search.spaces.register_space(name, cls)",
+    plugins="nord.spaces")
+"""Search space name -> its SearchSpace class (or the class's dotted import path)."""
+
+
+def register_space(name: str, cls: Union[type, str, None] = None, *, aliases: Sequence[str] = (),
+                   description: str = "", overwrite: bool = False):
+    """Make ``cls`` available to :func:`make_space` as ``name`` (and its aliases).
+
+    Without ``cls``, a class decorator: ``@register_space("mine")``.
+
+    Args:
+        name: the space's name.
+        cls: a SearchSpace subclass, or its ``'module.Class'`` path (imported on first use).
+        aliases: other names for the same entry.
+        description: one line for help texts (default: the first line of its docstring).
+        overwrite: replace an entry of the same name.
+
+    Returns:
+        ``cls``.
+
+    Raises:
+        ConfigurationError: ``cls`` is not a SearchSpace subclass, or a name is taken.
+    """
+    if cls is None:
+        return functools.partial(register_space, name, aliases=aliases, description=description,
+                                 overwrite=overwrite)
+    if not isinstance(cls, str):
+        check_subclass(cls, SearchSpace, name)
+    SPACES.register(name, cls, aliases=aliases, description=description or first_line(cls),
+                    overwrite=overwrite)
+    return cls
+
+
+def list_spaces() -> List[str]:
+    """Names of every registered search space, sorted (aliases not included)."""
+    return SPACES.names()
 
 
 def space_class(name: str) -> type:
-    """The SearchSpace class registered as ``name`` (imports it)."""
-    target = SPACES.get(name)
-    if isinstance(target, str):
-        module, _, attribute = target.rpartition(".")
-        target = getattr(importlib.import_module(module), attribute)
-    return target
+    """The SearchSpace class registered as ``name`` or an alias (imports it).
+
+    Raises:
+        ConfigurationError: unknown name; the message lists the valid ones.
+    """
+    return SPACES.load(name)
 
 
 def make_space(name: str, **params: Any) -> SearchSpace:
@@ -50,3 +85,6 @@ def make_space(name: str, **params: Any) -> SearchSpace:
             f"search space '{SPACES.canonical(name)}' does not take {', '.join(unknown)}; its "
             f"parameters are {', '.join(accepted) or 'none'}")
     return cls(**params)
+
+
+register_space("conv", ConvSpace, description="the NORD paper's chain of convolutions")

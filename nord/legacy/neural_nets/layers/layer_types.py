@@ -111,7 +111,7 @@ def _register_2018_layers():
             name = "legacy_" + name
         params = _signature_params(cls)
         names = {p for p, _ in params}
-        register_layer(name, f"torch.nn.{cls.__name__}", params,
+        register_layer(name, f"torch.nn.{cls.__name__}", params=params,
                        shape_param="in_channels" if "in_channels" in names else None,
                        forced=[(p, v) for p, v in _FIXED.items() if p in names])
         added[cls] = name
