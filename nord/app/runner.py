@@ -216,8 +216,8 @@ class RunConfig:
                 "fashion-mnist, cifar10)")
 
     def _check_scheduler(self) -> None:
-        """A scheduler's name and settings, its mode and evaluation, checked now: a bad one is
-        refused before anything is loaded."""
+        """A scheduler's name and settings, its mode and evaluation, checked now without
+        building it (the run builds it once): a bad one is refused before anything is loaded."""
         given = [name for name in ("min_epochs", "max_epochs", "eta")
                  if getattr(self, name) is not None]
         if self.scheduler is None:
@@ -233,30 +233,24 @@ class RunConfig:
                 "a scheduler stops training early, but evaluation='benchmark' looks results up "
                 "in the NAS-Bench-201 table: there is no training to stop. Run the benchmark "
                 "without --scheduler")
-        self.scheduler_instance()
-
-    def scheduler_instance(self):
-        """The configured scheduler, prepared for this run's mode; None without one.
-
-        Raises:
-            ConfigurationError: an unknown scheduler, bad settings, or a mode it cannot serve.
-        """
-        if self.scheduler is None:
-            return None
-        from nord.search.schedulers import SCHEDULERS, make_scheduler
+        from nord.search.schedulers import SCHEDULERS, check_settings
         self.scheduler = SCHEDULERS.canonical(self.scheduler)
-        settings = {"min_epochs": 1 if self.min_epochs is None else self.min_epochs,
-                    "max_epochs": self.epochs if self.max_epochs is None else self.max_epochs,
-                    "eta": 3 if self.eta is None else self.eta}
+        settings = self.scheduler_settings()
         if settings["max_epochs"] <= settings["min_epochs"]:
             raise ConfigurationError(
                 f"with --scheduler {self.scheduler}, candidates train from --min-epochs "
                 f"({settings['min_epochs']}) to --max-epochs ({settings['max_epochs']}"
                 f"{', from --epochs' if self.max_epochs is None else ''}): there is nothing to "
                 "stop early. Give a --max-epochs larger than --min-epochs")
-        scheduler = make_scheduler(self.scheduler, **settings)
-        scheduler.prepare(self.budget or 100, self.mode)
-        return scheduler
+        check_settings(**settings)
+        SCHEDULERS.get(self.scheduler).check_mode(self.mode)
+
+    def scheduler_settings(self) -> Dict[str, int]:
+        """The scheduler's settings, its defaults filled in: ``min_epochs`` 1, ``max_epochs``
+        ``epochs``, ``eta`` 3."""
+        return {"min_epochs": 1 if self.min_epochs is None else self.min_epochs,
+                "max_epochs": self.epochs if self.max_epochs is None else self.max_epochs,
+                "eta": 3 if self.eta is None else self.eta}
 
     @property
     def training_epochs(self) -> int:
@@ -327,6 +321,21 @@ def build_space(config: RunConfig, curator=None):
     return make_space(config.space, **shape, **config.space_params)
 
 
+def build_scheduler(config: RunConfig):
+    """The run's scheduler, built once (the engine prepares it for the run's budget and mode);
+    None without one."""
+    if config.scheduler is None:
+        return None
+    from nord.search.schedulers import make_scheduler
+    return make_scheduler(config.scheduler, **config.scheduler_settings())
+
+
+def run_budget(config: RunConfig, algorithm) -> int:
+    """Evaluations in the run: ``budget`` when given, else what the algorithm asks for when
+    it knows (its generations), else 100."""
+    return config.budget or getattr(algorithm, "evaluations", None) or 100
+
+
 def group_size(config: RunConfig) -> Optional[int]:
     """Ranks per group: all of them for 'data-parallel', else ``group_size`` (default 1)."""
     if config.evaluation == "data-parallel":
@@ -346,7 +355,7 @@ def ranks_per_network(config: RunConfig, world_size: int) -> int:
 def dedicated_root(config: RunConfig) -> bool:
     """Rank 0 only dispatches when groups of several ranks train networks: otherwise the
     other ranks of rank 0's group would have nobody to train with."""
-    from nord.parallel.environment import launcher_world_size
+    from nord.parallel import launcher_world_size
     return ((launcher_world_size() or 1) > 1 and config.evaluation == "distributed"
             and group_size(config) > 1)
 
@@ -413,17 +422,24 @@ def describe_data(config: RunConfig, curator) -> Tuple[Dict[str, Any], List[str]
 
 
 def _check_journal(config: RunConfig, resume: bool) -> Tuple[Optional[str], Optional[str]]:
-    """Rank 0, before anything is loaded: why the journal cannot be used (or None), and why
-    there is nothing to do (or None): a resume of a finished run that does not extend its
-    budget, which leaves the journal as it is (a job script may resume until done)."""
+    """Rank 0, before the data is read: why the journal cannot be used (or None), and why
+    there is nothing to do (or None): a resume of a finished run that is given no larger
+    budget, which leaves the journal as it is (a job script may resume until done).
+
+    Only the configuration is compared here, in its own words (``config.dataset``); the
+    engine checks the whole record once more before it writes, when what the data and the
+    ranks make of the configuration is known.
+    """
     from nord.journal import Journal, RunRecord
+    # what the configuration alone says: its settings, and the budget when one was given (0:
+    # decided only once the algorithm is built)
+    known = RunRecord(algorithm=config.algorithm, parameters={}, seed=config.seed, space={},
+                      config=config.measured(), budget=config.budget or 0)
     try:
         with Journal(config.journal) as journal:
-            stored = journal.check_start(
-                RunRecord("", {}, None, {}, config=config.measured(), budget=config.budget or 0),
-                resume, compare=("config",))
-            if resume and stored is not None and journal.state() == "finished" \
-                    and (config.budget or stored.budget) <= stored.budget:
+            stored = journal.check_start(known, resume, compare=("config",))
+            if resume and stored is not None and journal.state() == "finished" and (
+                    config.budget is None or config.budget <= stored.budget):
                 count = journal.count()
                 if count < stored.budget:
                     return None, (
@@ -451,23 +467,24 @@ def run(config: RunConfig, resume: bool = False, progress: bool = True, stream=N
         JournalError: the journal cannot be started or resumed (nothing was written).
         RunInterrupted: SIGINT or SIGTERM stopped the run; its journal says ``interrupted``.
     """
-    from nord.parallel.environment import interruptible
+    from nord.parallel import interruptible
     with interruptible():   # the closing line and the ranks' exit happen before a second signal
         return _run(config, resume, progress, stream)
 
 
 def _run(config: RunConfig, resume: bool, progress: bool, stream):
-    from nord.parallel.environment import Environment
+    from nord.parallel import Environment
     from nord.search.engine import RunInfo, run_search
     from nord.search.executors import MPIExecutor
     from nord.app.progress import SearchProgressView
     from nord.search.algorithms.registry import make_algorithm
 
     with Environment(group_size=group_size(config), dedicated_root=dedicated_root(config)) as env:
-        if env.is_root and config.journal is None:
-            config.journal = default_journal(config)
-            env.print(f"journal: {config.journal}")
-        config.journal = env.bcast(config.journal)
+        journal = config.journal
+        if env.is_root and journal is None:
+            journal = default_journal(config)
+            env.print(f"journal: {journal}")
+        config = replace(config, journal=env.bcast(journal))   # the caller's config stays as given
         refusal, done = env.bcast(_check_journal(config, resume) if env.is_root else None)
         summary = None
         if done is not None:
@@ -484,12 +501,12 @@ def _run(config: RunConfig, resume: bool, progress: bool, stream):
             # worker waits for rank 0 between two evaluations (bench/async_dispatch.py)
             executor = MPIExecutor(evaluator, env, space=space,
                                    prefetch=1 if config.mode == "async" else 0)
-            algorithm = None
-            if env.is_root:
+            algorithm = scheduler = None
+            if env.is_root:   # only the engine's rank asks, tells and schedules
                 algorithm = make_algorithm(config.algorithm, space, seed=config.seed,
                                            budget=config.budget, **config.algorithm_params)
-            budget = config.budget or getattr(algorithm, "evaluations", None) or 100
-            budget = env.bcast(budget)
+                scheduler = build_scheduler(config)
+            budget = env.bcast(run_budget(config, algorithm) if env.is_root else None)
             dataset, warnings = {"name": config.dataset, "root": config.data_root}, []
             if env.is_root and curator is not None:
                 dataset, warnings = describe_data(config, curator)
@@ -500,15 +517,16 @@ def _run(config: RunConfig, resume: bool, progress: bool, stream):
                            extra={"warnings": warnings} if warnings else {})
             signal, reported = accuracy_names(config, info.evaluator, warnings)
             info.evaluator.update(signal=signal, reported=reported)
-            view = SearchProgressView(budget, config.mode, signal, reported,
-                                      stream or sys.stdout) if (progress and env.is_root) \
-                else None
+            view = None
+            if progress and env.is_root:
+                view = SearchProgressView(budget, config.mode, signal, reported,
+                                          stream or sys.stdout)
             try:
                 summary = run_search(algorithm, budget=budget, journal=config.journal,
                                      mode=config.mode, executor=executor, resume=resume,
                                      on_result=view and view.result,
                                      on_epoch=view and view.epoch, info=info,
-                                     scheduler=config.scheduler_instance())
+                                     scheduler=scheduler)
             except RunInterrupted as stop:
                 if env.is_root:
                     env.print(f"interrupted by {stop.signal_name}: the journal {config.journal} "
@@ -535,7 +553,7 @@ def resume(journal: str, progress: bool = True, stream=None, budget: Optional[in
     Rank 0 reads the journal (the other nodes of a cluster may not see its file) and sends
     the configuration to every rank.
     """
-    from nord.parallel.environment import Environment
+    from nord.parallel import Environment
     with Environment() as env:
         stored = None
         error = None

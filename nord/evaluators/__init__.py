@@ -9,7 +9,7 @@ use, so importing this package stays light.
 """
 import importlib
 
-from nord.evaluators.base import Evaluator
+from nord.evaluators.base import Evaluator, Leg
 from nord.evaluators.result import EpochRecord, EvaluationResult
 
 _LAZY = {
@@ -20,7 +20,7 @@ _LAZY = {
     "CALLBACKS": "nord.evaluators.callbacks",
 }
 
-__all__ = ["Evaluator", "EvaluationResult", "EpochRecord", *_LAZY]
+__all__ = ["Evaluator", "Leg", "EvaluationResult", "EpochRecord", *_LAZY]
 
 
 def __getattr__(name):

@@ -5,8 +5,12 @@ it hashes the descriptor, times the work, and turns any exception into a failed
 ``EvaluationResult`` so that a search goes on. Subclasses implement ``_evaluate``::
 
     class MyEvaluator(Evaluator):
-        def _evaluate(self, descriptor):
+        def _evaluate(self, descriptor, leg):
             return EvaluationResult(accuracy=..., n_params=...)
+
+``leg`` (a :class:`Leg`) says how far to train: what a search engine's task asks for, so that
+a scheduler can stop and resume training; an evaluator that does not train in legs ignores
+it, and may still be written ``_evaluate(self, descriptor)``, as before legs existed.
 
 The search engine calls ``evaluate_task(task)``: a candidate's genome with its descriptor
 decoded on demand. By default that evaluates the descriptor; an evaluator that can answer
@@ -14,30 +18,92 @@ from the genome alone (a look-up table) overrides it and never decodes.
 """
 from __future__ import annotations
 
+import inspect
 import logging
 import time
 import traceback
+import warnings
 from abc import ABC, abstractmethod
-from typing import Any, Dict
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, Optional
 
 from nord.architecture.descriptor import NeuralDescriptor
 from nord.errors import ConfigurationError, NordError
-from nord.evaluators.result import EvaluationResult
+from nord.evaluators.result import EpochRecord, EvaluationResult
 
 logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Leg:
+    """How far one evaluation trains, and where its finished epochs go: a search engine's
+    task asks for a leg so that a scheduler can stop training and resume it later. The
+    default, ``Leg()``, trains as the evaluator's own settings say.
+
+    Attributes:
+        epochs: train up to this many epochs in all (None: the evaluator's own setting).
+        resume_from: a checkpoint to go on from (its epochs are not trained again).
+        checkpoint: where to leave a checkpoint when the leg ends (None: none).
+        report: called with each finished epoch's :class:`EpochRecord` (the journal's
+            learning curve); None: nobody keeps them.
+    """
+
+    epochs: Optional[int] = None
+    resume_from: Optional[str] = None
+    checkpoint: Optional[str] = None
+    report: Optional[Callable[[EpochRecord], None]] = None
+
+    @classmethod
+    def of(cls, task) -> "Leg":
+        """The leg a search engine's task (``nord.search.executors.Task``) asks for."""
+        return cls(getattr(task, "epochs", None), getattr(task, "resume_from", None),
+                   getattr(task, "checkpoint", None), getattr(task, "report", None))
+
+
+def _takes_leg(evaluate: Callable) -> bool:
+    """Whether an ``_evaluate`` takes a leg after the descriptor (``(self, descriptor)``
+    alone is the form written before legs existed)."""
+    kinds = [parameter.kind for parameter in inspect.signature(evaluate).parameters.values()]
+    if inspect.Parameter.VAR_POSITIONAL in kinds:
+        return True
+    return sum(kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+               for kind in kinds) >= 3   # self, descriptor, leg
 
 
 class Evaluator(ABC):
     """Turns a NeuralDescriptor into an EvaluationResult."""
 
     trains_in_legs = False
-    """Whether ``evaluate_task`` honours a task's leg (``epochs``, ``resume_from``,
-    ``checkpoint``), which a scheduler needs to stop and resume training."""
+    """Whether the evaluator honours a :class:`Leg` (``epochs``, ``resume_from``,
+    ``checkpoint``), which a scheduler needs to stop and resume training; ``evaluate_task``
+    hands the task's leg on only to those that do."""
 
-    def descriptor_evaluate(self, descriptor: NeuralDescriptor) -> EvaluationResult:
+    _evaluate_takes_leg = True
+    """Whether this class's ``_evaluate`` takes the leg: read once, when the class is made."""
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        cls._evaluate_takes_leg = _takes_leg(cls._evaluate)
+        if (cls.trains_in_legs and not cls._evaluate_takes_leg
+                and cls.evaluate_task is Evaluator.evaluate_task):
+            # the leg cannot reach the _evaluate this one overrides: refusing a scheduler
+            # beats training every leg from scratch without a word
+            warnings.warn(
+                f"{cls.__name__}._evaluate(self, descriptor) takes no leg, so it cannot pass "
+                f"one on: {cls.__name__} is treated as not training in legs (no early "
+                "stopping, no learning curve). Write _evaluate(self, descriptor, leg) and "
+                "pass leg on to super()._evaluate", stacklevel=2)
+            cls.trains_in_legs = False
+
+    def descriptor_evaluate(self, descriptor: NeuralDescriptor,
+                            leg: Leg = Leg()) -> EvaluationResult:
         """Evaluate one descriptor; failures come back as ``status='failed'``, never raised.
 
         Only ``KeyboardInterrupt`` and ``SystemExit`` pass through, so a user can stop a run.
+
+        Args:
+            descriptor: the network to evaluate.
+            leg: how far to train it (default: as the evaluator's settings say).
 
         Raises:
             ConfigurationError: ``descriptor`` is not a NeuralDescriptor (a caller's mistake,
@@ -54,7 +120,10 @@ class Evaluator(ABC):
         except NordError as error:
             return EvaluationResult.failure(f"{type(error).__name__}: {error}")
         try:
-            result = self._evaluate(descriptor)
+            if self._evaluate_takes_leg:
+                result = self._evaluate(descriptor, leg)
+            else:
+                result = self._evaluate(descriptor)
         except Exception as error:  # noqa: BLE001 - a failing candidate must not end the search
             logger.debug("evaluation of %s failed:\n%s", descriptor_hash, traceback.format_exc())
             result = self._failure(error, descriptor_hash)
@@ -63,7 +132,8 @@ class Evaluator(ABC):
         return result
 
     def evaluate_task(self, task) -> EvaluationResult:
-        """Evaluate a search engine's task (``nord.search.executors.Task``): its descriptor.
+        """Evaluate a search engine's task (``nord.search.executors.Task``): its descriptor,
+        trained as far as the task's :class:`Leg` says when the evaluator trains in legs.
 
         A genome that does not decode is a failed result, like any other failure.
         """
@@ -71,6 +141,8 @@ class Evaluator(ABC):
             descriptor = task.descriptor
         except Exception as error:  # noqa: BLE001 - a candidate that does not decode is a result
             return EvaluationResult.failure(f"{type(error).__name__}: {error}")
+        if self.trains_in_legs:
+            return self.descriptor_evaluate(descriptor, Leg.of(task))
         return self.descriptor_evaluate(descriptor)
 
     def describe(self) -> Dict[str, Any]:
@@ -83,5 +155,6 @@ class Evaluator(ABC):
         return EvaluationResult.failure(f"{type(error).__name__}: {error}", descriptor_hash)
 
     @abstractmethod
-    def _evaluate(self, descriptor: NeuralDescriptor) -> EvaluationResult:
-        """Evaluate a validated descriptor. May raise: the caller records the failure."""
+    def _evaluate(self, descriptor: NeuralDescriptor, leg: Leg) -> EvaluationResult:
+        """Evaluate a validated descriptor, trained as far as ``leg`` says (an evaluator that
+        does not train in legs ignores it). May raise: the caller records the failure."""

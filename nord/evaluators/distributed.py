@@ -47,6 +47,7 @@ import torch
 
 from nord.architecture.descriptor import NeuralDescriptor
 from nord.errors import ConfigurationError, DistributedError, MissingDependencyError
+from nord.evaluators.base import Leg
 from nord.evaluators.local import LocalEvaluator
 from nord.evaluators.result import EvaluationResult
 from nord.nn.training import resolve_device
@@ -127,23 +128,24 @@ class DistributedEvaluator(LocalEvaluator):
         return info
 
     # --- the public protocol ------------------------------------------------------------
-    def descriptor_evaluate(self, descriptor: Optional[NeuralDescriptor] = None) -> EvaluationResult:
+    def descriptor_evaluate(self, descriptor: Optional[NeuralDescriptor] = None,
+                            leg: Leg = Leg()) -> EvaluationResult:
         """Evaluate the group root's descriptor on every rank; all return the same result.
 
         The root sends the descriptor (and the leg of training a search engine's task asked
         for) to the other ranks, once; they wait for it in ``serve()``, or here.
         """
         if self._size() == 1:
-            return super().descriptor_evaluate(descriptor)
+            return super().descriptor_evaluate(descriptor, leg)
         if self.is_root:
             if not isinstance(descriptor, NeuralDescriptor):
                 return super().descriptor_evaluate(descriptor)   # the base class says why
-            leg = self._leg
-            message = (_EVALUATE, (descriptor.to_dict(), None if leg is None else
+            # the leg without its report: only the root reports epochs
+            message = (_EVALUATE, (descriptor.to_dict(),
                                    (leg.epochs, leg.resume_from, leg.checkpoint)))
             for member in range(1, self._size()):
                 self.comm.send(message, dest=member, tag=_GROUP_TAG)
-            return self._evaluate_broadcast(descriptor)
+            return self._evaluate_broadcast(descriptor, leg)
         command, payload = self._receive()
         if command != _EVALUATE:
             raise DistributedError(
@@ -178,18 +180,11 @@ class DistributedEvaluator(LocalEvaluator):
 
     def _follow(self, payload) -> EvaluationResult:
         descriptor_dict, leg = payload
-        previous = self._leg
-        if leg is not None:
-            from nord.evaluators.local import _Leg
-            self._leg = _Leg(*leg)
-        try:
-            return self._evaluate_broadcast(NeuralDescriptor.from_dict(descriptor_dict))
-        finally:
-            self._leg = previous
+        return self._evaluate_broadcast(NeuralDescriptor.from_dict(descriptor_dict), Leg(*leg))
 
-    def _evaluate_broadcast(self, descriptor: NeuralDescriptor) -> EvaluationResult:
+    def _evaluate_broadcast(self, descriptor: NeuralDescriptor, leg: Leg) -> EvaluationResult:
         self._start()
-        result = LocalEvaluator.descriptor_evaluate(self, descriptor)
+        result = LocalEvaluator.descriptor_evaluate(self, descriptor, leg)
         # identical on every rank: the root's timings, and one shared reason for a failure
         return self.comm.bcast(result, root=0)
 

@@ -12,11 +12,11 @@ makes the test accuracy the search signal too; ``metrics['selection']`` then say
 instead of 'validation', and journals and reports warn of it.
 
 **Every epoch** is validated, and its figures (training loss, validation accuracy and loss,
-wall time, and the scalars of the training ``callbacks``) go to the task's ``report``: the
+wall time, and the scalars of the training ``callbacks``) go to the leg's ``report``: the
 journal's learning curve. A callback that raises fails that candidate, with its reason.
 
 **Legs of training.** A search engine's task may ask for a number of epochs, to go on from a
-checkpoint, and to leave one (``Task.epochs``, ``resume_from``, ``checkpoint``): early
+checkpoint, and to leave one (a :class:`~nord.evaluators.base.Leg`): early
 stopping pauses candidates and resumes them later. A checkpoint holds the weights, the
 optimizer's state, the random generators and the epochs done; the data order of an epoch
 depends only on the seed and the epoch's number. So training resumed from a checkpoint gives,
@@ -38,14 +38,13 @@ import gc
 import logging
 import os
 import time
-from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence
 
 import torch
 
 from nord.architecture.descriptor import NeuralDescriptor
 from nord.errors import ConfigurationError, NordError
-from nord.evaluators.base import Evaluator
+from nord.evaluators.base import Evaluator, Leg
 from nord.evaluators.callbacks import TrainingCallback, TrainingState, run_callbacks
 from nord.evaluators.result import EpochRecord, EvaluationResult
 from nord.nn.network import NeuralNet
@@ -59,17 +58,6 @@ CHECKPOINT_FORMAT = "nord.checkpoint/1"
 
 class CheckpointError(NordError):
     """A checkpoint that cannot be used (missing, damaged, or of another network)."""
-
-
-@dataclass
-class _Leg:
-    """How far one call trains: the target epochs, a checkpoint to start from and one to
-    leave, and where finished epochs are reported."""
-
-    epochs: Optional[int] = None
-    resume_from: Optional[str] = None
-    checkpoint: Optional[str] = None
-    report: Optional[Callable[[EpochRecord], None]] = None
 
 
 class LocalEvaluator(Evaluator):
@@ -137,7 +125,6 @@ class LocalEvaluator(Evaluator):
         self.keep_model = keep_model
         self.callbacks: List[TrainingCallback] = list(callbacks)
         self.model: Optional[torch.nn.Module] = None
-        self._leg: Optional[_Leg] = None
 
     # --- hooks for distributed subclasses -----------------------------------------------
     def _rank(self) -> int:
@@ -184,17 +171,7 @@ class LocalEvaluator(Evaluator):
                 "data_fraction": self.data_fraction, "seed": self.seed, "ranks": self._size(),
                 "callbacks": [callback.describe() for callback in self.callbacks]}
 
-    def evaluate_task(self, task) -> EvaluationResult:
-        """A search engine's task: its descriptor, trained as far as the task says."""
-        self._leg = _Leg(getattr(task, "epochs", None), getattr(task, "resume_from", None),
-                         getattr(task, "checkpoint", None), getattr(task, "report", None))
-        try:
-            return super().evaluate_task(task)
-        finally:
-            self._leg = None
-
-    def _evaluate(self, descriptor: NeuralDescriptor) -> EvaluationResult:
-        leg = self._leg or _Leg()
+    def _evaluate(self, descriptor: NeuralDescriptor, leg: Leg = Leg()) -> EvaluationResult:
         target = self.epochs if leg.epochs is None else int(leg.epochs)
         curator = self.get_curator()
         device = resolve_device(self.device, self._local_rank())

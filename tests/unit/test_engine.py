@@ -358,6 +358,13 @@ def test_resume_without_a_journaled_run_is_refused(tmp_path):
     assert not (tmp_path / "typo.db").exists()
 
 
+def test_an_open_journal_is_refused_with_the_path_to_give_instead(tmp_path):
+    with Journal(tmp_path / "run.db") as journal:
+        with pytest.raises(ConfigurationError, match="journal must be a path .* got Journal"):
+            run_search(toy(), ToyEvaluator(), budget=3, journal=journal)
+    assert not (tmp_path / "run.db").exists()
+
+
 def test_resume_with_another_seed_is_refused(tmp_path):
     run_search(toy(seed=0), ToyEvaluator(), budget=5, journal=tmp_path / "run.db")
     with pytest.raises(JournalError, match="its run has seed=0, this one seed=1"):

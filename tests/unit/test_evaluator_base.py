@@ -38,3 +38,39 @@ def test_a_valid_descriptor_is_evaluated_with_its_hash():
     result = evaluator.descriptor_evaluate(d)
     assert result.accuracy == 0.5 and result.descriptor_hash == d.hash
     assert evaluator.seen == [d]
+
+
+class LegRecorder(Evaluator):
+    trains_in_legs = True
+
+    def __init__(self):
+        self.legs = []
+
+    def _evaluate(self, descriptor, leg):
+        self.legs.append(leg)
+        return EvaluationResult(accuracy=0.5)
+
+
+def relu():
+    d = NeuralDescriptor()
+    d.add_layer_sequential("relu")
+    return d
+
+
+def test_a_task_hands_its_leg_to_evaluate_as_an_argument():
+    from nord.evaluators.base import Leg
+    from nord.search.executors import Task
+    d = relu()
+    task = Task(0, (0,), d.hash, descriptor=d, epochs=3, resume_from="a.pt", checkpoint="b.pt")
+    evaluator = LegRecorder()
+    assert evaluator.evaluate_task(task).accuracy == 0.5
+    assert evaluator.descriptor_evaluate(d).accuracy == 0.5
+    assert evaluator.legs == [Leg(3, "a.pt", "b.pt", None), Leg()]
+
+
+def test_an_evaluate_without_a_leg_is_still_called_with_the_descriptor_alone():
+    from nord.search.executors import Task
+    d = relu()
+    evaluator = CountingEvaluator()
+    evaluator.evaluate_task(Task(0, (0,), d.hash, descriptor=d, epochs=3))
+    assert evaluator.seen == [d]

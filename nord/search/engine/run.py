@@ -66,7 +66,7 @@ from typing import Any, Callable, Optional, Union
 
 from nord.errors import ConfigurationError, DiskFullError
 from nord.journal import Journal, RunRecord
-from nord.parallel.environment import interruptible
+from nord.parallel import interruptible
 from nord.search.algorithms.base import SearchAlgorithm
 from nord.search.engine.legs import ScheduledSearch, checkpoint_folder, replay_scheduler
 from nord.search.engine.loop import Search
@@ -79,7 +79,7 @@ __all__ = ["run_search", "run_record"]
 logger = logging.getLogger(__name__)
 
 
-def _check_settings(mode: str, budget: Any, batch_size: Any) -> None:
+def _check_settings(mode: str, budget: Any, batch_size: Any, journal: Any) -> None:
     if mode not in MODES:
         raise ConfigurationError(f"mode must be one of {MODES}; got {mode!r}")
     if isinstance(budget, bool) or not isinstance(budget, int) or budget < 0:
@@ -88,6 +88,11 @@ def _check_settings(mode: str, budget: Any, batch_size: Any) -> None:
     if batch_size is not None and (isinstance(batch_size, bool) or not isinstance(batch_size, int)
                                    or batch_size < 1):
         raise ConfigurationError(f"batch_size must be a positive integer or None; got {batch_size!r}")
+    if journal is not None and not isinstance(journal, (str, os.PathLike)):
+        raise ConfigurationError(
+            f"journal must be a path (str or os.PathLike) or None; got {type(journal).__name__}: "
+            f"{journal!r:.80}. The engine opens and closes the journal itself: give its path, "
+            "and read it after the run with Journal(path)")
 
 
 def run_record(algorithm: SearchAlgorithm, evaluator, executor: Executor, mode: str,
@@ -106,7 +111,7 @@ def run_record(algorithm: SearchAlgorithm, evaluator, executor: Executor, mode: 
 
 
 def run_search(algorithm: Optional[SearchAlgorithm], evaluator=None, budget: int = 100,
-               journal: Union[Journal, str, os.PathLike, None] = None, mode: str = "sync",
+               journal: Union[str, os.PathLike, None] = None, mode: str = "sync",
                executor: Optional[Executor] = None, resume: bool = False,
                on_result: Optional[Callable[[SearchProgress], None]] = None,
                batch_size: Optional[int] = None,
@@ -121,8 +126,10 @@ def run_search(algorithm: Optional[SearchAlgorithm], evaluator=None, budget: int
             for it). Leave it None when ``executor`` is given.
         budget: number of results to tell the algorithm, cached and failed ones included
             (see the module docstring).
-        journal: a :class:`~nord.journal.Journal` or a path: every proposal and result is
-            committed there as it happens, by the engine's rank only. None keeps no record.
+        journal: the path of the run's :class:`~nord.journal.Journal`: every proposal and
+            result is committed there as it happens, by the engine's rank only, which opens
+            and closes it (read it after the run with ``Journal(path)``). None keeps no
+            record.
         mode: 'sync' (generations, results told in candidate order) or 'async' (steady state).
         executor: where evaluations run; default ``SerialExecutor(evaluator)``. With an
             :class:`~nord.search.executors.MPIExecutor`, call this on every rank: the ranks
@@ -133,8 +140,9 @@ def run_search(algorithm: Optional[SearchAlgorithm], evaluator=None, budget: int
             (on resume, the journal's). Ignored in async mode.
         info: what the journal records besides the engine's own knowledge (:class:`RunInfo`).
         scheduler: a :class:`~nord.search.schedulers.Scheduler` that decides how far each
-            candidate trains (early stopping; see :mod:`nord.search.engine.legs`). None: every
-            candidate trains as far as its evaluator says.
+            candidate trains (early stopping; see :mod:`nord.search.engine.legs`), fresh from
+            ``make_scheduler``: the engine prepares it for this run's budget and mode. None:
+            every candidate trains as far as its evaluator says.
         on_epoch: called with ``(candidate number, EpochRecord)`` as each epoch of training
             ends (on the engine's rank).
 
@@ -142,13 +150,13 @@ def run_search(algorithm: Optional[SearchAlgorithm], evaluator=None, budget: int
         A :class:`SearchSummary` on the rank that runs the engine; None on worker ranks.
 
     Raises:
-        ConfigurationError: a bad ``mode``, ``budget`` or ``batch_size``, or neither evaluator
-            nor executor.
+        ConfigurationError: a bad ``mode``, ``budget``, ``batch_size`` or ``journal``, or
+            neither evaluator nor executor.
         JournalError: the journal cannot be started or resumed by this run (nothing is then
             written), or cannot be written.
         RunInterrupted: SIGINT or SIGTERM stopped the run (journaled as ``interrupted``).
     """
-    _check_settings(mode, budget, batch_size)
+    _check_settings(mode, budget, batch_size, journal)
     if executor is None:
         if evaluator is None:
             raise ConfigurationError("run_search needs an evaluator, or an executor that has one")
@@ -160,41 +168,35 @@ def run_search(algorithm: Optional[SearchAlgorithm], evaluator=None, budget: int
                     batch_size, info, scheduler, on_epoch)
 
 
-def _run(algorithm, evaluator, budget, journal, mode, executor, resume, on_result, batch_size,
+def _run(algorithm, evaluator, budget, path, mode, executor, resume, on_result, batch_size,
          info, scheduler, on_epoch) -> Optional[SearchSummary]:
     executor.start()
     if not executor.is_dispatcher:
         executor.serve()
         return None
 
-    own_journal = journal is not None and not isinstance(journal, Journal)
-    if own_journal:
-        journal = Journal(journal)
+    journal = None if path is None else Journal(path)
     search: Optional[Search] = None
     failed = True
     try:
         effective_batch = (batch_size or executor.n_workers) if mode == "sync" else None
         if scheduler is not None:
-            scheduler.prepare(budget, mode)   # what it cannot serve: refused before anything
-            scheduler.check_serves(algorithm, evaluator)
-            if mode == "sync":
-                effective_batch = scheduler.batch_size(0, batch_size, executor.n_workers)
-                if batch_size is not None and effective_batch != batch_size:
-                    raise ConfigurationError(
-                        f"the {scheduler.name} scheduler sets the size of each synchronous "
-                        f"batch itself; batch_size={batch_size} was given. Leave batch_size "
-                        "unset")
+            effective_batch = _prepare_scheduler(scheduler, algorithm, evaluator, budget, mode,
+                                                 batch_size, executor.n_workers)
+        stored = record = None
         if journal is not None:
             recorded_batch = None if mode == "async" else (
                 batch_size if resume else effective_batch)
             record = run_record(algorithm, evaluator, executor, mode, budget, recorded_batch,
                                 info or RunInfo(), scheduler)
+            stored = journal.check_start(record, resume=resume)   # the one check: nothing written
+        # the checkpoint folder comes after the check (a refused start leaves none behind) and
+        # before the first write (a folder that cannot be written leaves the journal untouched)
+        folder = None
         if scheduler is not None:
-            if journal is not None:   # a refusal must leave no checkpoint folder behind
-                journal.check_start(record, resume=resume)
             folder = checkpoint_folder(None if journal is None else journal.path)
         if journal is not None:
-            stored = journal.start(record, resume=resume)
+            journal.claim(record, stored)
             if stored is not None and mode == "sync" and batch_size is None:
                 effective_batch = stored.batch_size
         if scheduler is None:
@@ -241,8 +243,25 @@ def _run(algorithm, evaluator, budget, journal, mode, executor, resume, on_resul
     finally:
         executor.on_epoch = None   # the search is done: no cycle keeps it alive
         executor.close(failed=failed)
-        if own_journal:
+        if journal is not None:
             journal.close()
+
+
+def _prepare_scheduler(scheduler, algorithm, evaluator, budget: int, mode: str,
+                       batch_size: Optional[int], workers: int) -> Optional[int]:
+    """Prepare the scheduler for this run (its one preparation) and refuse, before the journal
+    is touched, what it cannot serve; the size of the synchronous batches it sets (None in
+    async mode)."""
+    scheduler.prepare(budget, mode)
+    scheduler.check_serves(algorithm, evaluator)
+    if mode != "sync":
+        return None
+    effective = scheduler.batch_size(0, batch_size, workers)
+    if batch_size is not None and effective != batch_size:
+        raise ConfigurationError(
+            f"the {scheduler.name} scheduler sets the size of each synchronous batch itself; "
+            f"batch_size={batch_size} was given. Leave batch_size unset")
+    return effective
 
 
 def _stop(journal: Optional[Journal], search: Optional[Search], status: str, detail: str) -> None:

@@ -65,7 +65,8 @@ class Task:
         checkpoint: where to save a checkpoint when this leg of training ends (None: none).
 
     ``report`` (set where the task runs, never sent) receives each finished epoch's
-    :class:`~nord.evaluators.result.EpochRecord`.
+    :class:`~nord.evaluators.result.EpochRecord`. An evaluator that trains in legs is handed
+    these four as a :class:`~nord.evaluators.base.Leg`.
     """
 
     __slots__ = ("number", "genome", "key", "space", "_descriptor", "_json", "epochs",
