@@ -373,8 +373,8 @@ def report(setting: Setting, result: Dict[str, object]) -> None:
               f"its test {percent(figures['best_test_mean'])} ± "
               f"{percent(figures['best_test_std'])} %, wall {figures['wall_s']:.1f} s (in epochs "
               f"{figures['training_s']:.1f} s)")
-    noise = "undefined (one seed)" if target["noise"] is None else \
-        f"{100 * target['noise']:.2f} points"
+    noise = ("undefined (one seed)" if target["noise"] is None else
+        f"{100 * target['noise']:.2f} points")
     print(f"ASHA / full epochs {target['epochs_ratio']:.3f} (target <= {EPOCH_SHARE:.3f}): "
           f"{'met' if target['epochs_ok'] else 'NOT met'}; best valid ASHA - full "
           f"{100 * target['valid_gap']:+.2f} points, seed-to-seed std of full {noise}: "

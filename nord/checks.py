@@ -50,8 +50,8 @@ def check_valid_fraction(fraction: Any) -> float:
     Raises:
         ConfigurationError: another value, with what 0 means.
     """
-    if isinstance(fraction, bool) or not isinstance(fraction, numbers.Real) \
-            or not 0 <= fraction < 1:
+    if (isinstance(fraction, bool) or not isinstance(fraction, numbers.Real)
+            or not 0 <= fraction < 1):
         raise ConfigurationError(
             f"valid_fraction (the share of the training split held out for validation) must be "
             f"a number in [0, 1), e.g. 0.1; got {fraction!r}. 0 selects on test data (not advised)")

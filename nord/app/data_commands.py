@@ -219,8 +219,8 @@ def fetch(name: str, root: Optional[str] = None, mirror: Optional[str] = None,
         DataError: the download failed (the message says why and what to do).
     """
     canonical = _downloadable(name)
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) \
-            or not math.isfinite(timeout) or timeout <= 0:
+    if (isinstance(timeout, bool) or not isinstance(timeout, (int, float))
+            or not math.isfinite(timeout) or timeout <= 0):
         raise ConfigurationError(
             f"--timeout must be a finite number of seconds > 0 (how long a request may wait for an "
             f"answer); got {timeout!r}. Default: 60")

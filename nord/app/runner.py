@@ -151,8 +151,8 @@ class RunConfig:
                 raise ConfigurationError(f"{name} must be an integer >= {minimum}; got {value!r}")
         if isinstance(self.epochs, bool) or not isinstance(self.epochs, int) or self.epochs < 0:
             raise ConfigurationError(f"epochs must be an integer >= 0; got {self.epochs!r}")
-        if isinstance(self.batch_size, bool) or not isinstance(self.batch_size, int) \
-                or self.batch_size < 1:
+        if (isinstance(self.batch_size, bool) or not isinstance(self.batch_size, int)
+                or self.batch_size < 1):
             raise ConfigurationError(f"batch_size must be an integer >= 1; got {self.batch_size!r}")
         if not isinstance(self.lr, (int, float)) or isinstance(self.lr, bool) or not self.lr > 0:
             raise ConfigurationError(f"the learning rate must be a positive number; got {self.lr!r}")

@@ -43,8 +43,8 @@ class Digits(DataCurator):
                  normalise: bool = True, valid_fraction: float = 0.1):
         seed = check_int(seed, "seed", 0)
         super().__init__(normalise=normalise, valid_fraction=valid_fraction, split_seed=seed)
-        if isinstance(test_fraction, bool) or not isinstance(test_fraction, numbers.Real) \
-                or not 0 < test_fraction < 1:
+        if (isinstance(test_fraction, bool) or not isinstance(test_fraction, numbers.Real)
+                or not 0 < test_fraction < 1):
             raise ConfigurationError(f"test_fraction must be a number in (0, 1); got {test_fraction!r}")
         self.test_fraction = float(test_fraction)
         self.seed = seed

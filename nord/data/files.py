@@ -262,8 +262,8 @@ def read_cifar_batch(data: bytes, source: str, num_classes: int = 10) -> Tuple[n
     batch = _unpickle(data, source)
     images = _field(batch, "data", source)
     labels = _field(batch, "labels", source)
-    if not isinstance(images, np.ndarray) or images.dtype != np.uint8 or images.ndim != 2 \
-            or images.shape[1] != _CIFAR_PIXELS:
+    if (not isinstance(images, np.ndarray) or images.dtype != np.uint8 or images.ndim != 2
+            or images.shape[1] != _CIFAR_PIXELS):
         described = f"{type(images).__name__} {getattr(images, 'dtype', '')} {getattr(images, 'shape', '')}"
         raise CorruptDataError(f"{source}: 'data' must be a uint8 array (N, {_CIFAR_PIXELS}); found {described}")
     try:

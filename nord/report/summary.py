@@ -23,8 +23,8 @@ from nord.architecture.descriptor import NeuralDescriptor
 from nord.checks import check_int
 from nord.errors import ConfigurationError, NordError
 from nord.report.architecture import draw_descriptor
-from nord.report.curves import has_curves, has_introspection, plot_introspection, \
-    plot_learning_curves
+from nord.report.curves import (has_curves, has_introspection, plot_introspection,
+    plot_learning_curves)
 from nord.report.page import Code, Link, Page, anchor
 from nord.report.pareto import hypervolume, pareto_indices
 from nord.report.plots import (plot_accuracy, plot_comparison, plot_parameters, plot_pareto,

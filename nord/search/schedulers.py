@@ -242,8 +242,8 @@ class MedianStopping(Scheduler):
         if len(earlier) >= self.min_candidates:
             ordered = sorted(earlier)
             middle = len(ordered) // 2
-            median = ordered[middle] if len(ordered) % 2 else \
-                (ordered[middle - 1] + ordered[middle]) / 2
+            median = (ordered[middle] if len(ordered) % 2 else
+                (ordered[middle - 1] + ordered[middle]) / 2)
             decision = CONTINUE if score >= median else STOP
         earlier.append(score)
         return decision
@@ -371,8 +371,8 @@ class ASHA(Scheduler):
         return super().first_epochs(number)
 
     def _decide(self, number: int, epochs: int) -> str:
-        self.rungs.setdefault((self.bracket_of[number], epochs), _Rung()).scores[number] = \
-            self.best[number]
+        self.rungs.setdefault((self.bracket_of[number], epochs), _Rung()).scores[number] = (
+            self.best[number])
         return PAUSE
 
     def _promotable(self, key: Tuple[int, int]) -> List[int]:

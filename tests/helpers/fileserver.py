@@ -143,8 +143,8 @@ class FileServer:
                     if server.pause_at is not None and record.sent == server.pause_at:
                         server.paused.set()
                         server._resume.wait()
-                    stop = limit if server.pause_at is None or record.sent >= server.pause_at \
-                        else min(limit, server.pause_at)
+                    stop = (limit if server.pause_at is None or record.sent >= server.pause_at
+                        else min(limit, server.pause_at))
                     piece = body[record.sent:min(stop, record.sent + server.chunk)]
                     # counted before the write: a client that has read the whole body may
                     # look at the count before this thread runs again

@@ -80,8 +80,8 @@ def records_of(np, *args, **kwargs):
 # --- world --------------------------------------------------------------------------------------
 @pytest.mark.parametrize("np", SIZES)
 def test_rank_and_size(np):
-    assert [(r["rank"], r["size"], r["comm_size"]) for r in records_of(np, "world")] == \
-        [(rank, np, np) for rank in range(np)]
+    assert ([(r["rank"], r["size"], r["comm_size"]) for r in records_of(np, "world")] ==
+        [(rank, np, np) for rank in range(np)])
 
 
 @pytest.mark.parametrize("np", SIZES)
@@ -118,8 +118,8 @@ def test_bcast_from_the_last_rank(np):
 
 @pytest.mark.parametrize("np", SIZES)
 def test_gather_collects_in_rank_order_on_root_only(np):
-    assert [r["gather"] for r in records_of(np, "world")] == \
-        [[10 * rank for rank in range(np)]] + [None] * (np - 1)
+    assert ([r["gather"] for r in records_of(np, "world")] ==
+        [[10 * rank for rank in range(np)]] + [None] * (np - 1))
 
 
 @pytest.mark.parametrize("np", SIZES)
@@ -131,8 +131,8 @@ def test_allgather_gives_every_rank_the_list(np):
 @pytest.mark.parametrize("np", SIZES)
 def test_default_is_one_group_of_all_ranks(np):
     records = records_of(np, "world")
-    assert [(r["n_groups"], r["group_roots"], r["group"]["members"]) for r in records] == \
-        [(1, [0], list(range(np)))] * np
+    assert ([(r["n_groups"], r["group_roots"], r["group"]["members"]) for r in records] ==
+        [(1, [0], list(range(np)))] * np)
 
 
 def test_hostfile_localhost_runs_two_ranks():
@@ -164,16 +164,16 @@ def test_print_is_written_once_by_rank_zero(np):
 def test_ordered_print_is_in_rank_order(np):
     # the ranks reach print_ordered last rank first (staggered sleeps)
     job = finished(launch_plain(np, "output"))
-    assert marker_lines(job.output, "ordered-marker") == \
-        [f"[rank {rank}] ordered-marker {rank}" for rank in range(np)], job.describe()
+    assert (marker_lines(job.output, "ordered-marker") ==
+        [f"[rank {rank}] ordered-marker {rank}" for rank in range(np)]), job.describe()
 
 
 @pytest.mark.parametrize("np", SIZES)
 def test_status_has_one_line_per_rank_in_order(np):
     job = finished(launch_plain(np, "output"))
     lines = marker_lines(job.output, "status-marker")
-    assert [re.match(r"\[rank (\d+)/(\d+)\]", line).groups() for line in lines] == \
-        [(str(rank), str(np)) for rank in range(np)], job.describe()
+    assert ([re.match(r"\[rank (\d+)/(\d+)\]", line).groups() for line in lines] ==
+        [(str(rank), str(np)) for rank in range(np)]), job.describe()
 
 
 # --- groups -------------------------------------------------------------------------------------
@@ -240,8 +240,8 @@ def test_group_bcast_comes_from_the_group_root(np, group_size, dedicated):
 
 def test_a_second_environment_in_the_same_job_makes_new_groups():
     records = records_of(3, "twice")
-    assert [(r["first"]["members"], r["second"]["members"]) for r in records] == \
-        [([rank], [0, 1, 2]) for rank in range(3)]
+    assert ([(r["first"]["members"], r["second"]["members"]) for r in records] ==
+        [([rank], [0, 1, 2]) for rank in range(3)])
 
 
 def test_three_ranks_in_groups_of_two_leave_a_group_of_one():
@@ -262,8 +262,8 @@ def failed(np, rank, how):
 def test_exception_on_a_rank_aborts_the_job_with_its_traceback(np, rank):
     job = failed(np, rank, "raise")
     assert f"[rank {rank}] Traceback (most recent call last):" in job.output, job.describe()
-    assert f"[rank {rank}] ValueError: deliberate failure on rank {rank}" in job.output, \
-        job.describe()
+    assert f"[rank {rank}] ValueError: deliberate failure on rank {rank}" in job.output, (
+        job.describe())
 
 
 def test_exception_on_the_root_aborts_the_job():
@@ -297,8 +297,8 @@ def test_sigterm_on_a_rank_ends_the_job():
 def test_invalid_groups_end_the_job_without_hanging():
     job = launch_plain(3, "config-error")
     assert not job.timed_out and job.returncode != 0, job.describe()
-    assert "ConfigurationError: a group size of 4 (--group-size, group_size=) is larger than the 3 ranks" in job.output, \
-        job.describe()
+    assert "ConfigurationError: a group size of 4 (--group-size, group_size=) is larger than the 3 ranks" in job.output, (
+        job.describe())
 
 
 # --- without mpi4py, and MPI forced outside mpirun ----------------------------------------------

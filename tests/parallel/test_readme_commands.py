@@ -60,8 +60,8 @@ def smoke(command, previous_run):
     command = re.sub(r"--budget \d+", f"--budget {small}", command)
     command = re.sub(r"--seeds \d+", "--seeds 4", command)
     if re.search(r"\bnord run\b", command):
-        command += " --epochs 1" if "--epochs" not in command and "--scheduler" not in command \
-            and "--config" not in command else ""
+        command += (" --epochs 1" if "--epochs" not in command and "--scheduler" not in command
+            and "--config" not in command else "")
         command += " --budget 4" if "--budget" not in command else ""
     if "experiments/experiment" in command and "--smoke" not in command:
         command += " --smoke"
@@ -70,8 +70,8 @@ def smoke(command, previous_run):
 
 def test_every_readme_line_is_run_here_or_by_a_named_test():
     for command in readme_commands():
-        assert any(key in command for key in ELSEWHERE) or legacy_block(command) \
-            or command.startswith(("nord ", "mpirun ", ".venv/bin/")), command
+        assert (any(key in command for key in ELSEWHERE) or legacy_block(command)
+            or command.startswith(("nord ", "mpirun ", ".venv/bin/"))), command
 
 
 @requires_mpirun

@@ -52,8 +52,8 @@ def submit(slurm, template, command, tmp_path, *options):
 def completed(slurm, job, output, timeout=300):
     fields = slurm.wait(job, timeout=timeout)
     text = output.read_text() if output.exists() else "(no output file)"
-    assert (fields["JobState"], fields["ExitCode"]) == ("COMPLETED", "0:0"), \
-        f"job {job}: {fields['JobState']} {fields['ExitCode']}\n{text[-5000:]}"
+    assert (fields["JobState"], fields["ExitCode"]) == ("COMPLETED", "0:0"), (
+        f"job {job}: {fields['JobState']} {fields['ExitCode']}\n{text[-5000:]}")
     return text
 
 

@@ -362,8 +362,8 @@ def test_rea_breeds_from_a_partial_population_once_the_random_ones_are_out():
 
 def test_rea_labels_a_generation_per_population_size_candidates():
     algorithm = RegularizedEvolution(Grid(), seed=0, population_size=4, sample_size=2)
-    assert [c.generation for c, _ in run_search(algorithm, synthetic, 10)] == \
-        [0] * 4 + [1] * 4 + [2] * 2
+    assert ([c.generation for c, _ in run_search(algorithm, synthetic, 10)] ==
+        [0] * 4 + [1] * 4 + [2] * 2)
 
 
 @pytest.mark.parametrize("kwargs", [{"population_size": 0}, {"sample_size": 0},
@@ -500,8 +500,8 @@ def test_steady_state_ga_keeps_the_best_members():
 
 def test_steady_state_ga_labels_a_generation_per_population_size_candidates():
     algorithm = GeneticAlgorithm(Grid(), seed=0, population_size=4, steady_state=True)
-    assert [c.generation for c, _ in run_search(algorithm, synthetic, 10)] == \
-        [0] * 4 + [1] * 4 + [2] * 2
+    assert ([c.generation for c, _ in run_search(algorithm, synthetic, 10)] ==
+        [0] * 4 + [1] * 4 + [2] * 2)
 
 
 @pytest.mark.parametrize("kwargs", [

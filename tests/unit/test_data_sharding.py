@@ -79,8 +79,8 @@ def test_shard_sizes_differ_by_at_most_one(case):
 def test_examples_not_divisible_and_smaller_than_one_global_batch(n, size, batch_size):
     shards = [shard_indices(n, r, size, batch_size, seed=1) for r in range(size)]
     assert sorted(np.concatenate(shards).tolist()) == list(range(n))
-    assert {len(shard_batches(n, r, size, batch_size, seed=1)) for r in range(size)} == \
-        {math.ceil(n / (size * batch_size))}
+    assert ({len(shard_batches(n, r, size, batch_size, seed=1)) for r in range(size)} ==
+        {math.ceil(n / (size * batch_size))})
 
 
 def test_batch_count_rule():

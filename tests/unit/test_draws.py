@@ -48,8 +48,8 @@ def test_every_kind_of_draw_gives_the_generators_numbers_in_any_interleaving(see
         elif kind == 2:
             population = plan.randrange(1, 60)
             size = plan.randrange(0, population + 1)
-            assert draws.choice(population, size) == \
-                numpy_rng.choice(population, size=size, replace=False).tolist()
+            assert (draws.choice(population, size) ==
+                numpy_rng.choice(population, size=size, replace=False).tolist())
         elif kind == 3:
             assert draws.genome(Uneven()) == Uneven().sample(numpy_rng)
         else:
@@ -59,8 +59,8 @@ def test_every_kind_of_draw_gives_the_generators_numbers_in_any_interleaving(see
 def test_choice_of_the_largest_population_it_serves_matches_numpy():
     numpy_rng, draws = np.random.default_rng(7), IntegerDraws(np.random.default_rng(7))
     for size in (1, 3, 50, 10_000):
-        assert draws.choice(10_000, size) == \
-            numpy_rng.choice(10_000, size=size, replace=False).tolist()
+        assert (draws.choice(10_000, size) ==
+            numpy_rng.choice(10_000, size=size, replace=False).tolist())
 
 
 def test_draws_are_uniform():
@@ -130,8 +130,8 @@ def _proposals(space, seed, population, sample, use_draws, steps=600,
             outstanding.append(candidate)
         candidate = outstanding.pop(outcome.randrange(len(outstanding)))
         score = (hash(candidate.genome) % 1000) / 1000
-        result = EvaluationResult.failure("too slow") if score < 0.05 else \
-            EvaluationResult(accuracy=score)
+        result = (EvaluationResult.failure("too slow") if score < 0.05 else
+            EvaluationResult(accuracy=score))
         algorithm.tell(candidate, result)
     return proposed
 

@@ -205,8 +205,8 @@ def test_single_process_has_no_communicator(serial):
 
 def test_single_process_is_one_group_of_one(serial):
     group = serial.group
-    assert (group.index, group.rank, group.size, group.members, group.is_root, group.comm) == \
-        (0, 0, 1, (0,), True, None)
+    assert ((group.index, group.rank, group.size, group.members, group.is_root, group.comm) ==
+        (0, 0, 1, (0,), True, None))
 
 
 def test_single_process_group_roots(serial):
@@ -413,8 +413,8 @@ def test_without_mpi4py_a_multi_rank_launch_warns():
 
 def test_without_mpi4py_use_mpi_true_says_what_to_install():
     done = run_probe(prelude=BLOCK_MPI4PY, arguments="use_mpi=True")
-    assert done.returncode != 0 and "MissingDependencyError" in done.stderr \
-        and "pip install mpi4py" in done.stderr
+    assert (done.returncode != 0 and "MissingDependencyError" in done.stderr
+        and "pip install mpi4py" in done.stderr)
 
 
 def test_use_mpi_false_ignores_the_launcher():

@@ -236,8 +236,8 @@ def test_resume_of_a_live_run_names_its_writer_and_touches_nothing(journal):
     with pytest.raises(JournalInUseError, match=f"pid {os.getpid()} on host"):
         Journal(journal.path).start(record(), resume=True)
     after = journal.metadata()
-    assert (after["resumed"], after["status"], after["updated"]) == \
-        (before["resumed"], before["status"], before["updated"])
+    assert ((after["resumed"], after["status"], after["updated"]) ==
+        (before["resumed"], before["status"], before["updated"]))
 
 
 def test_resume_of_a_missing_journal_is_refused_and_creates_nothing(tmp_path):

@@ -143,8 +143,8 @@ def test_failed_results_are_never_climbed_to():
 
 def test_the_same_seed_gives_the_same_run_whatever_order_results_come_back_in():
     def shuffled(seed):
-        algorithm, order, pending, asked = LocalSearch(Square(), seed=4), \
-            np.random.default_rng(seed), [], []
+        algorithm, order, pending, asked = (LocalSearch(Square(), seed=4),
+            np.random.default_rng(seed), [], [])
         while len(asked) < 25:
             while (candidate := algorithm.ask()) is not None:
                 pending.append(candidate)
@@ -154,8 +154,8 @@ def test_the_same_seed_gives_the_same_run_whatever_order_results_come_back_in():
         return sorted(asked), algorithm.local_optima
 
     assert shuffled(0) == shuffled(1)
-    assert climb(LocalSearch(Square(), seed=4), two_peaks, 25) != \
-        climb(LocalSearch(Square(), seed=6), two_peaks, 25)
+    assert (climb(LocalSearch(Square(), seed=4), two_peaks, 25) !=
+        climb(LocalSearch(Square(), seed=6), two_peaks, 25))
 
 
 def test_it_is_registered_with_aliases():

@@ -265,8 +265,8 @@ def test_space_bounds_are_six_integer_genes_in_0_4():
 
 
 def test_space_decode_is_the_cell_descriptor():
-    assert NASBench201Space(channels=32).decode(KNOWN_GENOME) == \
-        cell_to_descriptor(KNOWN_CELL, channels=32)
+    assert (NASBench201Space(channels=32).decode(KNOWN_GENOME) ==
+        cell_to_descriptor(KNOWN_CELL, channels=32))
 
 
 def test_space_samples_decode_to_cells():
@@ -279,8 +279,8 @@ def test_space_samples_decode_to_cells():
 
 def test_space_to_descriptor_rounds_real_genomes():
     space = NASBench201Space()
-    assert descriptor_to_genome(space.to_descriptor([2.6, 3.2, 4.0, 0.9, 3.4, 1.1])) == \
-        KNOWN_GENOME
+    assert (descriptor_to_genome(space.to_descriptor([2.6, 3.2, 4.0, 0.9, 3.4, 1.1])) ==
+        KNOWN_GENOME)
 
 
 def test_space_rejects_out_of_bounds_genome():

@@ -63,16 +63,16 @@ def test_descriptor_evaluate_reads_the_table(rows, dataset, genome):
 def test_result_bookkeeping_fields():
     descriptor = cell_to_descriptor(KNOWN_GENOME)
     result = BenchmarkEvaluator().descriptor_evaluate(descriptor)
-    assert (result.status, result.error, result.epochs, result.train_time, result.eval_time) == \
-        ("ok", "", 12, 0.0, 0.0)
+    assert ((result.status, result.error, result.epochs, result.train_time, result.eval_time) ==
+        ("ok", "", 12, 0.0, 0.0))
     assert result.descriptor_hash == descriptor.hash
 
 
 def test_metrics_identify_the_row():
     metrics = BenchmarkEvaluator("cifar100").descriptor_evaluate(
         cell_to_descriptor(KNOWN_GENOME)).metrics
-    assert (metrics["index"], metrics["cell"], metrics["dataset"]) == \
-        (1, genome_to_cell(KNOWN_GENOME), "cifar100")
+    assert ((metrics["index"], metrics["cell"], metrics["dataset"]) ==
+        (1, genome_to_cell(KNOWN_GENOME), "cifar100"))
     assert metrics["test_accuracy_12ep"] == pytest.approx(0.5826)
 
 

@@ -116,8 +116,8 @@ def test_known_row_values():
     row = load_table().row(1)
     assert row["arch"] == ("|nor_conv_3x3~0|+|nor_conv_3x3~0|avg_pool_3x3~1|+"
                            "|skip_connect~0|nor_conv_3x3~1|skip_connect~2|")
-    assert (row["params_mb"], row["cifar10_valid_12ep"], row["cifar10_test_200ep"]) == \
-        (0.802426, 82.834, 93.66)
+    assert ((row["params_mb"], row["cifar10_valid_12ep"], row["cifar10_test_200ep"]) ==
+        (0.802426, 82.834, 93.66))
 
 
 def test_best_200_epoch_test_accuracies_are_the_published_optima(table):
@@ -139,8 +139,8 @@ def test_disconnected_cells_are_rows_at_chance_accuracy(table):
 # --- addressing ---------------------------------------------------------------------------
 def test_index_by_genome_string_index_and_descriptor_agree(table):
     genome = (3, 3, 4, 1, 3, 1)
-    assert table.index(genome) == table.index(genome_to_cell(genome)) == table.index(1) == \
-        table.index(cell_to_descriptor(genome)) == table.index(np.int64(1)) == 1
+    assert (table.index(genome) == table.index(genome_to_cell(genome)) == table.index(1) ==
+        table.index(cell_to_descriptor(genome)) == table.index(np.int64(1)) == 1)
 
 
 def test_every_genome_maps_to_the_row_of_its_cell_string(table):
@@ -208,8 +208,8 @@ def test_benchmark_arrays_unknown_dataset():
     ("cifar10-valid", "cifar10"), ("CIFAR-10", "cifar10"), ("CIFAR100", "cifar100")])
 def test_the_benchmark_names_of_the_data_sets_are_accepted(name, dataset):
     assert get_dataset(name).name == dataset
-    assert benchmark_arrays(name) is benchmark_arrays(dataset) or \
-        (benchmark_arrays(name).accuracy == benchmark_arrays(dataset).accuracy).all()
+    assert (benchmark_arrays(name) is benchmark_arrays(dataset) or
+        (benchmark_arrays(name).accuracy == benchmark_arrays(dataset).accuracy).all())
 
 
 def test_nord_run_takes_the_benchmark_name_of_a_data_set(tmp_path, capsys):

@@ -311,8 +311,8 @@ def test_building_twice_gives_equal_structures():
     a = NeuralNet(d, input_shape=(3, 10, 10), num_classes=4)
     b = NeuralNet(d, input_shape=(3, 10, 10), num_classes=4)
     assert repr(a) == repr(b)
-    assert {k: v.shape for k, v in a.state_dict().items()} == \
-        {k: v.shape for k, v in b.state_dict().items()}
+    assert ({k: v.shape for k, v in a.state_dict().items()} ==
+        {k: v.shape for k, v in b.state_dict().items()})
 
 
 def test_building_twice_with_one_seed_gives_equal_weights():

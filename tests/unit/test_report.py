@@ -78,8 +78,8 @@ def test_the_report_writes_the_page_summary_and_plots(report):
 
 def test_every_plot_is_a_real_image(report):
     out = report["out"]
-    for path in [out / name for name in PNG_NAMES] + sorted(out.glob("pareto-*.png")) + \
-            sorted((out / "architectures").glob("*.png")):
+    for path in ([out / name for name in PNG_NAMES] + sorted(out.glob("pareto-*.png")) +
+            sorted((out / "architectures").glob("*.png"))):
         assert_real_png(path)
 
 
@@ -127,8 +127,8 @@ def test_summary_per_generation_statistics_equal_those_of_the_evaluations(report
 
 def test_summary_records_the_run_metadata(report):
     ga, random_run, nsga = report["summary"]["runs"]
-    assert (ga["label"], ga["algorithm"], ga["seed"], ga["dataset"], ga["ranks"], ga["mode"]) == \
-        ("ga", "genetic", 7, "synthetic", 3, "sync")
+    assert ((ga["label"], ga["algorithm"], ga["seed"], ga["dataset"], ga["ranks"], ga["mode"]) ==
+        ("ga", "genetic", 7, "synthetic", 3, "sync"))
     assert random_run["algorithm"] == "random"
     assert nsga["algorithm_label"] == "pygmo (nsga2)"
     assert [run["multi_objective"] for run in (ga, random_run, nsga)] == [False, False, True]
@@ -210,8 +210,8 @@ def test_a_single_generation_run_is_plotted(tmp_path):
 def test_a_run_still_going_is_marked_on_the_page(tmp_path):
     path = write_journal(tmp_path / "live.db", [[ev(0.5), ev(0.6)]], status="running")
     page = write_report([path], tmp_path / "out", best_count=0)
-    assert json.loads((tmp_path / "out" / "summary.json").read_text())["runs"][0]["status"] == \
-        "running"
+    assert (json.loads((tmp_path / "out" / "summary.json").read_text())["runs"][0]["status"] ==
+        "running")
     assert "Still running" in page.read_text()
 
 
@@ -279,8 +279,8 @@ def test_pareto_true_draws_every_run_and_false_none(tmp_path):
     paths = [write_journal(tmp_path / "a.db", [[ev(0.5, 10), ev(0.6, 20)]]),
              write_journal(tmp_path / "b.db", [[ev(0.4, 5)]])]
     write_report(paths, tmp_path / "all", pareto=True, best_count=0)
-    assert sorted(p.name for p in (tmp_path / "all").glob("pareto-*.png")) == \
-        ["pareto-a.png", "pareto-b.png"]
+    assert (sorted(p.name for p in (tmp_path / "all").glob("pareto-*.png")) ==
+        ["pareto-a.png", "pareto-b.png"])
     write_report(paths, tmp_path / "none", pareto=False, best_count=0)
     assert not list((tmp_path / "none").glob("pareto-*.png"))
 
@@ -309,8 +309,8 @@ def test_a_report_of_a_real_search_engine_run(tmp_path):
     run = json.loads((tmp_path / "out" / "summary.json").read_text())["runs"][0]
     with Journal(tmp_path / "toy.db") as journal:
         summary, best = journal.summary(), journal.best()
-    assert (run["evaluations"], run["ok"], run["failed"], run["cached"]) == \
-        (12, summary["ok"], summary["failed"], summary["cached"])
+    assert ((run["evaluations"], run["ok"], run["failed"], run["cached"]) ==
+        (12, summary["ok"], summary["failed"], summary["cached"]))
     assert run["best_accuracy"] == pytest.approx(best["accuracy"])
     assert (tmp_path / "out" / "architectures" / "toy-best1.png").is_file()
 

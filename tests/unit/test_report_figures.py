@@ -74,8 +74,8 @@ def test_a_synchronous_run_of_few_generations_keeps_its_generations(tmp_path):
     run = load_runs([write_journal(tmp_path / "s.db", [[ev(0.5), ev(None)], [ev(0.6)]])])[0]
     axis, groups = progress_groups(run)
     assert axis == "generation"
-    assert [(g.position, g.accuracies.tolist(), g.failed) for g in groups] == \
-        [(0.0, [0.5], 1), (1.0, [0.6], 0)]
+    assert ([(g.position, g.accuracies.tolist(), g.failed) for g in groups] ==
+        [(0.0, [0.5], 1), (1.0, [0.6], 0)])
 
 
 def test_a_run_of_fifteen_thousand_evaluations_is_drawn_in_few_bins(tmp_path):

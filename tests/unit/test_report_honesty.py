@@ -88,8 +88,8 @@ def test_a_run_with_a_validation_split_is_not_flagged():
 def test_a_benchmark_signal_keeps_its_own_words():
     protocol = protocol_of({"evaluator": {"signal": "validation accuracy after 12 epochs",
                                           "reported": "test accuracy after 200 epochs"}})
-    assert (protocol.signal, protocol.reported, protocol.selected_on_test) == \
-        ("validation accuracy after 12 epochs", "test accuracy after 200 epochs", False)
+    assert ((protocol.signal, protocol.reported, protocol.selected_on_test) ==
+        ("validation accuracy after 12 epochs", "test accuracy after 200 epochs", False))
 
 
 # --- a run killed with kill -9 -----------------------------------------------------------------

@@ -117,8 +117,8 @@ def test_genomes_drawn_in_blocks_are_those_drawn_one_at_a_time(make):
     for seed in range(20):
         one, block = np.random.default_rng(seed), np.random.default_rng(seed)
         singly = [space.sample(one) for _ in range(150)]
-        blocks = space.sample_many(block, 64) + space.sample_many(block, 64) + \
-            space.sample_many(block, 22)
+        blocks = (space.sample_many(block, 64) + space.sample_many(block, 64) +
+            space.sample_many(block, 22))
         assert blocks == singly
         assert one.integers(0, 2**40) == block.integers(0, 2**40)   # the same state after
 

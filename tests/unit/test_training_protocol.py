@@ -82,8 +82,8 @@ def test_dead_relus_counts_units_that_never_fire(digits):
             return {}
 
     epochs = []
-    LocalEvaluator(curator=digits, epochs=1, seed=0, callbacks=[KillBias(), DeadReLUs()]) \
-        .evaluate_task(task(net(dropout=False), report=epochs.append))
+    (LocalEvaluator(curator=digits, epochs=1, seed=0, callbacks=[KillBias(), DeadReLUs()])
+        .evaluate_task(task(net(dropout=False), report=epochs.append)))
     assert epochs[0].metrics["dead_relu"] == 1.0
 
 

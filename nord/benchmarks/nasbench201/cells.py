@@ -121,8 +121,8 @@ def genome_to_code(genome: Sequence[Any]) -> int:
 
 def code_to_genome(code: int) -> Tuple[int, ...]:
     """The genome whose base-5 code is ``code``."""
-    if isinstance(code, (bool, np.bool_)) or not isinstance(code, (int, np.integer)) \
-            or not 0 <= code < N_CELLS:
+    if (isinstance(code, (bool, np.bool_)) or not isinstance(code, (int, np.integer))
+            or not 0 <= code < N_CELLS):
         raise BenchmarkError(f"a cell code is an int in 0..{N_CELLS - 1}; got {code!r}")
     code = int(code)
     digits = []
@@ -315,8 +315,8 @@ def descriptor_to_genome(descriptor: NeuralDescriptor) -> Tuple[int, ...]:
             f"not a NAS-Bench-201 cell: expected the layers {sorted(expected)}; missing "
             f"{sorted(expected - names)}, unexpected {sorted(names - expected)}" + hint)
     connections = set(descriptor.connections)
-    wanted = {(NODE_NAMES[j], name) for (j, _), name in zip(EDGES, EDGE_NAMES)} | \
-             {(name, NODE_NAMES[i]) for (_, i), name in zip(EDGES, EDGE_NAMES)}
+    wanted = ({(NODE_NAMES[j], name) for (j, _), name in zip(EDGES, EDGE_NAMES)} |
+             {(name, NODE_NAMES[i]) for (_, i), name in zip(EDGES, EDGE_NAMES)})
     if connections != wanted:
         raise BenchmarkError(
             f"not a NAS-Bench-201 cell: connections missing {sorted(wanted - connections)}, "

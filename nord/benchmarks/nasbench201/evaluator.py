@@ -156,8 +156,8 @@ class BenchmarkEvaluator(Evaluator):
         self._signal: Optional[Tuple[float, ...]] = None
         self._seeds: Optional[Tuple[Tuple[float, ...], ...]] = None
         self._costs: Optional[Tuple[float, ...]] = None
-        self._rng = np.random.default_rng((_NOISE_STREAM, seed)) if seed is not None \
-            else np.random.default_rng()
+        self._rng = (np.random.default_rng((_NOISE_STREAM, seed)) if seed is not None
+            else np.random.default_rng())
         self._draws: List[float] = []
 
     def __repr__(self) -> str:

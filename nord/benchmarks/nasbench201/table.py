@@ -202,8 +202,8 @@ class NASBench201Table:
 
     def check_index(self, index: Any) -> int:
         """``index`` as an int, if it is a row index."""
-        if isinstance(index, (bool, np.bool_)) or not isinstance(index, (int, np.integer)) \
-                or not 0 <= index < len(self.cells):
+        if (isinstance(index, (bool, np.bool_)) or not isinstance(index, (int, np.integer))
+                or not 0 <= index < len(self.cells)):
             raise BenchmarkError(
                 f"a NAS-Bench-201 index is an int in 0..{len(self.cells) - 1}; got {index!r}")
         return int(index)
@@ -251,8 +251,8 @@ class NASBench201Table:
         spec = get_dataset(dataset)
         arrays = self._arrays.get(spec.name)
         if arrays is None:
-            n_params = np.rint(self.columns["params_mb"] * 1e6).astype(np.int64) \
-                + spec.params_offset
+            n_params = (np.rint(self.columns["params_mb"] * 1e6).astype(np.int64)
+                + spec.params_offset)
             arrays = BenchmarkArrays(_fraction(self.columns[spec.valid_column]),
                                      _fraction(self.columns[spec.test_200ep_column]), n_params)
             for array in arrays:

@@ -105,8 +105,8 @@ class RegularizedEvolution(SearchAlgorithm):
         own_generator = seed is None or isinstance(seed, (int, np.integer))
         own_draws = all(getattr(type(self), name) is getattr(RegularizedEvolution, name)
                         for name in ("_ask", "_tell", "_select_parent"))
-        if own_generator and own_draws and self.population_size <= CHOICE_LIMIT \
-                and IntegerDraws.fits(self.space):
+        if (own_generator and own_draws and self.population_size <= CHOICE_LIMIT
+                and IntegerDraws.fits(self.space)):
             return IntegerDraws(self.rng)
         return None
 
@@ -123,8 +123,8 @@ class RegularizedEvolution(SearchAlgorithm):
         generation = self.asked // self.population_size
         if self._random_asked < self.population_size or not self._population:
             self._random_asked += 1
-            genome = self.space.sample(self.rng) if self._draws is None \
-                else self._draws.genome(self.space)
+            genome = (self.space.sample(self.rng) if self._draws is None
+                else self._draws.genome(self.space))
             return Candidate(genome, generation)
         parent = self._select_parent()
         return Candidate(mutate_one(self.space, parent.genome, self._draws or self.rng),

@@ -390,8 +390,8 @@ class PygmoAlgorithm(SearchAlgorithm):
 
     def _start(self) -> None:
         pygmo = import_pygmo()
-        algorithm, kwargs, seed, batch = self.algorithm, self.algo_kwargs, self._algorithm_seed, \
-            self.batch
+        algorithm, kwargs, seed, batch = (self.algorithm, self.algo_kwargs, self._algorithm_seed,
+            self.batch)
 
         def make_algorithm():
             built, _ = _build_algorithm(pygmo, algorithm, kwargs, seed)

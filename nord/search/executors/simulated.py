@@ -34,8 +34,8 @@ Cost = Callable[[EvaluationResult], float]
 def _check_seconds(value: Any, name: str, allow_none: bool = False) -> Optional[float]:
     if value is None and allow_none:
         return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
-            or value < 0:
+    if (isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value)
+            or value < 0):
         rule = "a number of seconds >= 0" + (" or None" if allow_none else "")
         raise ConfigurationError(f"{name} must be {rule}; got {value!r}")
     return float(value)

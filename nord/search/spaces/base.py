@@ -127,8 +127,8 @@ class SearchSpace:
         integer, and equal values hash alike, so a look-up returns exactly what the full
         check would; a list or an array is unhashable and takes the full check."""
         lower, upper = self.lower, self.upper
-        if self.integer is not True or lower.__class__ is not tuple \
-                or upper.__class__ is not tuple:
+        if (self.integer is not True or lower.__class__ is not tuple
+                or upper.__class__ is not tuple):
             return None
         cached = _KNOWN_NORMAL.get((id(lower), id(upper)))
         if cached is None:
@@ -142,8 +142,8 @@ class SearchSpace:
         """Indices of the dimensions that can take more than one value."""
         lower, upper = self.lower, self.upper
         cached = self.__dict__.get("_mutable_cache")
-        if cached is None or cached[0] is not lower or cached[1] is not upper \
-                or lower.__class__ is not tuple or upper.__class__ is not tuple:
+        if (cached is None or cached[0] is not lower or cached[1] is not upper
+                or lower.__class__ is not tuple or upper.__class__ is not tuple):
             dimensions = tuple(index for index, (low, high) in enumerate(zip(lower, upper))
                                if high > low)
             cached = self.__dict__["_mutable_cache"] = (lower, upper, dimensions)
