@@ -44,8 +44,8 @@ def main(algorithms, seeds: int, budget: int, processes: int, dataset: str,
     total = 0.0
     for name in algorithms:
         started = time.perf_counter()
-        result = run_comparison(dataset, (name,), budget=budget, seeds=seeds,
-                                processes=processes, simulation=setting)
+        result = run_comparison(dataset, (name,), budget=None if simulated else budget,
+                                seeds=seeds, processes=processes, simulation=setting)
         wall = time.perf_counter() - started
         total += wall
         numbers = result.summary()[name]

@@ -9,51 +9,37 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from nord.app.cli import add_run_flags  # noqa: E402
+from nord.app.cli import RUN_FLAGS, add_run_flags  # noqa: E402
 from nord.errors import NordError, RunInterrupted  # noqa: E402
 from nord.app.runner import RunConfig  # noqa: E402
 
 
-SCHEDULING = ("valid_fraction", "scheduler", "min_epochs", "max_epochs", "eta")
-"""``nord run`` flags the experiments take as they are: the validation split and early stopping."""
+SHARED_FLAGS = ("dataset", "data_root", "data_checksums", "valid_fraction", "population",
+                "generations", "epochs", "batch_size", "lr", "scheduler", "min_epochs",
+                "max_epochs", "eta", "mode", "threads", "device", "seed", "journal", "resume")
+"""``nord run`` flags every experiment takes, defined once in :mod:`nord.app.cli`."""
+
+PAPER = {"population": 10, "generations": 10}
+"""The experiments' defaults that differ from nord run's on purpose: the paper's setting."""
 
 
-def parser(description: str) -> argparse.ArgumentParser:
+def parser(name: str, description: str, flags=(), defaults=None) -> argparse.ArgumentParser:
+    """The parser of experiment ``name``: the shared flags, ``flags`` (more ``nord run``
+    flags), --layers and --smoke. Its journal defaults to runs/NAME.db, population and
+    generations to :data:`PAPER`, and the flags of ``defaults`` to their values there."""
     p = argparse.ArgumentParser(description=description)
-    p.add_argument("--dataset", default="digits",
-                   help="digits (built in), mnist, fashion-mnist or cifar10 (default: digits)")
-    p.add_argument("--data-root", default=None,
-                   help="folder holding the data set's files (default: $NORD_DATA_ROOT, else "
-                        "~/.cache/nord/data)")
-    p.add_argument("--seed", type=int, default=0,
-                   help="seeds the algorithm and every network's training (default: 0)")
-    p.add_argument("--population", type=int, default=10, help="population size (default: 10)")
-    p.add_argument("--generations", type=int, default=10,
-                   help="generations after the initial population (default: 10)")
-    p.add_argument("--epochs", type=int, default=1,
-                   help="training epochs of each network (default: 1)")
-    p.add_argument("--batch-size", type=int, default=64,
-                   help="training mini-batch per rank, in samples (default: 64)")
-    p.add_argument("--lr", type=float, default=1e-3, help="learning rate (default: 0.001)")
+    add_run_flags(p, SHARED_FLAGS + tuple(flags), defaults={
+        **PAPER, "journal": os.path.join("runs", f"{name}.db"), **(defaults or {})})
     p.add_argument("--layers", type=int, default=2,
                    help="convolutional layers of the space (default: 2)")
-    p.add_argument("--mode", default="sync", choices=["sync", "async"],
-                   help="sync: generations, as in the paper; async: steady state, no rank "
-                        "waits (default: sync)")
-    p.add_argument("--journal", default=None,
-                   help="the run's SQLite journal (default: runs/<experiment>.db)")
-    p.add_argument("--resume", action="store_true", help="continue the run in --journal")
-    p.add_argument("--threads", type=int, default=None,
-                   help="torch CPU threads per rank (default: torch's choice)")
-    p.add_argument("--device", default="auto",
-                   help="auto (CUDA when available), cpu, cuda or cuda:N (default: auto)")
-    add_run_flags(p, SCHEDULING + ("data_checksums",))
     p.add_argument("--smoke", action="store_true",
                    help="a tiny run (population 4, 2 generations, small channel bounds)")
     return p
 
 
-def config_from(args, name: str, evaluation: str, algorithm: str, **overrides) -> RunConfig:
+def config_from(args, evaluation: str, algorithm: str) -> RunConfig:
+    """The RunConfig of an experiment: the paper's genetic algorithm (``algorithm``:
+    'pygmo' or 'genetic') with ``evaluation``, and every ``nord run`` flag given."""
     population, generations = (4, 2) if args.smoke else (args.population, args.generations)
     params = {"population_size": population}
     space_params = {"layers": args.layers}
@@ -66,15 +52,10 @@ def config_from(args, name: str, evaluation: str, algorithm: str, **overrides) -
     # the initial population and the offspring of every generation, as pygmo's sga evaluates,
     # so the experiments compare at one budget
     budget = population * (generations + 1)
-    values = dict(algorithm=algorithm, algorithm_params=params, space="conv",
-                  space_params=space_params, evaluation=evaluation, dataset=args.dataset,
-                  data_root=args.data_root, epochs=args.epochs, batch_size=args.batch_size,
-                  lr=args.lr, budget=budget, seed=args.seed, threads=args.threads,
-                  device=args.device, mode=args.mode,
-                  journal=args.journal or os.path.join("runs", f"{name}.db"))
-    values.update({name: getattr(args, name) for name in (*SCHEDULING, "data_checksums")
-                   if getattr(args, name, None) is not None})
-    values.update(overrides)
+    values = {name: getattr(args, name) for name, *_ in RUN_FLAGS
+              if getattr(args, name, None) is not None}
+    values.update(algorithm=algorithm, algorithm_params=params, space="conv",
+                  space_params=space_params, evaluation=evaluation, budget=budget)
     os.makedirs(os.path.dirname(os.path.abspath(values["journal"])), exist_ok=True)
     return RunConfig(**values)
 
@@ -83,7 +64,7 @@ def launch(main, args) -> int:
     """Run an experiment's ``main(args)``: a refused or failed run ends with one line on
     rank 0 and status 2 on every rank (no traceback), an interrupted one with 128 + the
     signal's number (130 for SIGINT, 143 for SIGTERM)."""
-    from nord.parallel.environment import launcher_rank
+    from nord.parallel import launcher_rank
 
     try:
         return main(args)

@@ -13,10 +13,10 @@ from nord.app.runner import run
 
 
 def main(args) -> int:
-    config = config_from(args, "experiment1", evaluation="local", algorithm="pygmo")
+    config = config_from(args, evaluation="local", algorithm="pygmo")
     run(config, resume=args.resume)
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(launch(main, parser(__doc__.splitlines()[0]).parse_args()))
+    sys.exit(launch(main, parser("experiment1", __doc__.splitlines()[0]).parse_args()))

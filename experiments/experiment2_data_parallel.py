@@ -14,15 +14,11 @@ from nord.app.runner import run
 
 
 def main(args) -> int:
-    config = config_from(args, "experiment2", evaluation="data-parallel", algorithm="pygmo",
-                         backend=args.backend)
+    config = config_from(args, evaluation="data-parallel", algorithm="pygmo")
     run(config, resume=args.resume)
     return 0
 
 
 if __name__ == "__main__":
-    p = parser(__doc__.splitlines()[0])
-    p.add_argument("--backend", default="auto", choices=["auto", "horovod", "torch"],
-                   help="data-parallel training with horovod or torch.distributed (auto: "
-                        "Horovod when installed; default: auto)")
+    p = parser("experiment2", __doc__.splitlines()[0], flags=("backend",))
     sys.exit(launch(main, p.parse_args()))

@@ -17,16 +17,14 @@ from nord.app.runner import run
 
 
 def main(args) -> int:
-    params = {"steady_state": args.mode == "async"}
-    config = config_from(args, "experiment3", evaluation="distributed", algorithm="genetic",
-                         group_size=args.group_size)
-    config.algorithm_params.update(params)
+    config = config_from(args, evaluation="distributed", algorithm="genetic")
+    config.algorithm_params["steady_state"] = config.mode == "async"
     run(config, resume=args.resume)
     return 0
 
 
 if __name__ == "__main__":
-    p = parser(__doc__.splitlines()[0])
-    p.add_argument("--group-size", type=int, default=1,
-                   help="ranks training each network together (default: 1)")
+    # group_size 1, as recorded in this experiment's journals before (nord run's is None: 1)
+    p = parser("experiment3", __doc__.splitlines()[0], flags=("group_size",),
+               defaults={"group_size": 1})
     sys.exit(launch(main, p.parse_args()))

@@ -20,9 +20,10 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
+import re
 import sys
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from nord.errors import ConfigurationError, NordError, RunInterrupted
 
@@ -125,20 +126,66 @@ def _flag_help(name: str, text: str) -> str:
     return f"{text} (default: {default})"
 
 
-def add_run_flags(parser: argparse.ArgumentParser, names) -> None:
-    """Add the ``nord run`` flags of the RunConfig fields ``names`` to ``parser`` (default
-    None: RunConfig's), with the same help, for scripts that build runs (experiments/)."""
+ALGORITHM_FLAGS = (
+    ("population", "population_size",
+     "population size of evolutionary algorithms (a shortcut into --params; default: the "
+     "algorithm's)"),
+    ("generations", "generations",
+     "generations after the initial population, for pygmo's algorithms (default: as many as "
+     "--budget allows; nord's genetic runs until the budget is spent)"),
+)
+"""``nord run`` flags that set an entry of ``algorithm_params``: (flag, key, help)."""
+
+
+def _run_arguments():
+    """Every ``nord run`` flag but --config, in the order of its help: (name, flag, the
+    options of ``add_argument``), where name is the RunConfig field, the ALGORITHM_FLAGS
+    shortcut, or 'resume'."""
     from nord.search.algorithms.registry import ALGORITHMS
+    algorithms = "; ".join(ALGORITHMS.choices())
     for name, flag, kind, text in RUN_FLAGS:
-        if name in names:
-            parser.add_argument(flag, type=str if kind in ("json", "list") else kind, default=None,
-                                dest=name, metavar=_METAVARS.get(name) or _METAVARS[kind],
-                                help=_flag_help(name, text.format(
-                                    algorithms="; ".join(ALGORITHMS.choices()))))
+        yield name, flag, dict(type=str if kind in ("json", "list") else kind,
+                               metavar=_METAVARS.get(name) or _METAVARS[kind],
+                               help=_flag_help(name, text.format(algorithms=algorithms)))
+        if name == "algorithm_params":
+            for shortcut, _, text in ALGORITHM_FLAGS:
+                yield shortcut, f"--{shortcut}", dict(type=int, metavar="N", help=text)
+    yield "resume", "--resume", dict(action="store_true",
+                                     help="continue the run in --journal (which must hold one)")
 
 
-ALGORITHM_FLAGS = (("population", "population_size"), ("generations", "generations"))
-"""``nord run`` flags that set an entry of ``algorithm_params``: (flag, key)."""
+def add_run_flags(parser: argparse.ArgumentParser, names: Sequence[str],
+                  defaults: Optional[Mapping[str, Any]] = None) -> None:
+    """Add ``nord run`` flags to ``parser``, with their help, for scripts that build runs
+    (experiments/).
+
+    Args:
+        parser: the script's parser.
+        names: the flags' RunConfig fields (``RUN_FLAGS``), ``population``, ``generations``
+            (``ALGORITHM_FLAGS``) or ``resume``; each is the flag's ``dest``.
+        defaults: the script's own default of a flag, where it differs from nord run's on
+            purpose; its help says it. Every other flag defaults to None (False for
+            --resume): RunConfig's default.
+
+    Raises:
+        ConfigurationError: a name that is no ``nord run`` flag, listing those that are.
+    """
+    defaults = dict(defaults or {})
+    known = {name: (flag, options) for name, flag, options in _run_arguments()}
+    unknown = [name for name in [*names, *defaults] if name not in known]
+    if unknown:
+        raise ConfigurationError(f"no 'nord run' flag has the name {unknown[0]!r}; the names "
+                                 f"are {', '.join(known)}")
+    for name in names:
+        flag, options = known[name]
+        if name in defaults:
+            value = defaults[name]
+            text = options["help"]
+            options["help"] = (re.sub(r"default: [^;)]*", lambda _: f"default: {value}", text,
+                                      count=1) if "default: " in text
+                               else f"{text} (default: {value})")
+        default = defaults.get(name, False if options.get("action") == "store_true" else None)
+        parser.add_argument(flag, dest=name, default=default, **options)
 
 
 def _run_config(args):
@@ -153,7 +200,7 @@ def _run_config(args):
     given = vars(args)
     if getattr(args, "config", None):
         values.update(read_config(args.config, known, moved={
-            flag: f"algorithm_params.{key}" for flag, key in ALGORITHM_FLAGS}))
+            flag: f"algorithm_params.{key}" for flag, key, _ in ALGORITHM_FLAGS}))
         overridden = {name for name, flag, _, _ in RUN_FLAGS
                       if flag.lstrip("-").replace("-", "_") in given}
         try:   # a bad value in the file is named with the file's path
@@ -168,7 +215,7 @@ def _run_config(args):
         if kind == "json":
             value = {**values.get(name, {}), **_json_dict(value, flag)}
         values[name] = value
-    for flag, key in ALGORITHM_FLAGS:
+    for flag, key, _ in ALGORITHM_FLAGS:
         if flag in given:
             values["algorithm_params"] = {**values.get("algorithm_params", {}),
                                           key: given[flag]}
@@ -261,15 +308,80 @@ def _list(args) -> int:
 
 
 def _compare(args) -> int:
-    from nord.parallel.environment import interruptible
+    from nord.parallel import interruptible
     with interruptible():   # between runs too, not only inside each seed's search
         return _compare_in(args)
 
 
 def _compare_in(args) -> int:
-    if args.benchmark != "nasbench201":
-        raise ConfigurationError(f"unknown benchmark {args.benchmark!r}; nord ships 'nasbench201'")
-    processes = args.processes or None
+    from nord.checks import check_int
+    from nord.comparisons.compare import DEFAULT_BUDGET, run_comparison
+    from nord.comparisons.multiobjective import run_nsga2, write_nsga2_report
+    from nord.comparisons.simulated import write_anytime_plot
+
+    _check_comparison_flags(args)
+    # --processes 0 is the command's way to say None (one per CPU)
+    processes = check_int(args.processes, "--processes", 0,
+                          rule="an integer >= 0 (0: one per CPU)") or None
+    _check_output(args.json, "--json", folder=False)
+    _check_output(args.report, "--report", folder=True)
+    given = dict(dataset=args.dataset, seeds=args.seeds, base_seed=args.base_seed,
+                 processes=processes, max_latency_ms=args.max_latency_ms,
+                 latency_device=args.latency_device)
+    if args.multi_objective:
+        result = run_nsga2(budget=DEFAULT_BUDGET if args.budget is None else args.budget,
+                           **given, **_given(population_size=args.population,
+                                             objectives=args.objectives))
+        print(result.table())
+        if args.json:
+            print(f"saved: {result.save_json(args.json)}")
+        if args.report:
+            written = write_nsga2_report(args.report, dataset=result.dataset,
+                                         budget=result.budget, seed=result.base_seed,
+                                         population_size=result.population_size,
+                                         objectives=result.objectives, limit=result.limit)
+            print(f"report written: {written.page} (front next to the exact one: {written.figure})")
+        return 0
+
+    def progress(name, done, total):
+        if done == total or done % max(1, total // 10) == 0:
+            print(f"  {name}: {done}/{total} seeds", file=sys.stderr, flush=True)
+
+    result = run_comparison(budget=args.budget, progress=progress, simulation=_simulation(args),
+                            **given, **_given(algorithms=args.algorithms))
+    print(result.table())
+    if args.json:
+        print(f"saved: {result.save_json(args.json)}")
+    if args.report:
+        folder = Path(args.report)
+        folder.mkdir(parents=True, exist_ok=True)
+        label = {"cifar10": "CIFAR-10", "cifar100": "CIFAR-100",
+                 "imagenet16": "ImageNet16-120"}[result.dataset]
+        simulation = result.simulation
+        figure = write_anytime_plot(
+            folder / "anytime.png", result.curves(),
+            f"{label}, {simulation.workers} workers ({simulation.mode}), {result.seeds} seeds: "
+            "mean ± std")
+        print(f"anytime curves: {figure}")
+    return 0
+
+
+def _given(**values) -> Dict[str, Any]:
+    """The keyword arguments of the flags given (not None): the library's defaults apply to
+    the others."""
+    return {key: value for key, value in values.items() if value is not None}
+
+
+_SIMULATION_FLAGS = ("time_budget", "mode", "signal", "noise", "overhead")
+
+
+def _check_comparison_flags(args) -> None:
+    """Refuse a flag that the comparison chosen by the flags has no parameter for.
+
+    --multi-objective runs ``run_nsga2`` and --workers gives ``run_comparison`` a
+    SimulatedSetting; a flag of the other comparison, or of a setting that is not built,
+    would be ignored. The values themselves are the library's to check.
+    """
     if args.objectives is not None and not args.multi_objective:
         raise ConfigurationError(
             f"--objectives {args.objectives} sets what --multi-objective trades for accuracy; "
@@ -283,23 +395,6 @@ def _compare_in(args) -> int:
         raise ConfigurationError(
             f"--algorithms {args.algorithms} chooses single-objective algorithms; "
             "--multi-objective always runs pygmo's nsga2. Leave one of them out")
-    if args.workers is not None and args.budget is not None:
-        raise ConfigurationError(
-            f"--budget {args.budget} counts evaluations, but with --workers each run's budget "
-            "is simulated seconds; give --time-budget S instead (default: the data set's "
-            "NATS-Bench budget), or leave --workers out")
-    if args.latency_device is not None and args.max_latency_ms is None:
-        raise ConfigurationError(
-            f"--latency-device {args.latency_device} is the device of a latency limit; add "
-            "--max-latency-ms MS, or leave --latency-device out (a latency objective names "
-            "its device in --objectives accuracy,latency:DEVICE)")
-    budget = 100 if args.budget is None else args.budget
-    algorithms = "random,rea" if args.algorithms is None else args.algorithms
-    if args.processes is not None and args.processes < 0:
-        raise ConfigurationError(
-            f"--processes must be an integer >= 0 (0: one per CPU); got {args.processes}")
-    _check_output(args.json, "--json", folder=False)
-    _check_output(args.report, "--report", folder=True)
     if args.population is not None and not args.multi_objective:
         raise ConfigurationError(
             f"--population {args.population} sets nsga2's population in a --multi-objective "
@@ -309,57 +404,23 @@ def _compare_in(args) -> int:
         raise ConfigurationError(
             "--report draws anytime curves of runs in simulated time (or, with "
             "--multi-objective, a Pareto front); add --workers N, or --multi-objective")
-    if args.population is not None and args.population < 5:
+    given = [f"--{name.replace('_', '-')}" for name in _SIMULATION_FLAGS
+             if getattr(args, name) is not None]
+    if given and args.workers is None:
         raise ConfigurationError(
-            f"--population must be an integer >= 5 (nsga2 needs at least 5 individuals); got "
-            f"{args.population}. Default: 20")
-    population = 20 if args.population is None else args.population
-    if args.multi_objective:
-        from nord.comparisons.multiobjective import (DEFAULT_OBJECTIVES, run_nsga2,
-                                                    write_nsga2_report)
-        objectives = args.objectives or DEFAULT_OBJECTIVES
-        result = run_nsga2(dataset=args.dataset, budget=budget, seeds=args.seeds,
-                           base_seed=args.base_seed, population_size=population,
-                           processes=processes, objectives=objectives,
-                           max_latency_ms=args.max_latency_ms,
-                           latency_device=args.latency_device)
-        print(result.table())
-        if args.json:
-            print(f"saved: {result.save_json(args.json)}")
-        if args.report:
-            written = write_nsga2_report(args.report, dataset=args.dataset, budget=budget,
-                                         seed=args.base_seed, population_size=population,
-                                         objectives=objectives, limit=result.limit)
-            print(f"report written: {written.page} (front next to the exact one: {written.figure})")
-        return 0
-    from nord.comparisons.compare import run_comparison
-    simulation = _simulation(args)
+            f"{', '.join(given)} set{'s' if len(given) == 1 else ''} up a comparison in "
+            "simulated time, which needs --workers N (the simulated GPUs), e.g. --workers 8")
 
-    def progress(name, done, total):
-        if done == total or done % max(1, total // 10) == 0:
-            print(f"  {name}: {done}/{total} seeds", file=sys.stderr, flush=True)
 
-    result = run_comparison(dataset=args.dataset, algorithms=algorithms, budget=budget,
-                            seeds=args.seeds, base_seed=args.base_seed, processes=processes,
-                            progress=progress, max_latency_ms=args.max_latency_ms,
-                            latency_device=args.latency_device, simulation=simulation)
-    print(result.table())
-    if args.json:
-        print(f"saved: {result.save_json(args.json)}")
-    if args.report:
-        from pathlib import Path
-
-        from nord.comparisons.simulated import write_anytime_plot
-        folder = Path(args.report)
-        folder.mkdir(parents=True, exist_ok=True)
-        label = {"cifar10": "CIFAR-10", "cifar100": "CIFAR-100",
-                 "imagenet16": "ImageNet16-120"}[result.dataset]
-        figure = write_anytime_plot(
-            folder / "anytime.png", result.curves(),
-            f"{label}, {simulation.workers} workers ({simulation.mode}), {result.seeds} seeds: "
-            "mean ± std")
-        print(f"anytime curves: {figure}")
-    return 0
+def _simulation(args):
+    """The SimulatedSetting of the flags (``run_comparison`` checks it), or None without
+    --workers."""
+    from nord.comparisons.simulated import SimulatedSetting
+    if args.workers is None:
+        return None
+    return SimulatedSetting.for_dataset(args.dataset, **_given(
+        workers=args.workers, time_budget=args.time_budget, mode=args.mode, signal=args.signal,
+        noise=args.noise, overhead=args.overhead))
 
 
 def _check_output(path: Optional[str], flag: str, folder: bool) -> None:
@@ -367,7 +428,6 @@ def _check_output(path: Optional[str], flag: str, folder: bool) -> None:
     if path is None:
         return
     import os
-    from pathlib import Path
 
     target = Path(path)
     if folder and target.exists() and not target.is_dir():
@@ -388,51 +448,6 @@ def _check_output(path: Optional[str], flag: str, folder: bool) -> None:
         raise ConfigurationError(
             f"{flag} {path} cannot be written: {existing} is not a folder you can write; "
             "choose a path in one")
-
-
-_SIMULATION_FLAGS = ("time_budget", "mode", "signal", "noise", "overhead")
-
-
-def _simulation(args):
-    """The simulated-time setting of 'nord compare', or None without --workers."""
-    from nord.benchmarks.nasbench201.evaluator import SIGNALS
-    from nord.comparisons.simulated import TIME_BUDGETS, SimulatedSetting
-
-    if args.workers is None:
-        given = [f"--{name.replace('_', '-')}" for name in _SIMULATION_FLAGS
-                 if getattr(args, name) is not None]
-        if given:
-            raise ConfigurationError(
-                f"{', '.join(given)} set{'s' if len(given) == 1 else ''} up a comparison in "
-                "simulated time, which needs --workers N (the simulated GPUs), e.g. --workers 8")
-        return None
-    if args.workers < 1:
-        raise ConfigurationError(
-            f"--workers must be an integer >= 1 (the simulated GPUs); got {args.workers}")
-    if args.time_budget is not None and args.time_budget <= 0:
-        raise ConfigurationError(
-            f"--time-budget must be a positive number of simulated seconds; got "
-            f"{args.time_budget:g}. Default: {TIME_BUDGETS[args.dataset]:,.0f} for "
-            f"{args.dataset}")
-    if args.overhead is not None and args.overhead < 0:
-        raise ConfigurationError(f"--overhead must be >= 0 seconds; got {args.overhead:g}")
-    signal = args.signal or "valid12"
-    if args.noise == "seed" and signal == "valid12":
-        raise ConfigurationError(
-            "--noise seed needs per-seed accuracies, which NAS-Bench-201 has for the 200-epoch "
-            "signal only (the 12-epoch one is one value per cell); add --signal valid200")
-    if signal not in SIGNALS:   # argparse's choices catch this; a guard for direct callers
-        raise ConfigurationError(f"--signal must be one of {', '.join(SIGNALS)}; got {signal!r}")
-    setting = SimulatedSetting.for_dataset(
-        args.dataset, time_budget=args.time_budget, workers=args.workers,
-        mode=args.mode or "async", signal=signal, noise=args.noise,
-        overhead=args.overhead or 0.0)
-    try:
-        return setting.check(args.dataset)
-    except ConfigurationError as error:
-        if "time budget" in str(error):
-            raise ConfigurationError(f"--time-budget {args.time_budget:g}: {error}") from error
-        raise
 
 
 def _layers(args) -> int:
@@ -464,22 +479,8 @@ def build_parser() -> argparse.ArgumentParser:
         argument_default=argparse.SUPPRESS)
     run.add_argument("--config", metavar="FILE",
                      help="a TOML file of settings, e.g. from 'nord config RUN.db'")
-    algorithms = "; ".join(ALGORITHMS.choices())
-    for name, flag, kind, text in RUN_FLAGS:
-        text = text.format(algorithms=algorithms)
-        run.add_argument(flag, type=str if kind in ("json", "list") else kind,
-                         metavar=_METAVARS.get(name) or _METAVARS[kind],
-                         help=_flag_help(name, text))
-        if name == "algorithm_params":
-            run.add_argument("--population", type=int, metavar="N",
-                             help="population size of evolutionary algorithms (a shortcut "
-                                  "into --params; default: the algorithm's)")
-            run.add_argument("--generations", type=int, metavar="N",
-                             help="generations after the initial population, for pygmo's "
-                                  "algorithms (default: as many as --budget allows; nord's "
-                                  "genetic runs until the budget is spent)")
-    run.add_argument("--resume", action="store_true",
-                     help="continue the run in --journal (which must hold one)")
+    for _, flag, options in _run_arguments():
+        run.add_argument(flag, **options)
     run.set_defaults(handler=_run)
 
     resume = commands.add_parser("resume", help="continue a run from its journal",
@@ -616,7 +617,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     if args.verbose:
         import logging
         logging.getLogger("nord").setLevel(logging.DEBUG)
-    from nord.parallel.environment import launcher_rank
+    from nord.parallel import launcher_rank
     speak = (launcher_rank() or 0) == 0   # under mpirun every rank fails alike: one says why
     try:
         return args.handler(args)

@@ -48,6 +48,10 @@ a band over seeds::
     setting = SimulatedSetting.for_dataset("cifar10", workers=8, mode="async")
     result = run_comparison("cifar10", ("random", "rea"), seeds=100, simulation=setting)
 
+**Refusals** name a setting by its ``nord compare`` flag and its parameter together
+(``--budget``, ``budget=``): a Python caller and the command get the same words, and every
+setting is checked before the first run.
+
 **Algorithms** are those of :mod:`nord.search.algorithms.registry`, by any of their names: ``random``,
 ``rea`` (regularized evolution, population 10, sample 3: the benchmark paper's setting),
 ``ga`` (nord's genetic algorithm), ``pygmo-sga`` (the NORD paper's sga), ``pygmo-gaco``,
@@ -80,10 +84,13 @@ from nord.search.engine import run_search
 from nord.search.executors import ProcessPool
 from nord.search.algorithms.registry import ALGORITHMS, make_algorithm
 
-__all__ = ["REFERENCE_RESULTS", "SeedRun", "ComparisonResult", "JSONRecord", "evaluated_cells",
-           "run_seed", "run_seeds", "run_comparison", "load_json"]
+__all__ = ["REFERENCE_RESULTS", "DEFAULT_BUDGET", "SeedRun", "ComparisonResult", "JSONRecord",
+           "evaluated_cells", "run_seed", "run_seeds", "run_comparison", "load_json"]
 
 logger = logging.getLogger(__name__)
+
+DEFAULT_BUDGET = 100
+"""Evaluations per run of a comparison that is given no budget (and no simulated time)."""
 
 Progress = Callable[[str, int, int], None]
 """``progress(algorithm, seeds_done, seeds_total)``, called as seeds finish."""
@@ -437,7 +444,7 @@ def chunks(seeds: Sequence[int], processes: int) -> List[List[int]]:
 
 
 def run_comparison(dataset: str = "cifar10", algorithms: Union[str, Sequence[str]] = ("random", "rea"),
-                   budget: int = 100, seeds: int = 10, base_seed: int = 0,
+                   budget: Optional[int] = None, seeds: int = 10, base_seed: int = 0,
                    processes: Optional[int] = 1, progress: Optional[Progress] = None,
                    max_latency_ms: Optional[float] = None,
                    latency_device: Optional[str] = None,
@@ -449,7 +456,8 @@ def run_comparison(dataset: str = "cifar10", algorithms: Union[str, Sequence[str
         dataset: 'cifar10', 'cifar100' or 'imagenet16' (ImageNet16-120).
         algorithms: names of registered algorithms (any name or alias), or one
             comma-separated string such as ``'random,rea'``; the table uses the names given.
-        budget: evaluations per run, repeats of an architecture included.
+        budget: evaluations per run, repeats of an architecture included (default
+            :data:`DEFAULT_BUDGET`); not with ``simulation``, whose budget is its time budget.
         seeds: runs per algorithm; run ``i`` uses seed ``base_seed + i``.
         base_seed: the first seed (>= 0).
         processes: worker processes over seeds (None: one per CPU). Results do not depend
@@ -458,15 +466,17 @@ def run_comparison(dataset: str = "cifar10", algorithms: Union[str, Sequence[str
             (in this process).
         max_latency_ms: a latency limit on ``latency_device`` (see the module docstring).
         latency_device: the device of the limit (:data:`nord.benchmarks.DEVICES`).
-        simulation: a :class:`~nord.comparisons.simulated.SimulatedSetting`; ``budget``
-            is then ignored (the result's is None). Not with a latency limit.
+        simulation: a :class:`~nord.comparisons.simulated.SimulatedSetting` (the result's
+            budget is then None). Not with a budget of evaluations or a latency limit.
 
     Returns:
         A :class:`ComparisonResult`; ``.table()`` prints it, ``.save_json(path)`` saves it.
 
     Raises:
         ConfigurationError: an unknown algorithm (the message lists the valid ones), a
-            repeated one, or a budget, seed count, base seed or process count out of range.
+            repeated one; a budget, seed count, base seed, process count or simulated setting
+            out of range; a budget or a latency limit with simulated time; a latency device
+            without a limit.
         BenchmarkError: an unknown data set.
         MissingDependencyError: a pygmo algorithm without pygmo installed.
     """
@@ -475,29 +485,38 @@ def run_comparison(dataset: str = "cifar10", algorithms: Union[str, Sequence[str
         algorithms = [name for name in algorithms.split(",") if name.strip()]
     names = [name.strip() for name in algorithms]
     if not names:
-        raise ConfigurationError("give at least one algorithm to compare, e.g. ('random', 'rea')")
+        raise ConfigurationError("give at least one algorithm to compare (--algorithms, "
+                                 "algorithms=), e.g. random,rea or ('random', 'rea')")
     canonical = [ALGORITHMS.canonical(name) for name in names]
     if len(set(canonical)) != len(canonical):
-        raise ConfigurationError(f"an algorithm is listed twice: {names}")
+        raise ConfigurationError(
+            f"an algorithm is listed twice in --algorithms (algorithms=): {names}")
     if simulation is not None:
+        if budget is not None:
+            raise ConfigurationError(
+                f"--budget {budget} counts evaluations, but with --workers (simulation=) each "
+                "run's budget is simulated seconds; give --time-budget S (time_budget=) instead "
+                "(default: the data set's NATS-Bench budget), or leave --workers out, or "
+                "--budget (budget=)")
+        if max_latency_ms is not None:
+            raise ConfigurationError(
+                "a latency limit (max_latency_ms=) and simulated time (simulation=) do not go "
+                "together yet: drop --max-latency-ms or --workers")
         simulation = simulation.check(dataset)
-        budget = None
     else:
-        budget = check_int(budget, "budget (evaluations per run)", 1)
-    seeds = check_int(seeds, "seeds (runs per algorithm)", 1)
-    base_seed = check_int(base_seed, "base_seed", 0)
+        budget = check_int(DEFAULT_BUDGET if budget is None else budget, "--budget", 1,
+                           rule="an integer >= 1 (budget=, evaluations per run)")
+    seeds = check_int(seeds, "--seeds", 1, rule="an integer >= 1 (seeds=, runs per algorithm)")
+    base_seed = check_int(base_seed, "--base-seed", 0, rule="an integer >= 0 (base_seed=)")
     if processes is None:
         processes = os.cpu_count() or 1
     processes = min(check_int(processes, "processes", 1), seeds * len(names))
+    limit = latency_limit(max_latency_ms, latency_device, dataset)
     # fail now, in this process, on anything an algorithm's construction rejects (pygmo
     # missing, a bad setting) rather than in every worker
     for name in names:
-        make_algorithm(name, NASBench201Space(), seed=base_seed, budget=budget or 100).close()
-    limit = latency_limit(max_latency_ms, latency_device, dataset)
-    if limit is not None and simulation is not None:
-        raise ConfigurationError(
-            "a latency limit and simulated time do not go together yet: drop --max-latency-ms "
-            "or --workers")
+        make_algorithm(name, NASBench201Space(), seed=base_seed,
+                       budget=budget or DEFAULT_BUDGET).close()
     benchmark_evaluator(dataset).evaluate_genome((0,) * 6)   # load the table before any fork
     if limit is not None:
         LatencyEvaluator(benchmark_evaluator(dataset), limit=limit).evaluate_genome((0,) * 6)

@@ -63,8 +63,8 @@ _LATENCY_DATASETS = ("cifar10", "cifar100")
 
 def objective_names() -> str:
     """The valid ``--objectives`` values, for messages."""
-    return "'accuracy,parameters' or 'accuracy,latency:DEVICE' with DEVICE one of " + \
-        ", ".join(DEVICES)
+    return ("'accuracy,parameters' or 'accuracy,latency:DEVICE' with DEVICE one of "
+            + ", ".join(DEVICES))
 
 
 def _round_up(value: float, digits: int = 2) -> float:
@@ -93,8 +93,8 @@ class Objective:
     @property
     def label(self) -> str:
         """The axis label: 'trainable parameters' or 'latency on pixel3 (ms)'."""
-        return "trainable parameters" if self.device is None else \
-            f"latency on {self.device} (ms)"
+        return ("trainable parameters" if self.device is None
+                else f"latency on {self.device} (ms)")
 
     @property
     def unit(self) -> str:
@@ -136,8 +136,8 @@ def check_latency_dataset(dataset: str) -> None:
         raise BenchmarkError(
             f"NAS-Bench-201's latencies are those of the CIFAR-10 network (also used for "
             f"CIFAR-100, whose network differs only in its classifier); data set {dataset!r} "
-            f"has none. Use --dataset {' or '.join(_LATENCY_DATASETS)} with a latency "
-            "objective or limit")
+            f"has none. Use --dataset {' or '.join(_LATENCY_DATASETS)} (dataset=) with a "
+            "latency objective or limit")
 
 
 def _check_device(device: Any, what: str) -> str:
@@ -185,11 +185,11 @@ class LatencyLimit:
 
     def __post_init__(self):
         _check_device(self.device, "the latency limit")
-        if isinstance(self.max_ms, bool) or not isinstance(self.max_ms, (int, float)) \
-                or not self.max_ms > 0 or not math.isfinite(self.max_ms):
+        if (isinstance(self.max_ms, bool) or not isinstance(self.max_ms, (int, float))
+                or not self.max_ms > 0 or not math.isfinite(self.max_ms)):
             raise ConfigurationError(
-                f"the latency limit (--max-latency-ms) must be a number of milliseconds > 0; "
-                f"got {self.max_ms!r}")
+                f"the latency limit (--max-latency-ms, max_latency_ms=) must be a number of "
+                f"milliseconds > 0; got {self.max_ms!r}")
 
     def allowed(self) -> np.ndarray:
         """Which cells are within the limit, in table index order."""
@@ -201,27 +201,42 @@ class LatencyLimit:
         if fastest > self.max_ms:
             raise ConfigurationError(
                 f"no NAS-Bench-201 cell runs within {self.max_ms:g} ms on {self.device}: the "
-                f"fastest takes {fastest:g} ms; raise --max-latency-ms")
+                f"fastest takes {fastest:g} ms; raise --max-latency-ms (max_latency_ms=)")
 
     def to_dict(self) -> Dict[str, Any]:
         return {"device": self.device, "max_latency_ms": self.max_ms}
 
 
-def latency_limit(max_latency_ms: Optional[float], device: Optional[str],
-                  dataset: str) -> Optional[LatencyLimit]:
-    """The :class:`LatencyLimit` of ``--max-latency-ms`` on ``device`` (None without a limit).
+def latency_limit(max_latency_ms: Optional[float], device: Optional[str], dataset: str,
+                  objective_device: Optional[str] = None) -> Optional[LatencyLimit]:
+    """The :class:`LatencyLimit` of ``max_latency_ms`` on ``device`` (None without a limit).
+
+    Args:
+        max_latency_ms: the limit (``--max-latency-ms``), or None.
+        device: the limit's device (``--latency-device``); only with a limit.
+        dataset: the data set searched.
+        objective_device: the device of a latency objective, the limit's when ``device``
+            is None.
 
     Raises:
-        ConfigurationError: a limit without a device, or one no cell meets.
+        ConfigurationError: a device without a limit, a limit without a device, or one no
+            cell meets.
         BenchmarkError: an unknown device, or a data set without latencies.
     """
     if max_latency_ms is None:
+        if device is not None:
+            raise ConfigurationError(
+                f"--latency-device {device} (latency_device=) is the device of a latency "
+                "limit; add --max-latency-ms MS (max_latency_ms=), or leave --latency-device "
+                "out (a latency objective names its device in --objectives "
+                "accuracy,latency:DEVICE)")
         return None
+    device = device or objective_device
     if device is None:
         raise ConfigurationError(
             f"a latency limit ({max_latency_ms!r} ms) needs a device: give one with "
-            "--latency-device (or a latency objective, --objectives accuracy,latency:DEVICE); "
-            f"devices: {', '.join(DEVICES)}")
+            "--latency-device (latency_device=), or a latency objective (--objectives "
+            f"accuracy,latency:DEVICE); devices: {', '.join(DEVICES)}")
     limit = LatencyLimit(device, max_latency_ms)
     check_latency_dataset(get_dataset(dataset).name)
     limit.check_reachable()

@@ -165,8 +165,8 @@ def exact_front(dataset: str = "cifar10", accuracy: str = "reported",
                   for i, (cost, value) in enumerate(zip(costs.tolist(), values.tolist()))]
     indices = pareto_indices(candidates)
     points = [(float(candidates[i][0]), float(candidates[i][1])) for i in indices]
-    reference = tuple(reference_point) if reference_point is not None \
-        else reference_point_of(objective)
+    reference = (tuple(reference_point) if reference_point is not None
+                 else reference_point_of(objective))
     return ParetoFront(indices, points, hypervolume(points, reference), accuracy)
 
 
@@ -190,8 +190,8 @@ def front_of(indices: Sequence[int], dataset: str = "cifar10", accuracy: str = "
         [(costs[i], arrays.accuracy[i]) for i in unique])]
     values = _accuracy_array(spec.name, accuracy)
     points = [(float(costs[i]), float(values[i])) for i in chosen]
-    reference = tuple(reference_point) if reference_point is not None \
-        else reference_point_of(objective)
+    reference = (tuple(reference_point) if reference_point is not None
+                 else reference_point_of(objective))
     return ParetoFront(chosen, points, hypervolume(points, reference), accuracy)
 
 
@@ -348,7 +348,8 @@ class MultiObjectiveResult(JSONRecord):
 
 
 def run_nsga2(dataset: str = "cifar10", budget: int = 500, seeds: int = 10, base_seed: int = 0,
-              population_size: int = 20, accuracy: str = "reported", processes: int = 1,
+              population_size: int = 20, accuracy: str = "reported",
+              processes: Optional[int] = 1,
               progress: Optional[Callable[[int, int], None]] = None,
               objectives: Union[str, Objective] = DEFAULT_OBJECTIVES,
               max_latency_ms: Optional[float] = None,
@@ -362,28 +363,35 @@ def run_nsga2(dataset: str = "cifar10", budget: int = 500, seeds: int = 10, base
         base_seed: the first seed.
         population_size: nsga2's population (pygmo's rule: at least 5).
         accuracy: 'reported' (200-epoch test, default) or 'search' scores the fronts.
-        processes: worker processes over seeds; results do not depend on it.
+        processes: worker processes over seeds (None: one per CPU); results do not depend
+            on it.
         progress: ``progress(seeds_done, seeds_total)``.
         objectives: 'accuracy,parameters' (default) or 'accuracy,latency:DEVICE'.
         max_latency_ms: a latency limit: slower cells are failed evaluations, left out of
             the fronts (the exact one too).
-        latency_device: the device of the limit; default the objectives' device.
+        latency_device: the device of the limit (only with one); default the objectives'
+            device.
 
     Raises:
-        ConfigurationError: a setting out of range, unknown objectives, or a limit without a
-            device. BenchmarkError: an unknown device or data set. MissingDependencyError:
-            no pygmo.
+        ConfigurationError: a setting out of range, unknown objectives, a limit without a
+            device or a device without a limit. BenchmarkError: an unknown device or data
+            set. MissingDependencyError: no pygmo.
     """
     objective = parse_objectives(objectives)
     dataset = objective.check_dataset(dataset)
-    limit = latency_limit(max_latency_ms, latency_device or objective.device, dataset)
-    budget = check_int(budget, "budget (evaluations per run)", 1)
-    seeds = check_int(seeds, "seeds", 1)
-    base_seed = check_int(base_seed, "base_seed", 0)
+    limit = latency_limit(max_latency_ms, latency_device, dataset, objective.device)
+    budget = check_int(budget, "--budget", 1, rule="an integer >= 1 (budget=, evaluations "
+                                                    "per run)")
+    seeds = check_int(seeds, "--seeds", 1, rule="an integer >= 1 (seeds=, runs)")
+    base_seed = check_int(base_seed, "--base-seed", 0, rule="an integer >= 0 (base_seed=)")
+    population_size = check_int(population_size, "--population", 5, rule=(
+        "an integer >= 5 (population_size=; nsga2 needs at least 5 individuals)"))
+    if processes is None:
+        processes = os.cpu_count() or 1
     processes = min(check_int(processes, "processes", 1), seeds)
-    exact = exact_front(dataset, accuracy, objectives=objective, limit=limit)
     # pygmo there? a population nsga2 accepts? Fail here rather than in every worker
     make_nsga2(NASBench201Space(), base_seed, budget, population_size, objective).close()
+    exact = exact_front(dataset, accuracy, objectives=objective, limit=limit)
     nsga2_evaluator(dataset, objective, limit).evaluate_genome((0,) * 6)  # load before forks
     jobs = [(dataset, budget, chunk, population_size, accuracy, objective, limit)
             for chunk in chunks(list(range(base_seed, base_seed + seeds)), processes)]
@@ -454,8 +462,8 @@ def write_nsga2_report(out_dir: Union[str, os.PathLike], dataset: str = "cifar10
     budget = check_int(budget, "budget (evaluations)", 1)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    journal_path = Path(journal) if journal is not None else \
-        out / f"nsga2-{spec.name}-seed{seed}.db"
+    journal_path = (Path(journal) if journal is not None
+                    else out / f"nsga2-{spec.name}-seed{seed}.db")
     algorithm = make_nsga2(NASBench201Space(), seed, budget, population_size, objective)
     evaluator = BenchmarkEvaluator(spec.name)
     if objective.device is not None or limit is not None:

@@ -28,6 +28,9 @@ workers and each evaluation costs ``cost / (k * scaling_efficiency)``.
 
 **Default time budgets** are the NATS-Bench paper's (:data:`TIME_BUDGETS`): 20,000 s on
 CIFAR-10, 40,000 s on CIFAR-100, 120,000 s on ImageNet16-120.
+
+A refusal names a setting by its ``nord compare`` flag and its parameter together
+(``--workers``, ``workers=``), so that it reads the same from the command and from Python.
 """
 from __future__ import annotations
 
@@ -42,6 +45,7 @@ from nord.benchmarks.nasbench201.evaluator import check_signal, signal_costs
 from nord.checks import check_int
 from nord.comparisons.records import SeedRun, incumbent_curve
 from nord.errors import ConfigurationError
+from nord.report.plots import new_figure, save_figure
 from nord.search.engine import MODES, run_search
 from nord.search.executors import SimulatedExecutor
 from nord.search.algorithms.registry import make_algorithm
@@ -98,22 +102,29 @@ class SimulatedSetting:
             ConfigurationError: a value out of range, naming it and the fix; in particular a
                 time budget too small for the slowest cell's evaluation (so that every run
                 tells at least one result).
-            BenchmarkError: an unknown signal or noise.
+            BenchmarkError: an unknown data set, signal or noise.
         """
-        check_int(self.workers, "workers (GPUs of the simulated cluster)", 1)
+        dataset = get_dataset(dataset).name
+        check_int(self.workers, "--workers", 1, rule="an integer >= 1 (workers=, the GPUs of "
+                                                      "the simulated cluster)")
         check_int(self.train_workers, "train_workers (workers training each network)", 1)
         if self.workers % self.train_workers:
             raise ConfigurationError(
                 f"workers ({self.workers}) must be a multiple of train_workers "
                 f"({self.train_workers}), the size of each group that trains one network")
         if self.mode not in MODES:
-            raise ConfigurationError(f"mode must be one of {', '.join(MODES)}; got {self.mode!r}")
+            raise ConfigurationError(
+                f"--mode must be one of {', '.join(MODES)} (mode=); got {self.mode!r}")
         check_signal(self.signal, self.noise)
-        for name, value in (("overhead", self.overhead), ("time_budget", self.time_budget)):
-            if isinstance(value, bool) or not isinstance(value, (int, float)) \
-                    or not math.isfinite(value) or value < 0:
-                raise ConfigurationError(
-                    f"{name} must be a finite number of seconds >= 0; got {value!r}")
+        if not _seconds(self.overhead) or self.overhead < 0:
+            raise ConfigurationError(
+                f"--overhead must be a finite number of seconds >= 0 (overhead=); got "
+                f"{_shown(self.overhead)}")
+        if not _seconds(self.time_budget) or self.time_budget <= 0:
+            raise ConfigurationError(
+                f"--time-budget must be a positive number of simulated seconds (time_budget=); "
+                f"got {_shown(self.time_budget)}. Default: {TIME_BUDGETS[dataset]:,.0f} for "
+                f"{dataset}")
         if not (isinstance(self.scaling_efficiency, (int, float))
                 and 0 < self.scaling_efficiency <= 1):
             raise ConfigurationError(
@@ -122,9 +133,10 @@ class SimulatedSetting:
         slowest = self.cost_scale * max(signal_costs(dataset, self.signal)) + self.overhead
         if self.time_budget < slowest:
             raise ConfigurationError(
-                f"a time budget of {self.time_budget:g} s is too small for one evaluation: the "
-                f"slowest {dataset} cell costs {slowest:,.1f} s with signal {self.signal!r} "
-                f"(overhead {self.overhead:g} s included); give at least {math.ceil(slowest)}")
+                f"--time-budget {self.time_budget:g} (time_budget=, simulated seconds) is too "
+                f"small for one evaluation: the slowest {dataset} cell costs {slowest:,.1f} s "
+                f"with signal {self.signal!r} (overhead {self.overhead:g} s included); give at "
+                f"least {math.ceil(slowest)}")
         return self
 
     @property
@@ -141,6 +153,18 @@ class SimulatedSetting:
 
     def to_dict(self) -> Dict[str, Any]:
         return asdict(self)
+
+
+def _seconds(value: Any) -> bool:
+    """Whether ``value`` is a finite real number (not a bool)."""
+    return (not isinstance(value, bool) and isinstance(value, (int, float))
+            and math.isfinite(value))
+
+
+def _shown(value: Any) -> str:
+    """``value`` as a message shows it: a finite number as ``%g`` (``0``, not ``0.0``),
+    anything else as its repr."""
+    return f"{value:g}" if _seconds(value) else repr(value)
 
 
 @dataclass
@@ -179,8 +203,8 @@ def simulate(algorithm, dataset: str, seed: int, setting: SimulatedSetting,
     indices: List[int] = []
     accuracies: List[float] = []
     times: List[float] = []
-    add_index, add_accuracy, add_time, now = indices.append, accuracies.append, times.append, \
-        executor.now
+    add_index, add_accuracy, add_time = indices.append, accuracies.append, times.append
+    now = executor.now
     best = [-math.inf]
 
     def told(progress) -> None:
@@ -243,13 +267,12 @@ def time_to_reach(curve: Sequence[Sequence[float]], target: float) -> float:
 
 def write_anytime_plot(path, curves: Mapping[str, Mapping[str, Any]], title: str,
                        hours: bool = True):
-    """A PNG of anytime curves (``{algorithm: anytime_curves(...)}``): mean and band."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    """A PNG of anytime curves (``{algorithm: anytime_curves(...)}``): mean and band.
 
+    Drawn on a figure of its own (no ``pyplot``, no change of matplotlib's backend)."""
     scale, unit = (3600.0, "h") if hours else (1.0, "s")
-    figure, axes = plt.subplots(figsize=(7, 4.2))
+    figure = new_figure(7, 4.2)
+    axes = figure.add_subplot()
     for name, curve in curves.items():
         time = np.asarray(curve["time"]) / scale
         mean = np.asarray(curve["mean"], dtype=float)
@@ -268,9 +291,7 @@ def write_anytime_plot(path, curves: Mapping[str, Mapping[str, Any]], title: str
         top = max(value for curve in curves.values() for value in curve["high"]
                   if value is not None and math.isfinite(value))
         axes.set_ylim(max(min(finite), top - 6), top + 0.3)
-    figure.tight_layout()
-    figure.savefig(path, dpi=110)
-    plt.close(figure)
+    save_figure(figure, path)
     return path
 
 
