@@ -261,8 +261,9 @@ class PygmoAlgorithm(SearchAlgorithm):
                  batch: Optional[bool] = None, second_objective: str = "n_params",
                  **algo_kwargs):
         pygmo = import_pygmo()
-        population_size = check_int(population_size, "population_size", 1)
-        generations = check_int(generations, "generations", 0)
+        population_size = check_int(population_size, "population_size", 1,
+                                    rule="a positive integer")
+        generations = check_int(generations, "generations", 0, rule="a non-negative integer")
         if objectives not in (1, 2):
             raise ConfigurationError(f"objectives must be 1 or 2; got {objectives!r}")
         if batch not in (None, True, False):
