@@ -19,8 +19,8 @@ from nord.evaluators.base import Evaluator
 from nord.evaluators.result import EvaluationResult
 from nord.search.algorithms import SearchAlgorithm, make_algorithm, register_algorithm
 from nord.search.spaces import SearchSpace
+from nord.version import __version__
 
-__version__ = "0.1.0"
 
 _LAZY = {
     "NeuralNet": "nord.nn",

@@ -26,6 +26,10 @@ from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from nord.errors import ConfigurationError, NordError, RunInterrupted
+from nord.version import __version__
+
+# Every other nord module is imported inside the command that needs it: `nord --help`,
+# `nord list` and a refused flag must answer without loading torch, sqlite or matplotlib.
 
 DESCRIPTION = "nord: neural architecture search, from a laptop to an MPI or SLURM cluster."
 
@@ -460,7 +464,6 @@ def _layers(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from nord import __version__
 
     parser = argparse.ArgumentParser(
         prog="nord", description=DESCRIPTION,

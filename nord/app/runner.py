@@ -34,6 +34,9 @@ from typing import Any, Dict, List, Optional, Tuple
 from nord.checks import check_device, check_valid_fraction
 from nord.errors import ConfigurationError, JournalError, NordError, RunInterrupted
 
+# The registries, data sets, evaluators and the engine are imported where they are used, so
+# that a configuration is checked (and refused) before torch or a data set is loaded.
+
 logger = logging.getLogger(__name__)
 
 EVALUATIONS = ("local", "data-parallel", "distributed", "benchmark")

@@ -53,16 +53,20 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from nord.comparisons.compare import benchmark_evaluator, chunks, evaluated_cells
-from nord.comparisons.records import JSONRecord
-from nord.comparisons.hardware import (LatencyEvaluator, LatencyLimit, Objective, latency_limit,
-                                      parse_objectives)
 from nord.benchmarks.nasbench201 import BenchmarkEvaluator, NASBench201Space, get_dataset, load_table
 from nord.checks import check_int
+from nord.comparisons.compare import benchmark_evaluator, chunks, evaluated_cells
+from nord.comparisons.hardware import (LatencyEvaluator, LatencyLimit, Objective, latency_limit,
+                                      parse_objectives)
+from nord.comparisons.records import JSONRecord
 from nord.errors import ConfigurationError
+from nord.journal import Journal
+from nord.report import write_report
+from nord.report.fronts import plot_front_against_exact
 from nord.report.pareto import hypervolume, pareto_indices
-from nord.search.executors import ProcessPool
 from nord.search.algorithms.registry import make_algorithm
+from nord.search.engine import RunInfo, run_search
+from nord.search.executors import ProcessPool
 
 __all__ = ["REFERENCE_POINT", "EXACT_HYPERVOLUME", "ACCURACIES", "ParetoFront", "FrontRun",
            "MultiObjectiveResult", "NSGA2Report", "normalised_hypervolume", "exact_front",
@@ -452,10 +456,6 @@ def write_nsga2_report(out_dir: Union[str, os.PathLike], dataset: str = "cifar10
         JournalError: the journal holds a run already (give another path).
         ConfigurationError, BenchmarkError, MissingDependencyError: as ``run_nsga2``.
     """
-    from nord.journal import Journal
-    from nord.report import write_report
-    from nord.report.fronts import plot_front_against_exact
-    from nord.search.engine import RunInfo, run_search
 
     objective = parse_objectives(objectives)
     spec = get_dataset(objective.check_dataset(dataset))

@@ -43,6 +43,7 @@ from typing import Any, Dict, List, Optional, Sequence
 import torch
 
 from nord.architecture.descriptor import NeuralDescriptor
+from nord.data import Digits
 from nord.errors import ConfigurationError, NordError
 from nord.evaluators.base import Evaluator, Leg
 from nord.evaluators.callbacks import TrainingCallback, TrainingState, run_callbacks
@@ -157,7 +158,6 @@ class LocalEvaluator(Evaluator):
     # --- the work ---------------------------------------------------------------------
     def get_curator(self):
         if self.curator is None:
-            from nord.data import Digits
             self.curator = Digits()
         return self.curator
 

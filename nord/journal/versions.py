@@ -10,7 +10,7 @@ import sys
 from importlib import metadata as importlib_metadata
 from typing import Dict, Optional
 
-import nord
+from nord.version import __version__
 
 __all__ = ["package_versions"]
 
@@ -25,7 +25,7 @@ def package_versions() -> Dict[str, Optional[str]]:
         except importlib_metadata.PackageNotFoundError:
             versions[package] = None
     if versions["nord"] is None:   # a source tree that was never installed
-        versions["nord"] = getattr(nord, "__version__", None)
+        versions["nord"] = __version__
     mpi = sys.modules.get("mpi4py.MPI")
     if mpi is not None:
         try:

@@ -3,48 +3,22 @@
     from utils import get_logger            # after `import nord.legacy`
     log = get_logger('Local')               # appends ./Local.log
     log.info('0;[3. 7.];-0.12')             # 2018-08-12 10:00:00;Local;INFO;0;[3. 7.];-0.12
-
-Unlike the rest of nord, ``get_logger`` attaches a file handler to the logger it is given,
-because 2018 programs expect their ``<name>.log`` files; it never touches the root logger.
 """
 from __future__ import annotations
 
 import inspect
-import logging
-import os
 import sys
 import time
 from typing import List, Optional
 
 import numpy as np
 
+from nord.legacy.logs import LOG_DATE_FORMAT, LOG_FORMAT, get_logger
+from nord.legacy.neural_nets import layers
+
 __all__ = ["get_logger", "get_convolution_out_size", "extract_params", "print_all_parameters",
            "get_random_value", "generate_layer_parameters", "progress_bar", "format_time",
            "LOG_FORMAT", "LOG_DATE_FORMAT"]
-
-LOG_FORMAT = "%(asctime)s;%(name)s;%(levelname)s;%(message)s"
-"""A 2018 log line: time, logger name, level and message, separated by semicolons."""
-LOG_DATE_FORMAT = "%Y-%m-%d %H:%M:%S"
-
-
-def get_logger(loggername: str) -> logging.Logger:
-    """The logger ``loggername``, writing INFO and above to ``<loggername>.log`` (appended).
-
-    The file is relative to the working directory, as in 2018. Calling it again for the same
-    name and directory adds no second handler, so no line is written twice.
-    """
-    logger = logging.getLogger(loggername)
-    logger.setLevel(logging.INFO)
-    path = os.path.abspath(f"{loggername}.log")
-    for handler in logger.handlers:
-        if isinstance(handler, logging.FileHandler) and handler.baseFilename == path:
-            return logger
-    handler = logging.FileHandler(path)
-    handler.setLevel(logging.INFO)
-    handler.setFormatter(logging.Formatter(LOG_FORMAT, LOG_DATE_FORMAT))
-    logger.addHandler(handler)
-    return logger
-
 
 def get_convolution_out_size(in_size, filter_size, padding=0, stride=1) -> float:
     """Output length of a convolution along one dimension (a float, as in 2018)."""
@@ -96,8 +70,6 @@ def generate_layer_parameters(layer, mandatory_only: bool = True):
     Returns:
         ``(names, values)``, two lists in the constructor's order.
     """
-    from nord.legacy.neural_nets import layers
-
     group = layers.find_layer_type(layer)
     types = layers.parameters.get(group, {})
     names, values = [], []

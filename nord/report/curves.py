@@ -1,7 +1,7 @@
 """Learning curves and introspection metrics, from the journal's ``epochs`` table.
 
-    from nord.report.curves import has_curves, has_introspection, plot_introspection, \
-        plot_learning_curves
+    from nord.report.curves import (has_curves, has_introspection, plot_introspection,
+                                    plot_learning_curves)
 
     if any(has_curves(run) for run in runs):
         plot_learning_curves(runs, "out/learning_curves.png")

@@ -13,6 +13,8 @@ from typing import Optional, Sequence, Tuple
 
 import numpy as np
 
+from nord.benchmarks.nasbench201 import load_table
+
 __all__ = ["plot_front_against_exact"]
 
 
@@ -35,8 +37,6 @@ def plot_front_against_exact(path: Path, dataset: str, indices: Sequence[int], f
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
     from matplotlib.ticker import EngFormatter
-
-    from nord.benchmarks.nasbench201 import load_table
 
     arrays = load_table().arrays(dataset)
     x_values = arrays.n_params if costs is None else np.asarray(costs)

@@ -18,6 +18,7 @@ import math
 from typing import Iterable, List, Sequence, Tuple
 
 from nord.errors import ConfigurationError
+from nord.search.algorithms.pygmo_adapter import import_pygmo
 
 __all__ = ["pareto_indices", "pareto_front", "hypervolume", "dominates"]
 
@@ -25,7 +26,6 @@ Point = Tuple[float, float]
 
 
 def _pygmo():
-    from nord.search.algorithms.pygmo_adapter import import_pygmo
     return import_pygmo()
 
 

@@ -32,6 +32,7 @@ from nord.report.plots import (plot_accuracy, plot_comparison, plot_parameters, 
 from nord.report.runs import (RunData, best_entry, dumps, is_multi_objective, load_runs,
                               run_numbers)
 from nord.report.schedule import STATES, schedule_numbers
+from nord.version import __version__
 
 __all__ = ["write_report", "FORMATS", "format_duration", "default_reference_point"]
 
@@ -259,9 +260,7 @@ def write_report(journal_paths: Union[PathLike, Iterable[PathLike]], out_dir: Pa
 
 
 def _nord_version() -> Optional[str]:
-    import nord
-
-    return getattr(nord, "__version__", None)
+    return __version__
 
 
 def _page(title: str, runs: List[RunData], numbers: List[Dict[str, Any]],

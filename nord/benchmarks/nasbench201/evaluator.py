@@ -20,6 +20,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from nord.benchmarks.nasbench201.cells import descriptor_to_genome, genome_to_code
+from nord.benchmarks.nasbench201.costs import load_costs
 from nord.benchmarks.nasbench201.space import NASBench201Space
 from nord.benchmarks.nasbench201.table import (SEARCH_EPOCHS, NASBench201Table, get_dataset,
                                                load_table)
@@ -73,7 +74,6 @@ def check_signal(signal: Any, noise: Any = None) -> str:
 @functools.lru_cache(maxsize=None)
 def _packaged_signal(dataset: str, signal: str) -> Tuple[Tuple[float, ...], Tuple[float, ...]]:
     """The packaged tables' (signal of each cell, training seconds of that signal)."""
-    from nord.benchmarks.nasbench201.costs import load_costs
     costs = load_costs()
     full = costs.train_time(dataset)
     if signal == "valid12":
@@ -94,7 +94,6 @@ def signal_costs(dataset: str, signal: str = "valid12") -> Tuple[float, ...]:
 @functools.lru_cache(maxsize=None)
 def _packaged_seeds(dataset: str) -> Tuple[Tuple[float, ...], ...]:
     """Each cell's per-seed 200-epoch validation accuracies (fractions), 2 or 3 of them."""
-    from nord.benchmarks.nasbench201.costs import load_costs
     seeds = np.round(load_costs().valid_seeds(dataset) / 100.0, 10)
     return tuple(tuple(value for value in row if value == value) for row in seeds.tolist())
 
@@ -256,7 +255,6 @@ class BenchmarkEvaluator(Evaluator):
     def latency(self, key: Any, device: str) -> float:
         """Inference latency (ms) of a cell's CIFAR-10 network on ``device`` (one of
         :data:`~nord.benchmarks.nasbench201.costs.DEVICES`)."""
-        from nord.benchmarks.nasbench201.costs import load_costs
         if self._records is None:
             self._prepare()
         return float(load_costs().latency(device)[self.table.index(key)])

@@ -29,6 +29,8 @@ import time
 from dataclasses import dataclass
 from typing import Any, Dict, Hashable, Optional, Sequence, Tuple
 
+from nord.architecture.descriptor import NeuralDescriptor
+from nord.errors import ConfigurationError
 from nord.evaluators.result import EvaluationResult
 
 __all__ = ["Task", "Completion", "Executor", "TimeBudgetSpent", "run_task"]
@@ -97,12 +99,10 @@ class Task:
         """The NeuralDescriptor, decoded on first use (from its JSON, or by the space)."""
         if self._descriptor is None:
             if self._json is not None:
-                from nord.architecture.descriptor import NeuralDescriptor
                 self._descriptor = NeuralDescriptor.from_json(self._json)
             elif self.space is not None:
                 self._descriptor = self.space.to_descriptor(self.genome)
             else:
-                from nord.errors import ConfigurationError
                 raise ConfigurationError(
                     f"candidate {self.number} came without a descriptor and this rank has no "
                     "search space to decode its genome; give the executor the space")

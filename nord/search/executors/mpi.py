@@ -20,10 +20,10 @@ import time
 from collections import deque
 from typing import Any, Deque, Dict, List
 
-from nord.parallel import import_mpi, launched_by_mpi, wait_for_message
 from nord.checks import check_int
 from nord.errors import ConfigurationError
-from nord.evaluators.result import EvaluationResult
+from nord.evaluators.result import EpochRecord, EvaluationResult
+from nord.parallel import import_mpi, launched_by_mpi, wait_for_message
 from nord.search.executors.base import Completion, Executor, Task, run_task
 
 __all__ = ["MPIExecutor", "TAG_TASK", "TAG_RESULT", "TAG_STOP"]
@@ -197,7 +197,6 @@ class MPIExecutor(Executor):
             if tag == TAG_RESULT:
                 break
             if tag == TAG_EPOCH and self.on_epoch is not None:
-                from nord.evaluators.result import EpochRecord
                 number, record = message
                 self.on_epoch(number, EpochRecord.from_dict(record), worker)
         number, result, started, ended = message

@@ -21,7 +21,7 @@ import logging
 from typing import Any, Optional
 
 from nord.parallel import Environment as _NordEnvironment
-from nord.legacy.utils import get_logger
+from nord.legacy.logs import get_logger
 
 __all__ = ["Environment", "env"]
 
