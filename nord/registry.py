@@ -36,6 +36,7 @@ did not is registered under the entry point's name.
 """
 from __future__ import annotations
 
+import functools
 import importlib
 import logging
 from dataclasses import dataclass
@@ -126,14 +127,18 @@ class Registry(Generic[T]):
         adopt: registers an entry point's object that did not register itself, as
             ``adopt(name, obj)`` (default: :meth:`register` it as it is), for registries
             whose values wrap the object.
+        base: the class every class added with :meth:`add` must subclass (None: any class,
+            so that a registry can hold classes it must not import).
     """
 
     def __init__(self, kind: str, hint: str = "", plugins: Optional[str] = None,
-                 adopt: Optional[Callable[[str, Any], Any]] = None):
+                 adopt: Optional[Callable[[str, Any], Any]] = None,
+                 base: Optional[type] = None):
         self.kind = kind
         self.hint = hint
         self.plugins = plugins
         self.adopt = adopt
+        self.base = base
         self._plugins_loaded = plugins is None
         self._entries: Dict[str, Entry[T]] = {}   # canonical name -> entry, in order
         self._keys: Dict[str, str] = {}           # normalised name or alias -> canonical name
@@ -167,6 +172,32 @@ class Registry(Generic[T]):
             self._keys[normalise_name(label)] = name
         self._entries[name] = entry
         return entry
+
+    def add(self, name: str, cls: Any = None, *, aliases: Sequence[str] = (),
+            description: str = "", overwrite: bool = False,
+            wrap: Optional[Callable[[Any], T]] = None):
+        """What every ``register_<thing>`` function does: register the class ``cls`` (or its
+        ``'module.Class'`` path) as ``name``, and return it; without ``cls``, a class
+        decorator that does so.
+
+        Args:
+            name: the name; ``aliases``: other names for the same entry.
+            cls: a subclass of ``base``, or a dotted path (imported on first use).
+            description: one line for help texts (default: the first line of its docstring).
+            overwrite: replace an entry of the same name.
+            wrap: what is stored for ``cls`` (default: ``cls`` itself).
+
+        Raises:
+            ConfigurationError: ``cls`` is not a subclass of ``base``, or a name is taken.
+        """
+        if cls is None:
+            return functools.partial(self.add, name, aliases=aliases, description=description,
+                                     overwrite=overwrite, wrap=wrap)
+        if self.base is not None and not isinstance(cls, str):
+            check_subclass(cls, self.base, name)
+        self.register(name, wrap(cls) if wrap is not None else cls, aliases=aliases,
+                      description=description or first_line(cls), overwrite=overwrite)
+        return cls
 
     def unregister(self, name: str) -> None:
         """Remove an entry and its aliases (no error when absent)."""
@@ -255,7 +286,7 @@ class Registry(Generic[T]):
 
     def copy(self) -> "Registry[T]":
         """An independent registry with the same entries (e.g. to register things temporarily)."""
-        clone: Registry[T] = Registry(self.kind, self.hint, self.plugins, self.adopt)
+        clone: Registry[T] = Registry(self.kind, self.hint, self.plugins, self.adopt, self.base)
         clone._plugins_loaded = self._plugins_loaded
         clone._entries, clone._keys = dict(self._entries), dict(self._keys)
         return clone

@@ -12,10 +12,9 @@ a name before anything heavy is imported. Other packages add data sets through t
 """
 from __future__ import annotations
 
-import functools
 from typing import Any, List, Sequence, Type, Union
 
-from nord.registry import Registry, first_line
+from nord.registry import Registry
 
 __all__ = ["CURATORS", "register_curator", "list_curators", "get_curator", "curator_class"]
 
@@ -28,30 +27,14 @@ CURATORS: Registry[Union[str, type]] = Registry(
 def register_curator(name: str, cls: Union[type, str, None] = None, *,
                      aliases: Sequence[str] = (), description: str = "",
                      overwrite: bool = False):
-    """Make ``cls`` available to :func:`get_curator` as ``name`` (and its aliases).
+    """Make the DataCurator subclass ``cls`` (or its ``'module.Class'`` path, imported on
+    first use) available to :func:`get_curator` as ``name``; without ``cls``, a class
+    decorator (``@register_curator("noise")``). The class is not checked here, so that this
+    module needs no torch. Returns ``cls``; arguments and errors as
+    :meth:`nord.registry.Registry.add`."""
+    return CURATORS.add(name, cls, aliases=aliases, description=description,
+                        overwrite=overwrite)
 
-    Without ``cls``, a class decorator: ``@register_curator("noise")``. The class is not
-    checked here, so that this module needs no torch.
-
-    Args:
-        name: the data set's name.
-        cls: a DataCurator subclass, or its ``'module.Class'`` path (imported on first use).
-        aliases: other names for the same entry.
-        description: one line for help texts (default: the first line of its docstring).
-        overwrite: replace an entry of the same name.
-
-    Returns:
-        ``cls``.
-
-    Raises:
-        ConfigurationError: a name is taken by another data set.
-    """
-    if cls is None:
-        return functools.partial(register_curator, name, aliases=aliases,
-                                 description=description, overwrite=overwrite)
-    CURATORS.register(name, cls, aliases=aliases, description=description or first_line(cls),
-                      overwrite=overwrite)
-    return cls
 
 
 def list_curators() -> List[str]:

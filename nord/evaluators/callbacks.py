@@ -23,12 +23,11 @@ Registered by name (:func:`register_callback`), a callback is also known to
 """
 from __future__ import annotations
 
-import functools
 import math
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence
 
-from nord.registry import Registry, check_subclass, first_line
+from nord.registry import Registry
 
 __all__ = ["TrainingCallback", "TrainingState", "GradientNorms", "WeightNorms", "DeadReLUs",
            "CallbackError", "CALLBACKS", "register_callback", "list_callbacks", "make_callbacks"]
@@ -195,37 +194,19 @@ def run_callbacks(callbacks: List[TrainingCallback], hook: str, state: TrainingS
 CALLBACKS: Registry[type] = Registry(
     "training callback",
     hint="Register yours with nord.evaluators.callbacks.register_callback(name, cls)",
-    plugins="nord.callbacks")
+    plugins="nord.callbacks", base=TrainingCallback)
 """Training callback name -> its TrainingCallback subclass (``nord run --callbacks
 grad_norm,dead_relu``)."""
 
 
 def register_callback(name: str, cls: Optional[type] = None, *, aliases: Sequence[str] = (),
                       description: str = "", overwrite: bool = False):
-    """Make ``cls`` available to :func:`make_callbacks` as ``name`` (and its aliases).
+    """Make the TrainingCallback subclass ``cls`` available to :func:`make_callbacks` as
+    ``name`` (it is made without arguments); without ``cls``, a class decorator. Returns
+    ``cls``; arguments and errors as :meth:`nord.registry.Registry.add`."""
+    return CALLBACKS.add(name, cls, aliases=aliases, description=description,
+                         overwrite=overwrite)
 
-    Without ``cls``, a class decorator: ``@register_callback("mine")``.
-
-    Args:
-        name: the callback's name.
-        cls: a TrainingCallback subclass, made without arguments by :func:`make_callbacks`.
-        aliases: other names for the same entry.
-        description: one line for help texts (default: the first line of its docstring).
-        overwrite: replace an entry of the same name.
-
-    Returns:
-        ``cls``.
-
-    Raises:
-        ConfigurationError: ``cls`` is not a TrainingCallback subclass, or a name is taken.
-    """
-    if cls is None:
-        return functools.partial(register_callback, name, aliases=aliases,
-                                 description=description, overwrite=overwrite)
-    check_subclass(cls, TrainingCallback, name)
-    CALLBACKS.register(name, cls, aliases=aliases, description=description or first_line(cls),
-                       overwrite=overwrite)
-    return cls
 
 
 def list_callbacks() -> List[str]:

@@ -13,13 +13,12 @@ Details (each rule, fairness at a rung, what the algorithm is told, disk): docs/
 """
 from __future__ import annotations
 
-import functools
 import math
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from nord.checks import check_int
 from nord.errors import ConfigurationError
-from nord.registry import Registry, check_subclass, first_line
+from nord.registry import Registry
 
 __all__ = ["Scheduler", "MedianStopping", "SuccessiveHalving", "ASHA", "Hyperband",
            "SCHEDULERS", "register_scheduler", "list_schedulers", "make_scheduler",
@@ -513,36 +512,18 @@ class _SyncBrackets(SuccessiveHalving):
 
 SCHEDULERS: Registry[type] = Registry(
     "scheduler", hint="Register yours with nord.search.schedulers.register_scheduler(name, cls)",
-    plugins="nord.schedulers")
+    plugins="nord.schedulers", base=Scheduler)
 """Scheduler name -> its Scheduler subclass."""
 
 
 def register_scheduler(name: str, cls: Optional[type] = None, *, aliases: Sequence[str] = (),
                        description: str = "", overwrite: bool = False):
-    """Make ``cls`` available to :func:`make_scheduler` as ``name`` (and its aliases).
+    """Make the Scheduler subclass ``cls`` available to :func:`make_scheduler` as ``name``;
+    without ``cls``, a class decorator. Returns ``cls``; arguments and errors as
+    :meth:`nord.registry.Registry.add`."""
+    return SCHEDULERS.add(name, cls, aliases=aliases, description=description,
+                          overwrite=overwrite)
 
-    Without ``cls``, a class decorator: ``@register_scheduler("mine")``.
-
-    Args:
-        name: the scheduler's name.
-        cls: a Scheduler subclass.
-        aliases: other names for the same entry.
-        description: one line for help texts (default: the first line of its docstring).
-        overwrite: replace an entry of the same name.
-
-    Returns:
-        ``cls``.
-
-    Raises:
-        ConfigurationError: ``cls`` is not a Scheduler subclass, or a name is taken.
-    """
-    if cls is None:
-        return functools.partial(register_scheduler, name, aliases=aliases,
-                                 description=description, overwrite=overwrite)
-    check_subclass(cls, Scheduler, name)
-    SCHEDULERS.register(name, cls, aliases=aliases, description=description or first_line(cls),
-                        overwrite=overwrite)
-    return cls
 
 
 def list_schedulers() -> List[str]:

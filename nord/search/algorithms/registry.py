@@ -17,13 +17,12 @@ entry-point group (see :mod:`nord.registry`).
 """
 from __future__ import annotations
 
-import functools
 import inspect
 from dataclasses import dataclass, field
 from typing import Any, List, Mapping, Optional, Sequence, Type
 
 from nord.errors import ConfigurationError
-from nord.registry import Registry, check_subclass, first_line
+from nord.registry import Registry
 from nord.search.algorithms.base import SearchAlgorithm, generations_within
 from nord.search.algorithms.evolution import RegularizedEvolution
 from nord.search.algorithms.genetic import GeneticAlgorithm
@@ -55,42 +54,25 @@ class AlgorithmSpec:
 ALGORITHMS: Registry[AlgorithmSpec] = Registry(
     "search algorithm",
     hint="Register yours with nord.search.algorithms.register_algorithm(name, cls)",
-    plugins="nord.algorithms", adopt=lambda name, cls: register_algorithm(name, cls))
+    plugins="nord.algorithms", adopt=lambda name, cls: register_algorithm(name, cls),
+    base=SearchAlgorithm)
 
 
 def register_algorithm(name: str, cls: Optional[Type[SearchAlgorithm]] = None, *,
                        aliases: Sequence[str] = (), description: str = "",
                        preset: Optional[Mapping[str, Any]] = None,
                        generations_from_budget: bool = False, overwrite: bool = False):
-    """Make ``cls`` available to :func:`make_algorithm` as ``name`` (and its aliases).
+    """Make the SearchAlgorithm subclass ``cls`` available to :func:`make_algorithm` as
+    ``name``; without ``cls``, a class decorator (``@register_algorithm("mine")``).
 
-    Without ``cls``, a class decorator: ``@register_algorithm("mine")``.
-
-    Args:
-        name: the algorithm's name.
-        cls: a SearchAlgorithm subclass.
-        aliases: other names for the same entry.
-        description: one line for help texts (default: the first line of its docstring).
-        preset: keyword arguments applied before the caller's.
-        generations_from_budget: see :class:`AlgorithmSpec`.
-        overwrite: replace an entry of the same name.
-
-    Returns:
-        ``cls``.
-
-    Raises:
-        ConfigurationError: ``cls`` is not a SearchAlgorithm subclass, or a name is taken.
+    ``preset`` (keyword arguments applied before the caller's) and ``generations_from_budget``
+    are those of :class:`AlgorithmSpec`. Returns ``cls``; the other arguments and the errors
+    are :meth:`nord.registry.Registry.add`'s.
     """
-    if cls is None:
-        return functools.partial(register_algorithm, name, aliases=aliases,
-                                 description=description, preset=preset,
-                                 generations_from_budget=generations_from_budget,
-                                 overwrite=overwrite)
-    check_subclass(cls, SearchAlgorithm, name)
-    ALGORITHMS.register(name, AlgorithmSpec(cls, dict(preset or {}), generations_from_budget),
-                        aliases=aliases, description=description or first_line(cls),
-                        overwrite=overwrite)
-    return cls
+    return ALGORITHMS.add(
+        name, cls, aliases=aliases, description=description, overwrite=overwrite,
+        wrap=lambda cls: AlgorithmSpec(cls, dict(preset or {}), generations_from_budget))
+
 
 
 def list_algorithms() -> List[str]:

@@ -10,12 +10,11 @@ Other packages add spaces through the ``nord.spaces`` entry-point group (see
 """
 from __future__ import annotations
 
-import functools
 import inspect
 from typing import Any, List, Sequence, Union
 
 from nord.errors import ConfigurationError
-from nord.registry import Registry, check_subclass, first_line
+from nord.registry import Registry
 from nord.search.spaces.base import SearchSpace
 from nord.search.spaces.conv import ConvSpace
 
@@ -23,37 +22,17 @@ __all__ = ["SPACES", "register_space", "list_spaces", "space_class", "make_space
 
 SPACES: Registry[Union[str, type]] = Registry(
     "search space", hint="Register yours with nord.search.spaces.register_space(name, cls)",
-    plugins="nord.spaces")
+    plugins="nord.spaces", base=SearchSpace)
 """Search space name -> its SearchSpace class (or the class's dotted import path)."""
 
 
 def register_space(name: str, cls: Union[type, str, None] = None, *, aliases: Sequence[str] = (),
                    description: str = "", overwrite: bool = False):
-    """Make ``cls`` available to :func:`make_space` as ``name`` (and its aliases).
+    """Make the SearchSpace subclass ``cls`` (or its ``'module.Class'`` path, imported on first
+    use) available to :func:`make_space` as ``name``; without ``cls``, a class decorator.
+    Returns ``cls``; arguments and errors as :meth:`nord.registry.Registry.add`."""
+    return SPACES.add(name, cls, aliases=aliases, description=description, overwrite=overwrite)
 
-    Without ``cls``, a class decorator: ``@register_space("mine")``.
-
-    Args:
-        name: the space's name.
-        cls: a SearchSpace subclass, or its ``'module.Class'`` path (imported on first use).
-        aliases: other names for the same entry.
-        description: one line for help texts (default: the first line of its docstring).
-        overwrite: replace an entry of the same name.
-
-    Returns:
-        ``cls``.
-
-    Raises:
-        ConfigurationError: ``cls`` is not a SearchSpace subclass, or a name is taken.
-    """
-    if cls is None:
-        return functools.partial(register_space, name, aliases=aliases, description=description,
-                                 overwrite=overwrite)
-    if not isinstance(cls, str):
-        check_subclass(cls, SearchSpace, name)
-    SPACES.register(name, cls, aliases=aliases, description=description or first_line(cls),
-                    overwrite=overwrite)
-    return cls
 
 
 def list_spaces() -> List[str]:
