@@ -10,13 +10,12 @@ The pure parts (descriptors, layers, errors, results, search spaces) import eage
 need no torch; everything else is imported on first use, so ``import nord`` works without
 mpi4py, horovod or pygmo and stays fast.
 """
-import importlib
-
 from nord.architecture import NeuralDescriptor, list_layers, register_layer
 from nord.errors import *  # noqa: F401,F403 - the exception hierarchy is part of the API
 from nord.errors import __all__ as _ERRORS
 from nord.evaluators.base import Evaluator
 from nord.evaluators.result import EvaluationResult
+from nord.lazy import lazy_exports
 from nord.search.algorithms import SearchAlgorithm, make_algorithm, register_algorithm
 from nord.search.spaces import SearchSpace
 from nord.version import __version__
@@ -45,15 +44,4 @@ __all__ = ["NeuralDescriptor", "list_layers", "register_layer", "Evaluator", "Ev
            "SearchSpace", "SearchAlgorithm", "make_algorithm", "register_algorithm", *_LAZY,
            *_ERRORS, "__version__"]
 
-
-def __getattr__(name):
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'nord' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__():
-    return sorted(__all__)
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY, __all__)

@@ -7,10 +7,9 @@
 :class:`EvaluationResult` is the one result record. The torch-based evaluators load on first
 use, so importing this package stays light.
 """
-import importlib
-
 from nord.evaluators.base import Evaluator, Leg
 from nord.evaluators.result import EpochRecord, EvaluationResult
+from nord.lazy import lazy_exports
 
 _LAZY = {
     "LocalEvaluator": "nord.evaluators.local",
@@ -22,13 +21,4 @@ _LAZY = {
 
 __all__ = ["Evaluator", "Leg", "EvaluationResult", "EpochRecord", *_LAZY]
 
-
-def __getattr__(name):
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
-
-
-def __dir__():
-    return sorted(__all__)
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY, __all__)

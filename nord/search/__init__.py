@@ -9,8 +9,7 @@ Rooms: :mod:`~nord.search.spaces`, :mod:`~nord.search.algorithms`,
 :mod:`~nord.search.schedulers` (early stopping), :mod:`~nord.search.executors` (where
 evaluations run) and :mod:`~nord.search.engine` (the loop, resuming, legs of training).
 """
-import importlib
-
+from nord.lazy import lazy_exports
 from nord.search.algorithms import (ALGORITHMS, Candidate, GeneticAlgorithm, LocalSearch,
                                     PygmoAlgorithm, RandomSearch, RegularizedEvolution,
                                     SearchAlgorithm, get_algorithm, list_algorithms,
@@ -34,13 +33,4 @@ __all__ = ["Candidate", "SearchAlgorithm", "SearchSpace", "ConvSpace", "SPACES",
            "PygmoAlgorithm", "ALGORITHMS", "make_algorithm", "list_algorithms", "get_algorithm",
            "register_algorithm", *_LAZY]
 
-
-def __getattr__(name):
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
-
-
-def __dir__():
-    return sorted(__all__)
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY, __all__)
