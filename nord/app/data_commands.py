@@ -6,16 +6,11 @@
     nord data download mnist --mirror http://fileserver/datasets/{name}/
     nord data list --root data
 
-The download shows a bar on a terminal and a line every few seconds elsewhere (a batch
-job's log). Files already in place with the right checksum are not fetched again, a
-``.part`` left by a broken download is continued, and a file with the wrong checksum is
-deleted. Torch is imported only at the end, to read the data set once and print its
-splits. Errors are one line on stderr and exit code 2 (130 after Ctrl-C).
+Files are checked against nord's table of the official MD5s; a mirror that serves other
+files needs ``--checksums FILE``. Errors are one line on stderr and exit code 2 (130 after
+Ctrl-C).
 
-The files are checked against nord's table of the official MD5s. A mirror that serves
-other files (a subset, a test copy) needs ``--checksums FILE``: the MD5s in the format
-``md5sum`` writes, from a source you trust. Checksums fetched from the mirror itself
-would only prove that the mirror agrees with itself, so nord never does that.
+Details (progress, ``.part`` files, checksums from a mirror): docs/data.md.
 """
 from __future__ import annotations
 
@@ -55,7 +50,8 @@ from nord.data.files import (
     idx_directories,
 )
 from nord.data.registry import CURATORS
-from nord.errors import ConfigurationError, MissingDependencyError, NordError
+from nord.errors import ConfigurationError, NordError
+from nord.progress import ProgressDisplay
 
 __all__ = ["register", "fetch", "load", "Fetched", "CommandProgress"]
 
@@ -137,14 +133,12 @@ class CommandProgress(DownloadProgress):
 
     def __init__(self, stream: Optional[TextIO] = None, out: Optional[TextIO] = None, interval: float = 5.0,
                  clock: Callable[[], float] = time.monotonic):
-        self.stream = stream if stream is not None else sys.stderr
+        self.display = ProgressDisplay(stream if stream is not None else sys.stderr, interval,
+                                       clock)
         self.out = out if out is not None else sys.stdout
-        self.interval = float(interval)
         self.clock = clock
-        self.live = bool(getattr(self.stream, "isatty", lambda: False)())
-        self._bar = None
         self._file = ""
-        self._done = self._total = self._began = self._last = None
+        self._done = self._total = self._began = None
 
     def say(self, message: str) -> None:
         print(message, file=self.out, flush=True)
@@ -160,26 +154,20 @@ class CommandProgress(DownloadProgress):
                 else f"downloading {format_bytes(total)}")
         self.say(f"{file_name}: {verb} from {url}")
         self._file, self._done, self._total = file_name, offset, total
-        self._began = self._last = self.clock()
-        if self.live:
-            try:
-                from tqdm import tqdm
-            except ImportError as error:  # pragma: no cover - tqdm is a dependency of nord
-                raise MissingDependencyError("the download bar needs tqdm: pip install tqdm") from error
-            self._bar = tqdm(total=total, initial=offset, desc=file_name, unit="B", unit_scale=True,
-                             file=self.stream, dynamic_ncols=True, leave=False)
+        self._began = self.clock()
+        self.display.wait()   # the line above says where it starts
+        if self.display.live:
+            self.display.bar(total=total, initial=offset, desc=file_name, unit="B",
+                             unit_scale=True)
 
     def advance(self, count):
         self._done += count
-        if self._bar is not None:
-            self._bar.update(count)
-            return
-        now = self.clock()
-        if now - self._last >= self.interval:
-            self._last = now
+        if self.display.current is not None:
+            self.display.current.update(count)
+        elif self.display.due():
             share = f" ({100 * self._done / self._total:.0f}%)" if self._total else ""
-            print(f"{self._file}: {format_bytes(self._done)} of {format_bytes(self._total)}{share}",
-                  file=self.stream, flush=True)
+            self.display.write(
+                f"{self._file}: {format_bytes(self._done)} of {format_bytes(self._total)}{share}")
 
     def finish(self, file_name, path):
         self.close()
@@ -188,9 +176,7 @@ class CommandProgress(DownloadProgress):
 
     def close(self) -> None:
         """Take the bar off the screen (after an error too)."""
-        if self._bar is not None:
-            self._bar.close()
-            self._bar = None
+        self.display.close()
 
 
 # ---------------------------------------------------------------------------------------------

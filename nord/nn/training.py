@@ -22,6 +22,7 @@ from torch import nn
 
 from nord.checks import check_device
 from nord.errors import ConfigurationError, DistributedError, NordError
+from nord.progress import ProgressDisplay
 
 OPTIMIZERS = {
     "sgd": torch.optim.SGD,
@@ -256,19 +257,24 @@ def test_counts(model: nn.Module, loader: Iterable, device: torch.device,
 
 
 class ProgressBar:
-    """The steps of one epoch as a tqdm bar, called as ``bar(step, loss)`` by
-    :func:`train_epoch`. Off a terminal it redraws at most every 30 s and leaves one final
-    line per epoch, so a log file does not fill with redraws. It closes after the last step."""
+    """The steps of one epoch, called as ``bar(step, loss)`` by :func:`train_epoch`: a bar on
+    a terminal; elsewhere a line at most every 30 s and one when the epoch ends, so a log file
+    does not fill with redraws. It closes after the last step."""
 
     def __init__(self, total: int, label: str = "", stream=None):
-        from tqdm.auto import tqdm
-        stream = stream or sys.stderr
-        live = bool(getattr(stream, "isatty", lambda: False)())
-        self._bar = tqdm(total=max(int(total), 1), desc=label, unit="step", file=stream,
-                         dynamic_ncols=True, leave=not live, mininterval=0.1 if live else 30.0)
+        self.total = max(int(total), 1)
+        self.label = label
+        self.display = ProgressDisplay(stream or sys.stderr, interval=30.0)
+        self.display.wait()   # off a terminal, the first line comes after 30 s or at the end
 
     def __call__(self, step: int, loss: float) -> None:
-        self._bar.set_postfix_str(f"loss {loss:.4f}", refresh=False)
-        self._bar.update(step - self._bar.n)
-        if step >= self._bar.total:
-            self._bar.close()
+        if self.display.live:
+            bar = self.display.bar(total=self.total, desc=self.label, unit="step",
+                                   mininterval=0.1)
+            bar.set_postfix_str(f"loss {loss:.4f}", refresh=False)
+            bar.update(step - bar.n)
+        elif step >= self.total or self.display.due():
+            self.display.write(f"{self.label}: step {step}/{self.total}, loss {loss:.4f}"
+                               if self.label else f"step {step}/{self.total}, loss {loss:.4f}")
+        if step >= self.total:
+            self.display.close()

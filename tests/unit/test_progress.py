@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from nord.app.progress import SearchProgressView
+from nord.app.search_progress import SearchProgressView
 from nord.search.engine import run_search
 from nord.search.algorithms.random_search import RandomSearch
 from nord.search.schedulers import make_scheduler

@@ -15,6 +15,8 @@ import sys
 import time
 from typing import Callable, Optional, TextIO
 
+from nord.progress import ProgressDisplay
+
 __all__ = ["SearchProgressView", "closing_line"]
 
 
@@ -40,12 +42,9 @@ class SearchProgressView:
         self.mode = mode
         self.signal = signal
         self.reported = reported
-        self.stream = stream if stream is not None else sys.stdout
-        self.interval = float(interval)
-        self.live = bool(getattr(self.stream, "isatty", lambda: False)()) if live is None else live
-        self.clock = clock
-        self._bar = None
-        self._last_line: Optional[float] = None
+        self.display = ProgressDisplay(stream if stream is not None else sys.stdout, interval,
+                                       clock, live)
+        self.live = self.display.live
         self._training = ""
 
     # -- engine callbacks -----------------------------------------------------------------
@@ -56,40 +55,33 @@ class SearchProgressView:
             bar.set_postfix_str(self._postfix(progress), refresh=False)
             bar.update(progress.evaluations - bar.n)
             return
-        now = self.clock()
-        if self._last_line is None or now - self._last_line >= self.interval:
-            self._last_line = now
-            self._write(self._line(progress))
+        if self.display.due():
+            self.display.write(self._line(progress))
 
     def epoch(self, number: int, record) -> None:
         """A candidate finished an epoch: the bar names what is being trained."""
         self._training = f"candidate {number} epoch {record.epoch}"
-        if self._bar is not None:
-            postfix = self._bar.postfix or ""
+        bar = self.display.current
+        if bar is not None:
+            postfix = bar.postfix or ""
             head = postfix.split(" | training ", 1)[0]
-            self._bar.set_postfix_str(f"{head} | training {self._training}" if head
-                                      else f"training {self._training}")
+            bar.set_postfix_str(f"{head} | training {self._training}" if head
+                                else f"training {self._training}")
 
     def close(self, summary=None) -> Optional[str]:
         """Take the bar off the screen and write the closing line (returned too)."""
-        if self._bar is not None:
-            self._bar.close()
-            self._bar = None
+        self.display.close()
         if summary is None:
             return None
         line = closing_line(summary, self.signal, self.reported)
-        self._write(line)
+        self.display.write(line)
         return line
 
     # -- what is shown --------------------------------------------------------------------
     def _live_bar(self, replayed: int):
-        if self._bar is None:
-            from tqdm import tqdm
-            self._bar = tqdm(total=self.budget, initial=replayed, unit="eval",
-                             file=self.stream, dynamic_ncols=True, leave=False,
-                             bar_format="{n_fmt}/{total_fmt} evaluations |{bar}| "
-                                        "{rate_fmt} {remaining} left{postfix}")
-        return self._bar
+        return self.display.bar(total=self.budget, initial=replayed, unit="eval",
+                                bar_format="{n_fmt}/{total_fmt} evaluations |{bar}| "
+                                           "{rate_fmt} {remaining} left{postfix}")
 
     def _postfix(self, progress) -> str:
         parts = [f"best {_accuracy(progress.best_accuracy)}", f"{progress.failed} failed"]
@@ -109,10 +101,6 @@ class SearchProgressView:
                 if done_here > 1 else f"{_duration(progress.elapsed)} elapsed")
         return (f"{generation}{progress.evaluations}/{progress.budget} evaluations | "
                 f"best {_accuracy(progress.best_accuracy)} | {progress.failed} failed | {pace}")
-
-    def _write(self, line: str) -> None:
-        self.stream.write(line + "\n")
-        self.stream.flush()
 
 
 def closing_line(summary, signal: str = "accuracy", reported: str = "test accuracy") -> str:
