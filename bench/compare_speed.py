@@ -32,7 +32,7 @@ def main(algorithms, seeds: int, budget: int, processes: int, dataset: str,
          simulated: bool = False, workers: int = 8) -> None:
     from nord.comparisons.compare import run_comparison
     from nord.benchmarks.nasbench201 import load_costs, load_table
-    from nord.comparisons.simulated import SimulatedSetting
+    from nord.comparisons.anytime import SimulatedSetting
     load_table()
     load_costs()
     setting = SimulatedSetting.for_dataset(dataset, workers=workers) if simulated else None

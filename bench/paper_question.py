@@ -47,7 +47,7 @@ def plan(way: str, workers: int, efficiency: float):
 
 def one_job(job):
     """Times to reach the target for a list of seeds of one way and worker count."""
-    from nord.comparisons.simulated import SimulatedSetting, run_simulated_seed, time_to_reach
+    from nord.comparisons.anytime import SimulatedSetting, run_simulated_seed, time_to_reach
     way, workers, seeds, dataset, budget, signal, efficiency, target = job
     algorithm, params, settings = plan(way, workers, efficiency)
     setting = SimulatedSetting(time_budget=budget, signal=signal, **settings).check(dataset)

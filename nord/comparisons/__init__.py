@@ -7,6 +7,6 @@ simulated time, single- or multi-objective, summarised as tables, curves and fro
 """
 from nord.comparisons.compare import ComparisonResult, run_comparison
 from nord.comparisons.multiobjective import run_nsga2
-from nord.comparisons.simulated import SimulatedSetting
+from nord.comparisons.anytime import SimulatedSetting
 
 __all__ = ["run_comparison", "ComparisonResult", "SimulatedSetting", "run_nsga2"]

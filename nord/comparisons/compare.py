@@ -1,63 +1,17 @@
 """Compare search algorithms on NAS-Bench-201: many seeds, a budget of evaluations, seconds.
 
 The runner behind ``nord compare``. Each algorithm runs once per seed through the search
-engine (:func:`nord.search.run_search`, no journal), with a budget of ``budget`` evaluations
-(table look-ups), and returns the architecture with the best search signal it evaluated; the
-table then says how good that architecture really is::
+engine and returns the architecture with the best search signal it evaluated (the 12-epoch
+validation accuracy); the table then says how good it really is (200-epoch test accuracy)::
 
     from nord.comparisons.compare import run_comparison
 
     result = run_comparison(dataset="cifar10", algorithms=("random", "rea"), budget=100,
                             seeds=500)
     print(result.table())
-    result.save_json("compare.json")
     result.values("rea")            # per-seed 200-epoch test accuracy (fractions), by seed
 
-**Protocol** (that of the benchmark's paper and of the published comparisons):
-
-* The search signal an algorithm sees is the 12-epoch validation accuracy
-  (``EvaluationResult.accuracy``). The architecture an algorithm *returns* is the one with
-  the best search signal among all those it evaluated (ties: the first evaluated).
-* The reported figure is that architecture's 200-epoch test accuracy
-  (``EvaluationResult.reported_accuracy``), which the algorithms never see.
-* **Budget**: ``budget`` evaluations = look-ups = results told to the algorithm, repeats of
-  an architecture already evaluated included (a repeat costs as much as a new one). This is
-  the convention that reproduces the reference numbers (:data:`REFERENCE_RESULTS`): had only
-  distinct architectures counted, REA would reach 94.34 ± 0.11 at 500, outside the
-  reference's 94.32 ± 0.14. An algorithm that finishes before the budget (a pygmo
-  algorithm whose generations are spent) stops there; ``SeedRun.evaluations`` says how many
-  it used.
-* **Latency limit** (``max_latency_ms``, ``nord compare --max-latency-ms MS --latency-device
-  D``): a cell slower than the limit on the device is a failed evaluation, its error saying
-  why (:mod:`nord.comparisons.hardware`), and the returned architecture is the best of the
-  cells within the limit (none within it: the run's accuracies are NaN, and the statistics
-  leave it out).
-* Seed ``i`` of ``seeds`` is ``base_seed + i``; a seed's run depends only on the algorithm,
-  data set, budget and seed, so results are identical for any ``processes``.
-* Mean ± standard deviation over seeds; the deviation is the population one (``ddof=0``),
-  the standard error ``std / sqrt(seeds)``.
-
-**Simulated time** (``simulation=SimulatedSetting(...)``, ``nord compare --workers N``):
-instead of a budget of evaluations, each run has a budget of simulated seconds on ``workers``
-virtual GPUs, every evaluation costing the training time behind its signal
-(:mod:`nord.comparisons.simulated`). The table then also gives the evaluations done, the
-simulated time used and the workers' utilisation, and the result holds each algorithm's
-anytime curve (``curves()``): the incumbent's test accuracy against simulated time, mean and
-a band over seeds::
-
-    setting = SimulatedSetting.for_dataset("cifar10", workers=8, mode="async")
-    result = run_comparison("cifar10", ("random", "rea"), seeds=100, simulation=setting)
-
-**Refusals** name a setting by its ``nord compare`` flag and its parameter together
-(``--budget``, ``budget=``): a Python caller and the command get the same words, and every
-setting is checked before the first run.
-
-**Algorithms** are those of :mod:`nord.search.algorithms.registry`, by any of their names: ``random``,
-``rea`` (regularized evolution, population 10, sample 3: the benchmark paper's setting),
-``ga`` (nord's genetic algorithm), ``pygmo-sga`` (the NORD paper's sga), ``pygmo-gaco``,
-``pygmo-pso``, ``pygmo-de``, and any registered later; pygmo's algorithms take as many
-generations as the budget needs. Seeds run on a :class:`~nord.search.executors.ProcessPool`
-(forked workers inherit any algorithm registered before ``run_comparison``).
+Details (the protocol and budget, simulated time, refusals, the algorithms): docs/comparisons.md.
 """
 from __future__ import annotations
 
@@ -78,7 +32,7 @@ from nord.benchmarks.nasbench201 import BenchmarkEvaluator, NASBench201Space, ge
 from nord.checks import check_int
 from nord.comparisons.hardware import LatencyEvaluator, LatencyLimit, latency_limit
 from nord.comparisons.records import JSONRecord, SeedRun
-from nord.comparisons.simulated import SimulatedSetting, anytime_curves, run_simulated_seed
+from nord.comparisons.anytime import SimulatedSetting, anytime_curves, run_simulated_seed
 from nord.errors import ConfigurationError
 from nord.search.engine import run_search
 from nord.search.executors import ProcessPool
@@ -261,7 +215,7 @@ class ComparisonResult(JSONRecord):
 
     def curves(self, points: int = 101) -> Dict[str, Dict[str, Any]]:
         """Per algorithm, its anytime curve over seeds (simulated runs only; see
-        :func:`~nord.comparisons.simulated.anytime_curves`): the incumbent's test
+        :func:`~nord.comparisons.anytime.anytime_curves`): the incumbent's test
         accuracy (%) against simulated seconds, mean and mean -/+ one standard deviation."""
         if self.simulation is None:
             return {}
@@ -466,7 +420,7 @@ def run_comparison(dataset: str = "cifar10", algorithms: Union[str, Sequence[str
             (in this process).
         max_latency_ms: a latency limit on ``latency_device`` (see the module docstring).
         latency_device: the device of the limit (:data:`nord.benchmarks.DEVICES`).
-        simulation: a :class:`~nord.comparisons.simulated.SimulatedSetting` (the result's
+        simulation: a :class:`~nord.comparisons.anytime.SimulatedSetting` (the result's
             budget is then None). Not with a budget of evaluations or a latency limit.
 
     Returns:

@@ -1,8 +1,7 @@
 """Hardware-aware search on NAS-Bench-201: the second objective, and a latency limit.
 
-A multi-objective comparison trades accuracy against a cost of the network: its parameter
-count, or its inference latency on one of the devices of the costs table. A latency limit
-turns the cost into a constraint that any algorithm can search under::
+The cost a multi-objective comparison trades against accuracy (parameters, or the latency
+on a device), and a latency limit that any algorithm can search under::
 
     from nord.comparisons.hardware import LatencyEvaluator, LatencyLimit, parse_objectives
 
@@ -13,27 +12,7 @@ turns the cost into a constraint that any algorithm can search under::
     evaluator = LatencyEvaluator(BenchmarkEvaluator("cifar10"), "pixel3", limit)
     evaluator.evaluate_genome((3, 3, 4, 1, 3, 1))   # failed: 17.2 ms is over the limit
 
-**Objectives** are written ``accuracy,COST`` with ``COST`` one of ``parameters`` (the
-trainable parameter count, as ``nord compare --multi-objective`` always did) and
-``latency:DEVICE`` for ``DEVICE`` in :data:`~nord.benchmarks.nasbench201.costs.DEVICES`
-(``pixel3``, ``raspi4``, ``eyeriss``, ``fpga``, ``gold_6226``, ``titan_rtx_1``,
-``titan_rtx_256``, ``1080ti_1``). The search maximises the search signal and minimises the
-cost.
-
-**Reference points** of the hypervolume, ``(cost, accuracy 0)``: 1.6 M parameters (above
-the largest network's 1.53 M); for a latency, 1.05 times the slowest cell's latency on that
-device, rounded up to two significant digits (pixel3: 39 ms, raspi4: 110 ms), so every cell
-of the table lies inside the box and the slowest still adds a sliver.
-
-**Latencies** are those of the benchmark's CIFAR-10 network (HW-NAS-Bench). The CIFAR-100
-network differs only in its classifier (``Linear(64, 100)``), so its latencies are taken as
-the same, an approximation; ImageNet16-120's network has another input size, whose latencies
-the table does not hold, so latency objectives and limits refuse that data set.
-
-**A latency limit** (``--max-latency-ms``) makes every cell slower than the limit a failed
-evaluation whose error says so: algorithms are told a failure (as for a network that does
-not train), and the architecture or front a run returns is chosen among the cells within
-the limit. The exact front it is compared with is then the table's within the limit.
+Details (objectives, devices, reference points, latencies, the limit): docs/comparisons.md.
 """
 from __future__ import annotations
 

@@ -11,36 +11,7 @@ The exact Pareto front of the table, and pygmo's ``nsga2`` searching for it over
     write_nsga2_report("report/nsga2", "cifar10", budget=500, seed=0)   # journal + page + PNG
     run_nsga2("cifar10", objectives="accuracy,latency:pixel3", max_latency_ms=20)
 
-**Objectives.** nsga2 (through ``PygmoAlgorithm(objectives=2)``) minimises ``1 - accuracy``
-and a cost: the parameter count (``'accuracy,parameters'``, the default) or the latency on
-a device (``'accuracy,latency:pixel3'``; see :mod:`nord.comparisons.hardware` for the
-devices, reference points and the latency limit), where accuracy is the search signal
-(12-epoch validation accuracy). The front an algorithm *returns* is the set of
-architectures it evaluated that no other one it evaluated beats on both search signal and
-cost (as a single-objective search returns its best search signal); under a latency limit,
-among those within it. Everything below that says parameters holds for a latency with its
-own reference point.
-
-**Hypervolume** (:func:`normalised_hypervolume`, the definition used throughout):
-
-* a front is scored by its architectures' ``(n_params, 200-epoch test accuracy)``, the
-  figure search never sees (as ``nord compare`` reports the test accuracy of the
-  architecture returned);
-* reference point :data:`REFERENCE_POINT` = (1.6 M parameters, 0 % accuracy);
-* the area dominated by the points inside the box ``[0, 1.6e6] x [0, 1]`` (parameters as a
-  count, accuracy as a fraction), divided by the box's area: :func:`nord.report.pareto.
-  hypervolume` with ``normalise=True``. 1 would be a network without parameters and
-  perfect accuracy.
-
-With this definition the exact front of the CIFAR-10 table (the cells no other cell beats
-on parameters and 200-epoch test accuracy) has **14** cells and scores **0.89318**
-(:data:`EXACT_HYPERVOLUME`); no set of architectures can score more. A figure of 13 cells
-and 0.8935 has been quoted elsewhere; none of the table's accuracy columns, with parameters
-in counts, millions or 2^20 units and the box normalisations tried (see the tests), gives
-that figure exactly; the nearest is this one.
-
-The report of one run (:func:`write_nsga2_report`) draws its front next to the exact one
-with :func:`nord.report.fronts.plot_front_against_exact`.
+Details (objectives, the hypervolume's definition, the exact front): docs/comparisons.md.
 """
 from __future__ import annotations
 
@@ -58,7 +29,7 @@ from nord.checks import check_int
 from nord.comparisons.compare import benchmark_evaluator, chunks, evaluated_cells
 from nord.comparisons.hardware import (LatencyEvaluator, LatencyLimit, Objective, latency_limit,
                                       parse_objectives)
-from nord.comparisons.records import JSONRecord
+from nord.comparisons.records import FrontRun, JSONRecord
 from nord.errors import ConfigurationError
 from nord.journal import Journal
 from nord.report import write_report
@@ -224,27 +195,6 @@ def nsga2_evaluator(dataset: str, objectives: Union[str, Objective] = DEFAULT_OB
     if objective.device is None and limit is None:
         return inner
     return LatencyEvaluator(inner, objective.device, limit)
-
-
-@dataclass
-class FrontRun:
-    """One nsga2 run: the front it returned and its hypervolume.
-
-    Attributes:
-        seed: the run's seed.
-        hypervolume: of its front (see the module docstring).
-        indices: the front's cells (table rows), by increasing cost.
-        points: their ``(cost, accuracy)``: parameters or milliseconds.
-        evaluations: evaluations used, repeats included.
-        unique: distinct architectures evaluated.
-    """
-
-    seed: int
-    hypervolume: float
-    indices: List[int]
-    points: List[Point]
-    evaluations: int
-    unique: int
 
 
 def run_nsga2_seed(dataset: str = "cifar10", budget: int = 500, seed: int = 0,

@@ -1,7 +1,9 @@
-"""The records a comparison keeps: one :class:`SeedRun` per seed of an algorithm, and JSON output.
+"""The records a comparison keeps of each seed's run, and JSON output.
 
-Both the comparison by evaluations (:mod:`~nord.comparisons.compare`) and in simulated time
-(:mod:`~nord.comparisons.simulated`) make these; neither imports the other for them.
+:class:`SeedRun` is what one seed of an algorithm returned and cost, whether it ran by
+evaluations (:mod:`~nord.comparisons.compare`) or in simulated time
+(:mod:`~nord.comparisons.anytime`, which first traces a run as a :class:`SimulatedRun`);
+:class:`FrontRun` is one seed of a multi-objective run (:mod:`~nord.comparisons.multiobjective`).
 """
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ from nord.benchmarks.nasbench201 import load_table
 from nord.errors import NordError
 from nord.jsonable import dumps
 
-__all__ = ["SeedRun", "JSONRecord", "incumbent_curve"]
+__all__ = ["SeedRun", "SimulatedRun", "FrontRun", "JSONRecord", "incumbent_curve"]
 
 
 def incumbent_curve(signals: Sequence[float], reported: Sequence[float], times: Sequence[float]
@@ -54,7 +56,7 @@ class SeedRun:
         simulated_time: simulated seconds the run used (simulated runs; else None).
         utilisation: busy share of the simulated workers' time (simulated runs).
         curve: the incumbent's ``[simulated seconds, reported accuracy]`` at each change
-            (simulated runs; see :mod:`nord.comparisons.simulated`).
+            (simulated runs; see :mod:`nord.comparisons.anytime`).
     """
 
     seed: int
@@ -105,7 +107,7 @@ class SeedRun:
 
     @classmethod
     def from_simulated(cls, seed: int, run, dataset: str) -> "SeedRun":
-        """The outcome of a simulated run (:class:`~nord.comparisons.simulated.
+        """The outcome of a simulated run (:class:`~nord.comparisons.anytime.
         SimulatedRun`): the returned architecture is the best of the signals it was told."""
         if not run.indices:
             raise NordError(f"the run with seed {seed} evaluated nothing within its time "
@@ -138,3 +140,43 @@ class JSONRecord:
         path.write_text(self.to_json() + "\n", encoding="utf-8")
         return path
 
+
+@dataclass
+class SimulatedRun:
+    """What one simulated run told its algorithm, and when.
+
+    Attributes:
+        indices: table row of each told result, in the order told.
+        accuracies: the search signal each result carried (noisy ones as seen).
+        times: simulated seconds at which each was told.
+        simulated_time: the clock when the run ended (the budget, unless the algorithm
+            finished first).
+        utilisation: busy share of the workers' time.
+    """
+
+    indices: List[int]
+    accuracies: List[float]
+    times: List[float]
+    simulated_time: float
+    utilisation: float
+
+
+@dataclass
+class FrontRun:
+    """One nsga2 run: the front it returned and its hypervolume.
+
+    Attributes:
+        seed: the run's seed.
+        hypervolume: of its front (see :mod:`~nord.comparisons.multiobjective`).
+        indices: the front's cells (table rows), by increasing cost.
+        points: their ``(cost, accuracy)``: parameters or milliseconds.
+        evaluations: evaluations used, repeats included.
+        unique: distinct architectures evaluated.
+    """
+
+    seed: int
+    hypervolume: float
+    indices: List[int]
+    points: List[Tuple[float, float]]
+    evaluations: int
+    unique: int

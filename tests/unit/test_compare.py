@@ -17,7 +17,7 @@ from nord.benchmarks import BenchmarkEvaluator, NASBench201Space, load_table
 from nord.comparisons.compare import (REFERENCE_RESULTS, ComparisonResult, SeedRun,
                                      evaluated_cells, load_json, run_comparison, run_seed,
                                      run_seeds)
-from nord.comparisons.simulated import SimulatedSetting
+from nord.comparisons.anytime import SimulatedSetting
 from nord.errors import ConfigurationError
 from nord.journal import Journal
 from nord.report import write_report

@@ -6,7 +6,7 @@ import pytest
 from nord.app.cli import main
 from nord.comparisons.compare import run_comparison
 from nord.comparisons.multiobjective import run_nsga2
-from nord.comparisons.simulated import SimulatedSetting, write_anytime_plot
+from nord.comparisons.anytime import SimulatedSetting, write_anytime_plot
 from nord.errors import BenchmarkError, ConfigurationError, NordError
 
 

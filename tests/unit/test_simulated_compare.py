@@ -7,7 +7,7 @@ import pytest
 
 from nord.benchmarks import load_table
 from nord.comparisons.compare import ComparisonResult, load_json, run_comparison
-from nord.comparisons.simulated import (TIME_BUDGETS, SimulatedSetting, anytime_curves,
+from nord.comparisons.anytime import (TIME_BUDGETS, SimulatedSetting, anytime_curves,
                                             curve_on_grid, incumbent_curve,
                                             run_simulated_seed, time_to_reach)
 from nord.app.cli import main

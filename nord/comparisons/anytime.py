@@ -1,36 +1,17 @@
 """Search on NAS-Bench-201 in simulated time: workers, a time budget, anytime curves.
 
 The pieces behind ``nord compare --time-budget S --workers N``: a run of one algorithm and
-seed through the search engine on a :class:`~nord.search.executors.SimulatedExecutor`, and
-the curves that compare such runs::
+seed through the search engine on a ``SimulatedExecutor``, and the curves that compare such
+runs::
 
-    from nord.comparisons.simulated import SimulatedSetting, run_simulated_seed
+    from nord.comparisons.anytime import SimulatedSetting, run_simulated_seed
 
     setting = SimulatedSetting.for_dataset("cifar10", workers=8, mode="async")
     run = run_simulated_seed("rea", "cifar10", seed=0, setting=setting)
     run.reported_accuracy, run.evaluations, run.simulated_time, run.utilisation
     run.curve          # [(simulated seconds, reported accuracy of the incumbent), ...]
 
-**What a run is.** Each evaluation occupies a virtual worker for the training time behind
-its signal (the 12-epoch signal: 12/200 of the 200-epoch training time, an approximation
-stated in :mod:`~nord.benchmarks.nasbench201.evaluator`; the 200-epoch signal: the full
-time) plus ``overhead`` seconds. A repeat of an architecture already evaluated in the run is
-answered from the engine's cache and costs no time. The run ends when the next result would
-come after the time budget; what is in flight then is abandoned.
-
-**The incumbent** at any time is the architecture with the best search signal among the
-results told so far (the first on ties), and its reported figure is its 200-epoch test
-accuracy; ``curve`` holds the times (when the result was told) at which it changed.
-
-**Data-parallel training** (the NORD paper's experiment 2): ``train_workers = k`` makes the
-workers train each network in groups of ``k``, so there are ``workers // k`` virtual
-workers and each evaluation costs ``cost / (k * scaling_efficiency)``.
-
-**Default time budgets** are the NATS-Bench paper's (:data:`TIME_BUDGETS`): 20,000 s on
-CIFAR-10, 40,000 s on CIFAR-100, 120,000 s on ImageNet16-120.
-
-A refusal names a setting by its ``nord compare`` flag and its parameter together
-(``--workers``, ``workers=``), so that it reads the same from the command and from Python.
+Details (what a run costs, the incumbent, data-parallel workers, budgets): docs/comparisons.md.
 """
 from __future__ import annotations
 
@@ -43,7 +24,7 @@ import numpy as np
 from nord.benchmarks.nasbench201 import BenchmarkEvaluator, NASBench201Space, get_dataset
 from nord.benchmarks.nasbench201.evaluator import check_signal, signal_costs
 from nord.checks import check_int
-from nord.comparisons.records import SeedRun, incumbent_curve
+from nord.comparisons.records import SeedRun, SimulatedRun, incumbent_curve
 from nord.errors import ConfigurationError
 from nord.report.plots import new_figure, save_figure
 from nord.search.engine import MODES, run_search
@@ -165,26 +146,6 @@ def _shown(value: Any) -> str:
     """``value`` as a message shows it: a finite number as ``%g`` (``0``, not ``0.0``),
     anything else as its repr."""
     return f"{value:g}" if _seconds(value) else repr(value)
-
-
-@dataclass
-class SimulatedRun:
-    """What one simulated run told its algorithm, and when.
-
-    Attributes:
-        indices: table row of each told result, in the order told.
-        accuracies: the search signal each result carried (noisy ones as seen).
-        times: simulated seconds at which each was told.
-        simulated_time: the clock when the run ended (the budget, unless the algorithm
-            finished first).
-        utilisation: busy share of the workers' time.
-    """
-
-    indices: List[int]
-    accuracies: List[float]
-    times: List[float]
-    simulated_time: float
-    utilisation: float
 
 
 def simulate(algorithm, dataset: str, seed: int, setting: SimulatedSetting,
