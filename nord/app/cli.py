@@ -226,7 +226,7 @@ def _run_config(args):
     return RunConfig(**values)
 
 
-def _run(args) -> int:
+def _run_command(args) -> int:
     from nord.app.runner import run
     run(_run_config(args), resume=getattr(args, "resume", False))
     return 0
@@ -321,7 +321,7 @@ def _compare_in(args) -> int:
     from nord.checks import check_int
     from nord.comparisons.compare import DEFAULT_BUDGET, run_comparison
     from nord.comparisons.multiobjective import run_nsga2, write_nsga2_report
-    from nord.comparisons.simulated import write_anytime_plot
+    from nord.comparisons.anytime import write_anytime_plot
 
     _check_comparison_flags(args)
     # --processes 0 is the command's way to say None (one per CPU)
@@ -419,7 +419,7 @@ def _check_comparison_flags(args) -> None:
 def _simulation(args):
     """The SimulatedSetting of the flags (``run_comparison`` checks it), or None without
     --workers."""
-    from nord.comparisons.simulated import SimulatedSetting
+    from nord.comparisons.anytime import SimulatedSetting
     if args.workers is None:
         return None
     return SimulatedSetting.for_dataset(args.dataset, **_given(
@@ -484,7 +484,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="a TOML file of settings, e.g. from 'nord config RUN.db'")
     for _, flag, options in _run_arguments():
         run.add_argument(flag, **options)
-    run.set_defaults(handler=_run)
+    run.set_defaults(handler=_run_command)
 
     resume = commands.add_parser("resume", help="continue a run from its journal",
                                  description="Continue a run with the settings stored in "

@@ -6,21 +6,11 @@
     summary = run(config)           # under mpirun: every rank calls it; rank 0 gets the summary
     summary = resume("runs/exp3.db", budget=80)   # extended; None if nothing is left to do
 
-How each ``evaluation`` uses the MPI ranks (see ``nord.search.executors.mpi``):
+``evaluation`` is ``'local'``, ``'data-parallel'``, ``'distributed'`` or ``'benchmark'``. A
+configuration is checked when it is made, and stored in the run's journal, so that
+``resume(journal)`` needs nothing else.
 
-* ``'local'``: one process trains every network (the paper's experiment 1). Under mpirun
-  with several ranks this is the same as ``'distributed'``.
-* ``'data-parallel'``: every network is trained by all ranks together with the
-  DistributedEvaluator (Horovod, or torch.distributed); rank 0 runs the algorithm
-  (experiment 2).
-* ``'distributed'``: groups of ``group_size`` ranks (default 1) train whole networks at
-  once; rank 0 runs the algorithm and hands out candidates (experiment 3).
-* ``'benchmark'``: look-ups in the NAS-Bench-201 table (space 'nasbench201').
-
-A configuration is checked when it is made, before anything heavy is imported or loaded, and
-the journal is checked before the data is read: a bad argument or a journal that cannot be
-used is reported at once, and a refused start writes nothing. The configuration is stored in
-the run's journal, so ``resume(journal)`` needs nothing else.
+Details (how each evaluation uses the MPI ranks, the checks before a start): docs/running.md.
 """
 from __future__ import annotations
 
@@ -31,7 +21,7 @@ import sys
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any, Dict, List, Optional, Tuple
 
-from nord.checks import check_device, check_valid_fraction
+from nord.checks import check_device, check_int, check_valid_fraction
 from nord.errors import ConfigurationError, JournalError, NordError, RunInterrupted
 
 # The registries, data sets, evaluators and the engine are imported where they are used, so
@@ -148,15 +138,10 @@ class RunConfig:
         self._check_training_settings()
         check_device(self.device)
         for name, minimum in (("budget", 1), ("group_size", 1), ("threads", 1), ("seed", 0)):
-            value = getattr(self, name)
-            if value is not None and (isinstance(value, bool) or not isinstance(value, int)
-                                      or value < minimum):
-                raise ConfigurationError(f"{name} must be an integer >= {minimum}; got {value!r}")
-        if isinstance(self.epochs, bool) or not isinstance(self.epochs, int) or self.epochs < 0:
-            raise ConfigurationError(f"epochs must be an integer >= 0; got {self.epochs!r}")
-        if (isinstance(self.batch_size, bool) or not isinstance(self.batch_size, int)
-                or self.batch_size < 1):
-            raise ConfigurationError(f"batch_size must be an integer >= 1; got {self.batch_size!r}")
+            if getattr(self, name) is not None:
+                check_int(getattr(self, name), name, minimum)
+        check_int(self.epochs, "epochs", 0)
+        check_int(self.batch_size, "batch_size", 1)
         if not isinstance(self.lr, (int, float)) or isinstance(self.lr, bool) or not self.lr > 0:
             raise ConfigurationError(f"the learning rate must be a positive number; got {self.lr!r}")
         if self.optimizer not in OPTIMIZERS:
@@ -472,14 +457,14 @@ def run(config: RunConfig, resume: bool = False, progress: bool = True, stream=N
     """
     from nord.parallel import interruptible
     with interruptible():   # the closing line and the ranks' exit happen before a second signal
-        return _run(config, resume, progress, stream)
+        return _run_with_environment(config, resume, progress, stream)
 
 
-def _run(config: RunConfig, resume: bool, progress: bool, stream):
+def _run_with_environment(config: RunConfig, resume: bool, progress: bool, stream):
     from nord.parallel import Environment
     from nord.search.engine import RunInfo, run_search
     from nord.search.executors import MPIExecutor
-    from nord.app.progress import SearchProgressView
+    from nord.app.search_progress import SearchProgressView
     from nord.search.algorithms.registry import make_algorithm
 
     with Environment(group_size=group_size(config), dedicated_root=dedicated_root(config)) as env:

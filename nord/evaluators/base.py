@@ -8,13 +8,10 @@ it hashes the descriptor, times the work, and turns any exception into a failed
         def _evaluate(self, descriptor, leg):
             return EvaluationResult(accuracy=..., n_params=...)
 
-``leg`` (a :class:`Leg`) says how far to train: what a search engine's task asks for, so that
-a scheduler can stop and resume training; an evaluator that does not train in legs ignores
-it, and may still be written ``_evaluate(self, descriptor)``, as before legs existed.
+``leg`` (a :class:`Leg`) says how far to train; an evaluator that does not train in legs
+ignores it. The search engine calls ``evaluate_task(task)``, which a look-up table overrides.
 
-The search engine calls ``evaluate_task(task)``: a candidate's genome with its descriptor
-decoded on demand. By default that evaluates the descriptor; an evaluator that can answer
-from the genome alone (a look-up table) overrides it and never decodes.
+Details (legs, ``evaluate_task``): docs/evaluators.md.
 """
 from __future__ import annotations
 
@@ -71,7 +68,19 @@ def _takes_leg(evaluate: Callable) -> bool:
 
 
 class Evaluator(ABC):
-    """Turns a NeuralDescriptor into an EvaluationResult."""
+    """Turns a NeuralDescriptor into an EvaluationResult. A new one implements ``_evaluate``
+    and is handed to :func:`~nord.search.engine.run_search` (or to the executor); evaluators
+    are objects a run is given, not names, so there is nothing to register::
+
+        class Width(Evaluator):
+            # scores a network by its channels alone, without training it
+            def _evaluate(self, descriptor, leg):
+                channels = sum(layer.params.get("out_channels", 0)
+                               for layer in descriptor.layers.values())
+                return EvaluationResult(accuracy=channels / 1000)
+
+        summary = run_search(algorithm, Width(), budget=10)
+    """
 
     trains_in_legs = False
     """Whether the evaluator honours a :class:`Leg` (``epochs``, ``resume_from``,

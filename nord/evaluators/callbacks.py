@@ -1,8 +1,7 @@
 """Training callbacks: look inside a candidate's training while it runs.
 
-A callback is called at the end of every epoch with the model, the optimizer and the metrics
-so far; the scalars it returns are stored with the epoch in the run's journal and drawn by
-the report. Optionally it is also called every ``every_steps`` training steps::
+A callback is called at the end of every epoch (optionally every ``every_steps`` steps); the
+scalars it returns are stored with the epoch in the run's journal and drawn by the report::
 
     from nord.evaluators.callbacks import DeadReLUs, GradientNorms, TrainingCallback
 
@@ -14,12 +13,7 @@ the report. Optionally it is also called every ``every_steps`` training steps::
 
     evaluator = LocalEvaluator(epochs=5, callbacks=[GradientNorms(), DeadReLUs(), LearningRate()])
 
-A callback that raises fails that candidate only, with the callback's name and its reason.
-Built in: :class:`GradientNorms` and :class:`WeightNorms` per layer, and :class:`DeadReLUs`
-(the fraction of ReLU units that output zero for every sample of a fixed validation batch).
-Registered by name (:func:`register_callback`), a callback is also known to
-:func:`make_callbacks` and ``nord run --callbacks``; other packages add theirs through the
-``nord.callbacks`` entry-point group.
+Details (failures, the built-in callbacks, registering by name): docs/evaluators.md.
 """
 from __future__ import annotations
 

@@ -8,32 +8,10 @@ the same ``EvaluationResult``::
         evaluator = DistributedEvaluator(env, curator=Digits(), epochs=5)
         result = evaluator.descriptor_evaluate(descriptor if env.is_root else None)
 
-When only the root drives the search (a pygmo algorithm calling fitness), the other
-ranks wait in ``serve()`` until the root calls ``release()``::
+When only the root drives the search, the other ranks wait in ``serve()`` until the root
+calls ``release()``. Backends: ``'horovod'``, ``'torch'`` (torch.distributed), ``'auto'``.
 
-    if env.group.is_root:
-        ...search, calling evaluator.descriptor_evaluate(d)...
-        evaluator.release()
-    else:
-        evaluator.serve()
-
-Backends: ``'horovod'`` (``hvd.DistributedOptimizer``, parameters and optimizer state
-broadcast from the root) and ``'torch'`` (``torch.distributed``: gloo on the CPU, NCCL on
-GPUs, for stacks where Horovod cannot be built); ``'auto'`` takes Horovod when installed.
-
-Sound failure handling, at one collective per training step: a failure flag (an
-exception on this rank, or a NaN or infinite loss) travels with the gradients, as one more
-element of the torch backend's fused all-reduce, or as a one-element tensor that Horovod
-fuses into the same cycle as the gradients. A rank that failed keeps contributing zeros
-and the flag, so no rank is left waiting in a collective; when the flag says that a rank
-failed, the ranks exchange their reasons once, and the network is 'failed' on every rank
-of the group, with the failing rank's reason. Building the network and the test counts
-are agreement points of their own (once per network).
-
-Test accuracy is exact: correct predictions and sample counts are summed over the
-ranks before dividing. ``batch_size`` is per rank, so the global batch is
-``batch_size * ranks``; ``scale_lr=True`` multiplies the learning rate by the number of
-ranks (the linear scaling rule of Goyal et al., 2017).
+Details (serve and release, backends, failure handling, exact test accuracy): docs/evaluators.md.
 """
 from __future__ import annotations
 

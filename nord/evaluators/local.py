@@ -5,32 +5,11 @@
     result.accuracy            # validation accuracy: the search signal
     result.reported_accuracy   # test accuracy: what is reported, never shown to the search
 
-**The protocol.** A network is trained on the curator's training split, selected by its
-accuracy on the validation split (held out of the training data, see ``DataCurator``) and
-reported by its test accuracy. A curator without a validation split (``valid_fraction=0``)
-makes the test accuracy the search signal too; ``metrics['selection']`` then says 'test'
-instead of 'validation', and journals and reports warn of it.
+A network is trained on the training split, selected on the validation split and reported by
+its test accuracy; every epoch goes to the journal's learning curve, training can stop and
+resume from checkpoints (legs), and a network that fails comes back as ``status='failed'``.
 
-**Every epoch** is validated, and its figures (training loss, validation accuracy and loss,
-wall time, and the scalars of the training ``callbacks``) go to the leg's ``report``: the
-journal's learning curve. A callback that raises fails that candidate, with its reason.
-
-**Legs of training.** A search engine's task may ask for a number of epochs, to go on from a
-checkpoint, and to leave one (a :class:`~nord.evaluators.base.Leg`): early
-stopping pauses candidates and resumes them later. A checkpoint holds the weights, the
-optimizer's state, the random generators and the epochs done; the data order of an epoch
-depends only on the seed and the epoch's number. So training resumed from a checkpoint gives,
-on the CPU, bit for bit the weights of uninterrupted training. A checkpoint that cannot be
-read is a clear failure when it is missing (over several hosts the checkpoint folder must be
-shared); one that is damaged is trained again from scratch, and the result says so.
-
-A network that does not build, diverges (NaN or infinite loss) or runs out of memory comes
-back as ``status='failed'`` with the reason, and the evaluator stays usable. Seeded runs on
-the CPU are reproducible: the same seed gives the same initial weights, the same batches and
-so the same accuracy.
-
-The distributed evaluator subclasses this one and overrides the small hooks (``_rank``,
-``_size``, ``_prepare``, ``_reduce_counts``, ``_agree``), so training is written once.
+Details (the protocol, epochs, legs and checkpoints, failures, the hooks): docs/evaluators.md.
 """
 from __future__ import annotations
 
@@ -43,6 +22,7 @@ from typing import Any, Dict, List, Optional, Sequence
 import torch
 
 from nord.architecture.descriptor import NeuralDescriptor
+from nord.checks import check_int
 from nord.data import Digits
 from nord.errors import ConfigurationError, NordError
 from nord.evaluators.base import Evaluator, Leg
@@ -94,15 +74,13 @@ class LocalEvaluator(Evaluator):
                  seed: int = 0, threads: Optional[int] = None, progress: bool = False,
                  check_every: Optional[int] = None, keep_model: bool = False,
                  callbacks: Sequence[TrainingCallback] = ()):
-        if epochs < 0:
-            raise ConfigurationError(f"epochs must be 0 or more; got {epochs}")
-        if batch_size < 1 or test_batch_size < 1:
-            raise ConfigurationError(
-                f"batch sizes must be at least 1; got {batch_size} and {test_batch_size}")
+        check_int(epochs, "epochs", 0)
+        for name, size in (("batch_size", batch_size), ("test_batch_size", test_batch_size)):
+            check_int(size, name, 1, rule="an integer >= 1: batch sizes count samples")
         if not 0 < data_fraction <= 1:
             raise ConfigurationError(f"data_fraction must be in (0, 1]; got {data_fraction}")
-        if threads is not None and threads < 1:
-            raise ConfigurationError(f"threads must be at least 1; got {threads}")
+        if threads is not None:
+            check_int(threads, "threads", 1)
         for callback in callbacks:
             if not isinstance(callback, TrainingCallback):
                 raise ConfigurationError(

@@ -21,8 +21,9 @@ import time
 import traceback
 from typing import Any, List, Optional, Tuple
 
+from nord.checks import check_int
 from nord.errors import ConfigurationError, DistributedError, MissingDependencyError, RunInterrupted
-from nord.parallel.groups import GroupAssignment, as_int, group_assignment, group_layout
+from nord.parallel.groups import GroupAssignment, group_assignment, group_layout
 from nord.parallel.launcher import (launched_by_mpi, launcher_local_rank, launcher_world_size,
                                     refuse_srun_without_mpi, yield_where_cores_are_shared)
 from nord.parallel.signals import reclaim_signals
@@ -39,7 +40,7 @@ _LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
 # --- collectives: thin wrappers that are the identity on a single process ----------------------
 def _check_root(root: int, size: int) -> int:
-    root = as_int(root, "root")
+    root = check_int(root, "root")
     if not 0 <= root < size:
         raise ConfigurationError(f"root must be a rank in 0..{size - 1}, got {root}")
     return root

@@ -11,8 +11,9 @@ Pure functions, testable without MPI; the Environment uses them to split its com
 from __future__ import annotations
 
 import hashlib
-from typing import Any, NamedTuple, Optional, Tuple
+from typing import NamedTuple, Optional, Tuple
 
+from nord.checks import check_int
 from nord.errors import ConfigurationError
 
 __all__ = ["GroupAssignment", "group_layout", "group_assignment", "derive_seed"]
@@ -34,21 +35,6 @@ class GroupAssignment(NamedTuple):
     rank: int
     size: int
     members: Tuple[int, ...]
-
-
-def as_int(value: Any, name: str) -> int:
-    """``value`` as an int; rejects bools, floats and strings with a ConfigurationError.
-
-    Ranks, sizes and seeds may be numpy integers, so anything with ``__index__`` passes.
-    """
-    if isinstance(value, bool):
-        raise ConfigurationError(f"{name} must be an integer, got the bool {value!r}")
-    try:
-        return int(value.__index__())
-    except (AttributeError, TypeError):
-        raise ConfigurationError(
-            f"{name} must be an integer, got {value!r} ({type(value).__name__})"
-        ) from None
 
 
 def group_layout(size: int, group_size: Optional[int] = None,
@@ -74,7 +60,7 @@ def group_layout(size: int, group_size: Optional[int] = None,
     >>> group_layout(4, 1, dedicated_root=True)
     ((1,), (2,), (3,))
     """
-    size = as_int(size, "size")
+    size = check_int(size, "size")
     if size < 1:
         raise ConfigurationError(f"size must be at least 1, got {size}")
     if dedicated_root and size < 2:
@@ -85,7 +71,7 @@ def group_layout(size: int, group_size: Optional[int] = None,
     if group_size is None:
         k = len(workers)
     else:
-        k = as_int(group_size, "group_size")
+        k = check_int(group_size, "group_size")
         if k < 1:
             raise ConfigurationError(
                 f"group_size must be at least 1 (1 = each rank trains alone), got {k}; "
@@ -110,7 +96,7 @@ def group_assignment(rank: int, size: int, group_size: Optional[int] = None,
     Raises:
         ConfigurationError: ``rank`` outside ``0 .. size-1``, or invalid group arguments.
     """
-    rank = as_int(rank, "rank")
+    rank = check_int(rank, "rank")
     layout = group_layout(size, group_size, dedicated_root)
     if not 0 <= rank < size:
         raise ConfigurationError(f"rank must be in 0..{size - 1} for size={size}, got {rank}")
@@ -141,8 +127,8 @@ def derive_seed(base_seed: Optional[int], rank: int, *keys: int) -> Optional[int
     """
     if base_seed is None:
         return None
-    parts = [as_int(base_seed, "base_seed"), as_int(rank, "rank")]
-    parts += [as_int(key, "key") for key in keys]
+    parts = [check_int(base_seed, "base_seed"), check_int(rank, "rank")]
+    parts += [check_int(key, "key") for key in keys]
     if min(parts) < 0:
         raise ConfigurationError(f"seeds, ranks and keys must be non-negative, got {tuple(parts)}")
     digest = hashlib.blake2b(":".join(map(str, parts)).encode("ascii"), digest_size=8).digest()

@@ -269,3 +269,36 @@ def test_nord_run_finds_the_benchmark_space_in_a_fresh_process(tmp_path):
                       "--budget", "2", "--journal", str(tmp_path / "run.db"))
     assert done.returncode == 0, done.stderr
     assert "done: 2 evaluations" in done.stdout
+
+
+def test_the_evaluator_example_scores_what_a_search_asks():
+    from nord.evaluators.base import Evaluator
+    from nord.search import RandomSearch, run_search
+
+    space = ConvSpace(input_shape=(1, 8, 8))
+    example = run_example(Evaluator, Evaluator=Evaluator, EvaluationResult=EvaluationResult,
+                          run_search=run_search, algorithm=RandomSearch(space, seed=0))
+    summary = example["summary"]
+    assert summary.evaluations == 10 and summary.failed == 0
+    best = space.to_descriptor(summary.best.genome)
+    channels = sum(layer.params["out_channels"] for layer in best.layers.values()
+                   if layer.type == "conv2d")
+    assert summary.best_result.accuracy == pytest.approx(channels / 1000)
+
+
+def test_the_executor_example_runs_a_search():
+    from nord.search import RandomSearch, run_search
+    from nord.search.executors.base import Executor, run_task
+
+    space = ConvSpace(input_shape=(1, 8, 8))
+    order = []
+
+    class Recording:
+        def evaluate_task(self, task):
+            order.append(task.number)
+            return EvaluationResult(accuracy=0.5)
+
+    example = run_example(Executor, Executor=Executor, run_task=run_task, run_search=run_search,
+                          algorithm=RandomSearch(space, seed=0), evaluator=Recording())
+    assert example["summary"].evaluations == 10
+    assert sorted(order) == list(range(10))

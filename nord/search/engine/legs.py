@@ -1,26 +1,12 @@
 """The search engine with a scheduler: candidates train in legs, paused and resumed.
 
 ``run_search(..., scheduler=make_scheduler('asha', ...))`` runs this; everything else about the
-engine (budget, identity and cache, journal, executors, resume) is as in
-:mod:`nord.search.engine`. What a scheduler adds (see :mod:`nord.search.schedulers` for the
-decisions themselves):
+engine (budget, identity and cache, journal, executors, resume) is as without a scheduler.
+At the end of each leg the scheduler decides: go on, pause (a checkpoint waits for a
+promotion), stop, or done; promotions and continuations go to the front of the queue.
 
-* **Legs.** A candidate trains from ``start`` to ``target`` epochs at a time. At the end of a
-  leg the scheduler decides: go on now, pause (its checkpoint waits in the checkpoint folder
-  for a promotion, on any worker), stop, or done (``max_epochs``). Promotions and
-  continuations go to the front of the queue: finishing good candidates comes before starting
-  new ones.
-* **Telling.** In async mode a candidate is told the first time its training stops (pause,
-  stop or done), with its result at the highest epochs reached; in sync mode a batch is told
-  when the scheduler has decided all of it, in candidate order, each at its highest rung.
-* **The journal** records every leg (``legs``) with its decision, and every epoch
-  (``epochs``); resuming rebuilds the scheduler from the legs, in the order they were handed
-  out and ended, and re-runs the legs that were in flight from their checkpoints.
-* **Checkpoints** live in ``<journal>.checkpoints/`` (a temporary folder without a journal).
-  A candidate's checkpoint is deleted when it can no longer be promoted, and the folder when
-  the run finishes; the summary reports the largest size it reached.
-* **Budget** counts candidates told, as without a scheduler; ``SearchSummary.epochs_trained``
-  counts the epochs that training cost.
+Details (legs, telling, the journal, checkpoints, budget): docs/engine.md; the decisions
+themselves: docs/schedulers.md.
 """
 from __future__ import annotations
 

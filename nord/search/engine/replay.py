@@ -5,19 +5,11 @@ points recorded in the journal (``told_before``) and told the journaled results 
 journaled order; candidates whose result is journaled are not evaluated again and not
 recorded twice; candidates that were in flight when the run stopped are evaluated again.
 
-* Synchronous runs: a run killed at any point and resumed (any number of times, even after
-  ``kill -9`` of ``mpirun``) ends with the same journal, times aside, as an uninterrupted
-  run with the same seed and batch size.
-* Asynchronous runs: after resuming, the algorithm is in exactly the state it was in when the
-  run stopped (same proposals, same results in the same order), every finished evaluation is
-  kept once and none is repeated, and the candidates in flight are evaluated again with the
-  same genomes. What follows depends on timing, as in any asynchronous run (with a single
-  worker it is again identical to an uninterrupted run).
-
 The algorithm must be deterministic given its seed and must not change state when its
 ``ask`` returns None; a replay that gets a different genome than the journal's raises
-:class:`~nord.errors.JournalError`, and so does a journal whose rows cannot be replayed in
-order (edited by hand, or written by two runs).
+:class:`~nord.errors.JournalError`.
+
+Details (what sync and async runs keep, journals that cannot be replayed): docs/engine.md.
 """
 from __future__ import annotations
 

@@ -1,10 +1,8 @@
 """run_search: the search engine, one loop for every search nord runs.
 
 The engine asks the algorithm for candidates, identifies each genome's architecture with the
-search space (evaluating each architecture once: a repeat reuses the first result), has an
-executor evaluate it, tells the algorithm the result and records it in the journal. A real
-search on a cluster, a comparison of a thousand seeds on a benchmark table and a resumed run
-are this same loop with different options::
+search space (a repeat reuses the first result), has an executor evaluate it, tells the
+algorithm the result and records it in the journal::
 
     from nord.search import RandomSearch, run_search
 
@@ -12,51 +10,9 @@ are this same loop with different options::
                          journal="runs/random.db")
     print(summary.best_result.accuracy, summary.evaluations, summary.wall_time)
 
-Over MPI, every rank calls the same function with an
-:class:`~nord.search.executors.MPIExecutor`; rank 0 runs the loop and the algorithm and returns
-the summary, the other ranks evaluate what they are sent and return None.
+Over MPI, every rank calls it with an ``MPIExecutor``; rank 0 returns the summary, the others None.
 
-**Budget.** ``budget`` counts the results the algorithm is told: evaluated candidates, cached
-ones (an architecture already evaluated in the run is not evaluated again; its earlier result
-is reused) and failed ones (a genome that does not decode, a network that does not train)
-alike. The engine never asks for more candidates than the budget has room for, so a run ends
-with exactly ``budget`` evaluations unless the algorithm finishes first.
-
-**Identity.** ``space.identify(genome)`` gives the key under which an architecture is
-evaluated once: the canonical hash of its descriptor (isomorphic networks share it), or a
-benchmark cell's table index. A genome is decoded only when finding its key or evaluating it
-needs a descriptor.
-
-**Modes.**
-
-* ``'sync'`` (generations): ask until the algorithm returns None (a generation barrier) or
-  the batch holds ``batch_size`` candidates (default: the executor's number of workers),
-  evaluate the batch, then tell every result **in candidate order**, whichever worker
-  finished first. A seeded synchronous run therefore gives the same journal (times and
-  worker ranks aside) for any number of workers, as long as ``batch_size`` is the same, or
-  the algorithm's proposals within a generation do not depend on results told within it
-  (true of generational algorithms and random search).
-* ``'async'`` (steady state): the algorithm is told a result as soon as it comes, and the
-  worker that finished gets the next candidate at once (with ``MPIExecutor(prefetch=1)`` it
-  already holds it); there is no barrier, so no worker waits for the slowest network. The
-  order of results depends on timing.
-
-**Journal.** Proposals and results are committed together, once per result, right after the
-next tasks are handed out (so workers never wait for the disk); the file is therefore always
-a consistent prefix of the run, and a crash loses only what was in flight. The run's status
-says how it ended (``nord.journal``): ``finished``, ``interrupted`` (SIGINT or SIGTERM, raised
-here as :class:`~nord.errors.RunInterrupted`), ``failed`` (a full disk) or ``crashed``.
-
-**Time budget.** An executor may end the search on a clock of its own
-(:class:`~nord.search.executors.SimulatedExecutor` with a ``time_budget``): its ``wait`` raises
-:class:`~nord.search.executors.TimeBudgetSpent`, and the run ends as ``finished`` with what
-was told so far (``SearchSummary.time_budget_spent``). Evaluations in flight are abandoned,
-never told; in sync mode, results of the unfinished batch that came back in time are journaled
-but not told (as after a crash, resuming would tell them).
-
-**Resume.** ``resume=True`` continues the run journaled in ``journal`` (see
-:mod:`nord.search.engine.replay`): the algorithm is rebuilt in exactly the state it had, nothing
-finished is evaluated again, and the candidates in flight are evaluated again.
+Details (budget, identity, sync and async modes, journal, time budget, resume): docs/engine.md.
 """
 from __future__ import annotations
 
@@ -64,6 +20,7 @@ import logging
 import os
 from typing import Any, Callable, Optional, Union
 
+from nord.checks import check_int
 from nord.errors import ConfigurationError, DiskFullError
 from nord.journal import Journal, RunRecord
 from nord.parallel import interruptible
@@ -82,12 +39,9 @@ logger = logging.getLogger(__name__)
 def _check_settings(mode: str, budget: Any, batch_size: Any, journal: Any) -> None:
     if mode not in MODES:
         raise ConfigurationError(f"mode must be one of {MODES}; got {mode!r}")
-    if isinstance(budget, bool) or not isinstance(budget, int) or budget < 0:
-        raise ConfigurationError(
-            f"budget (number of evaluations) must be an integer >= 0; got {budget!r}")
-    if batch_size is not None and (isinstance(batch_size, bool) or not isinstance(batch_size, int)
-                                   or batch_size < 1):
-        raise ConfigurationError(f"batch_size must be a positive integer or None; got {batch_size!r}")
+    check_int(budget, "budget (number of evaluations)", 0)
+    if batch_size is not None:
+        check_int(batch_size, "batch_size", 1, rule="a positive integer or None")
     if journal is not None and not isinstance(journal, (str, os.PathLike)):
         raise ConfigurationError(
             f"journal must be a path (str or os.PathLike) or None; got {type(journal).__name__}: "
@@ -164,12 +118,12 @@ def run_search(algorithm: Optional[SearchAlgorithm], evaluator=None, budget: int
     if evaluator is None:
         evaluator = getattr(executor, "evaluator", None)
     with interruptible():
-        return _run(algorithm, evaluator, budget, journal, mode, executor, resume, on_result,
+        return _drive(algorithm, evaluator, budget, journal, mode, executor, resume, on_result,
                     batch_size, info, scheduler, on_epoch)
 
 
-def _run(algorithm, evaluator, budget, path, mode, executor, resume, on_result, batch_size,
-         info, scheduler, on_epoch) -> Optional[SearchSummary]:
+def _drive(algorithm, evaluator, budget, path, mode, executor, resume, on_result, batch_size,
+           info, scheduler, on_epoch) -> Optional[SearchSummary]:
     executor.start()
     if not executor.is_dispatcher:
         executor.serve()

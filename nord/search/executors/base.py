@@ -10,18 +10,7 @@ is the executor's business. A new executor implements five members::
         def submit(self, task): ...       # start evaluating (called only when free_slots > 0)
         def wait(self) -> Completion: ... # block until one submitted task is done
 
-and may override ``capacity`` (tasks it takes at once, e.g. one in reserve per worker),
-``start``/``close`` (bracket a search; ``close`` must release every worker, also after an
-error), ``serve`` (the loop of ranks that evaluate but do not run the engine), ``describe``
-(what the journal records about where the run executed) and ``now`` (the clock of the
-journal's timestamps: wall-clock seconds, or simulated ones). ``wait`` may raise
-:class:`TimeBudgetSpent` to end the search cleanly: the engine then ends the run as finished
-and tells nothing more.
-
-Epochs finished while a task trains are handed to ``on_epoch(number, EpochRecord,
-worker_rank)`` as they happen; an executor passes each task's ``report`` on to it, from
-whichever rank trains the task. The engine sets it when someone keeps the learning curves (a
-journal, an ``on_epoch`` callback) and leaves it None otherwise: check before calling.
+Details (what it may override, ``TimeBudgetSpent``, epochs as they train): docs/executors.md.
 """
 from __future__ import annotations
 
@@ -152,7 +141,26 @@ def run_task(evaluator, task: Task, rank: int = 0) -> Completion:
 
 
 class Executor:
-    """Where evaluations run (see the module docstring)."""
+    """Where evaluations run. A new one implements ``n_workers``, ``in_flight``, ``submit``
+    and ``wait`` and is handed to :func:`~nord.search.engine.run_search`; executors are objects
+    a run is given, not names, so there is nothing to register::
+
+        class LastInFirstOut(Executor):
+            # one worker in this process, the newest task first
+            def __init__(self, evaluator):
+                self.evaluator, self.tasks = evaluator, []
+
+            n_workers = property(lambda self: 1)
+            in_flight = property(lambda self: len(self.tasks))
+
+            def submit(self, task):
+                self.tasks.append(task)
+
+            def wait(self):
+                return run_task(self.evaluator, self.tasks.pop(), 0)
+
+        summary = run_search(algorithm, executor=LastInFirstOut(evaluator), budget=10)
+    """
 
     #: False on ranks that do not run the engine (MPI workers): run_search calls ``serve`` there.
     is_dispatcher = True

@@ -7,14 +7,10 @@ engine, independent of the others, so they are spread over processes::
     for outcome in pool.map(run_chunk, chunks):    # in completion order
         ...
 
-Workers are forked (they inherit the loaded benchmark table and any registered algorithm,
-and no script is imported again, which would start MPI twice under ``spawn``); where fork
-does not exist, spawn is used. ``processes=1`` runs every job in this process.
+Workers are forked where fork exists, else spawned; ``processes=1`` runs every job in this
+process. Workers ignore SIGINT and exit quietly on the pool's SIGTERM.
 
-Signals are this process's business: workers ignore SIGINT (a Ctrl-C reaches every process
-of the terminal's group; this one stops the pool) and exit quietly on the SIGTERM with which
-the pool ends them, even inside a search (whose own handler would raise there and print a
-traceback); a worker inside one long call into C exits when the call returns.
+Details (why fork, signals): docs/executors.md.
 """
 from __future__ import annotations
 
