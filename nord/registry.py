@@ -1,8 +1,7 @@
 """Registry: names for the things a run is made of (layers, data sets, algorithms, spaces, ...).
 
 Every registry of nord is one of these, so every name follows one rule: case, ``-``, ``_``
-and spaces do not matter (``'regularized-evolution'``, ``'RegularizedEvolution'`` and
-``'regularized_evolution'`` are one name), and an entry may have aliases::
+and spaces do not matter, and an entry may have aliases::
 
     from nord.registry import Registry
 
@@ -11,28 +10,9 @@ and spaces do not matter (``'regularized-evolution'``, ``'RegularizedEvolution'`
     spaces.register("conv", ConvSpace, aliases=("paper",), description="the paper's chain")
     spaces.register("mine", "mypackage.spaces.MySpace")   # imported on first load()
     spaces.get("Paper")                 # ConvSpace: the same entry
-    spaces.load("mine")                 # MySpace, imported now
-    spaces.names()                      # ['conv', 'mine']
-    spaces.choices()                    # ['conv (paper)', 'mine']
 
 An unknown name raises :class:`~nord.errors.ConfigurationError` listing the valid ones.
-
-Each extension point wraps its registry in one idiom, ``register_<thing>(name, cls, *,
-aliases=(), description="", ...)``, which returns ``cls``; without ``cls`` it is a class
-decorator::
-
-    @register_space("mine")
-    class MySpace(SearchSpace): ...
-
-Other packages add names without being imported by hand: they declare an entry point in the
-registry's ``plugins`` group (``nord.spaces``, ``nord.algorithms``, ``nord.schedulers``,
-``nord.callbacks``, ``nord.datasets``), e.g. in setup.py::
-
-    entry_points={"nord.spaces": ["mine = mypackage.spaces:MySpace"]}
-
-The first name a registry cannot find (or its first listing) loads the group's entry points
-once: importing each one lets its module register itself (with aliases), and an object that
-did not is registered under the entry point's name.
+Details (the ``register_<thing>`` idiom, entry-point plug-ins): docs/registry.md.
 """
 from __future__ import annotations
 

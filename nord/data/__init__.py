@@ -9,15 +9,9 @@
     test = data.test_loader(batch_size=256, rank=rank, size=size)
     data.input_shape, data.num_classes, data.classes
 
-Modules: :mod:`~nord.data.sharding` (pure rules: who gets which samples),
-:mod:`~nord.data.curator` (the base class and :class:`TensorLoader`),
-:mod:`~nord.data.builtin` (Digits, TensorCurator), :mod:`~nord.data.datasets` (MNIST,
-Fashion-MNIST, CIFAR-10), :mod:`~nord.data.files` (official-format readers),
-:mod:`~nord.data.download` (URLs, checksums, resumable verified downloads),
-:mod:`~nord.data.registry` (data sets by name) and :mod:`~nord.app.data_commands` (``nord data
-download`` and ``nord data list``).
-
 Names are imported on first use, so that ``nord.data.registry`` can be read without torch.
+
+Details (the modules, curators, sharding, files, downloads): docs/data.md.
 """
 import importlib
 

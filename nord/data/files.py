@@ -1,15 +1,8 @@
 """Readers of the official data set file formats (numpy only; no torchvision).
 
-* IDX (MNIST, Fashion-MNIST): ``train-images-idx3-ubyte`` and friends, plain or gzip.
-  The header (two zero bytes, a type code, the number of dimensions, the dimensions
-  as big-endian int32) is checked, and the file must be exactly as long as it says.
-* CIFAR-10, python version: ``data_batch_1..5`` and ``test_batch`` pickles (a dict with
-  ``b'data'``, a uint8 array ``(N, 3072)``, and ``b'labels'``) plus ``batches.meta``,
-  read from the extracted ``cifar-10-batches-py/`` folder or straight out of
-  ``cifar-10-python.tar.gz``. The pickles are read with an unpickler that can build only
-  numpy arrays and plain containers, and every field is checked after loading.
-
-Anything wrong raises :class:`~nord.errors.CorruptDataError` naming the file::
+IDX (MNIST, Fashion-MNIST), plain or gzip, and CIFAR-10's python pickles, from the extracted
+folder or straight out of the archive; every header and field is checked, and anything wrong
+raises :class:`~nord.errors.CorruptDataError` naming the file::
 
     from nord.data.files import read_idx, read_cifar10
 
@@ -18,6 +11,8 @@ Anything wrong raises :class:`~nord.errors.CorruptDataError` naming the file::
 
 Where the files are looked for under a data root is also said here, once, for the curators
 and the command line (``nord data list``) alike: :func:`find_idx_files`, :func:`find_cifar10`.
+
+Details (the formats and their checks): docs/data.md.
 """
 from __future__ import annotations
 

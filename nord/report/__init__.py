@@ -7,17 +7,10 @@ One call reads the runs' journals and writes everything into a folder::
     page = write_report(["runs/ga.db", "runs/random.db"], "report/")   # report/report.md
     write_report("runs/", "report/", fmt="html")                       # every journal in runs/
 
-The parts can be used alone:
-
-* :mod:`nord.report.runs`: journals read into :class:`RunData`, and the numbers shown about
-  each run (:func:`run_numbers`), with their definitions;
-* :mod:`nord.report.plots`: accuracy per generation (box plots with the mean), wall time,
-  mean parameters, Pareto fronts;
-* :mod:`nord.report.pareto`: :func:`pareto_front` and an exact 2-D :func:`hypervolume`;
-* :mod:`nord.report.architecture`: descriptors drawn as layered graphs (:func:`draw_descriptor`);
-* :mod:`nord.report.page`: the Markdown / HTML page.
-
+The parts (``runs``, ``plots``, ``pareto``, ``architecture``, ``page``) can be used alone;
 matplotlib is used through its Agg canvas only (no ``pyplot``, no change of backend).
+
+Details (what the folder holds, the numbers, each part): docs/report.md.
 """
 from nord.report.architecture import draw_descriptor, layered_layout
 from nord.report.pareto import dominates, hypervolume, pareto_front, pareto_indices

@@ -8,15 +8,10 @@
     if has_introspection(run):
         plot_introspection(run, "out/introspection-ga.png", count=3)
 
-Every candidate's validation accuracy is drawn against its epochs, coloured by the value it
-ended with. The curves of a run are one ``LineCollection`` per kind of line, so a run of
-thousands of candidates draws in a fraction of a second. Under a scheduler the candidates'
-fates (:mod:`nord.report.schedule`) are told apart by line style and end marker, and
-promotions are marked where they happened.
+Every candidate's validation accuracy is drawn against its epochs; introspection metrics
+(what training callbacks stored with each epoch) are drawn per layer for the best candidates.
 
-Introspection metrics are what training callbacks (:mod:`nord.evaluators.callbacks`) stored
-with each epoch: ``grad_norm/<layer>``, ``weight_norm/<layer>``, ``dead_relu/<layer>`` (and
-any other ``family/layer`` scalars); they are drawn per layer for the run's best candidates.
+Details (colours, a scheduler's fates, the metrics' names): docs/report.md.
 """
 from __future__ import annotations
 

@@ -9,14 +9,10 @@ formats always say the same::
     page.heading("Runs")
     page.paragraph("Read from ", Code("runs/ga.db"), ".")
     page.table(["run", "best accuracy"], [["ga", "93.10 %"], [Link("random", "#random"), "91.00 %"]])
-    page.image("accuracy.png", "accuracy per generation")
-    page.warning("Selected on test data: ", Code("ga"), ".")
     page.to_markdown()      # GitHub-flavoured Markdown (images are linked files)
-    page.to_html(root)      # one self-contained HTML file: images read from ``root`` and
-                            # embedded as data URIs, tables sortable by a click on a header
+    page.to_html(root)      # one self-contained HTML file, images embedded
 
-Inline content is a sequence of plain strings (escaped for the format), :class:`Code`
-(monospace) and :class:`Link` parts.
+Details (images, warnings, inline content, the HTML file): docs/report.md.
 """
 from __future__ import annotations
 

@@ -12,10 +12,7 @@ Each function takes runs read by :func:`nord.report.runs.load_runs` and writes o
     plot_parameters(runs, "out/parameters.png")     # Figure 6
     plot_pareto(runs[0], "out/pareto-ga.png", reference_front=[(1e5, 0.8), (1e6, 0.9)])
 
-Figures are made with ``matplotlib.figure.Figure`` and an Agg canvas, never through
-``pyplot``: nothing global changes (no backend switch, no figure left open), so this works in
-a notebook, a headless job, or next to a user's own plots. A run keeps its colour in every
-figure. Runs without any successful evaluation still get their panel, with a note.
+Never through ``pyplot``: nothing global changes. Details (colours, empty runs): docs/report.md.
 """
 from __future__ import annotations
 

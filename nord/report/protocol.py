@@ -1,10 +1,9 @@
 """What a run's accuracies measure: the search signal, the reported figure, and whether the
 architectures were selected on test data.
 
-A search selects architectures by one figure (the *search signal*: normally validation
-accuracy) and reports another that it never saw (normally test accuracy). When a run had no
-validation split, the signal *is* the test accuracy, and the best architecture's test accuracy
-is optimistically biased: the report must say so where nobody can miss it::
+When a run had no validation split, the search signal *is* the test accuracy, and the best
+architecture's test accuracy is optimistically biased: the report must say so where nobody
+can miss it::
 
     from nord.report.protocol import protocol_of
 
@@ -13,10 +12,7 @@ is optimistically biased: the report must say so where nobody can miss it::
     protocol.selected_on_test  # True: selection used test data
     protocol.warnings          # the run's own warnings, as journaled
 
-The evidence, any one of which is enough: the run's ``extra.warnings`` (written by
-``nord run`` when there is no validation split), a ``dataset.validation.fraction`` or
-``dataset.n_valid`` of 0, an evaluator whose ``signal`` names test data, or evaluations whose
-``metrics.selection`` is ``'test'``.
+Details (the evidence, any one of which is enough): docs/report.md.
 """
 from __future__ import annotations
 

@@ -1,8 +1,7 @@
 """What a scheduler did with a run's candidates, read from the journal's ``legs``.
 
-Under a scheduler (ASHA, SHA, Hyperband, median stopping) each candidate trains in legs, and
-at the end of each leg the scheduler decides: continue, pause (wait at a rung for a
-promotion), stop, or done (``max_epochs`` reached)::
+Under a scheduler each candidate trains in legs, and at the end of each leg the scheduler
+decides: continue, pause (wait at a rung for a promotion), stop, or done::
 
     from nord.report.schedule import candidate_fates, schedule_numbers
 
@@ -11,11 +10,8 @@ promotion), stop, or done (``max_epochs`` reached)::
     schedule_numbers(run)["epochs_trained"]     # against "epochs_full": what a search without
                                                 # a scheduler would have trained
 
-**States** (one per candidate, a partition): ``finished`` (trained to its last leg's ``done``),
-``promoted`` (promoted at least once, then stopped or left paused), ``paused`` (waiting at
-its first rung when the run ended, never promoted), ``stopped`` (stopped by the scheduler,
-never promoted), ``failed`` (its last leg failed), ``training`` (a leg still in flight: a run
-still going, or one that was killed).
+A candidate's state is one of ``finished``, ``promoted``, ``paused``, ``stopped``,
+``failed`` and ``training``. Details (what each state means): docs/report.md.
 """
 from __future__ import annotations
 

@@ -1,21 +1,16 @@
 """IntegerDraws: numpy's integer draws, the same numbers, a few times cheaper one at a time.
 
-An algorithm that asks for one candidate at a time makes a few small draws per candidate,
-and each call into ``numpy.random.Generator`` costs about a microsecond (``choice`` of 3 of
-10 about four and a half microseconds), more than the rest of an ask on a table benchmark.
 IntegerDraws fetches the generator's 32-bit outputs in blocks and turns them into integers
-the way numpy does (Lemire's bounded draw for ``integers``, Floyd's sampling then a shuffle for ``choice``
-without replacement), so a seeded algorithm proposes exactly the genomes it proposed with
-the generator itself, and journals written either way resume alike::
+the way numpy does, so a seeded algorithm proposes exactly the genomes it proposed with the
+generator itself, and journals written either way resume alike::
 
     draws = IntegerDraws(np.random.default_rng(0))
     draws.integers(6)            # == int(np.random.default_rng(0).integers(6))
     draws.choice(10, 3)          # == Generator.choice(10, size=3, replace=False).tolist()
     draws.genome(space)          # == space.sample(rng), for a space that ``fits``
 
-Every draw of the generator must then go through the same IntegerDraws: it has consumed
-outputs ahead of what it has handed out. Ranges are limited to 2**32 values and ``choice`` to
-populations of :data:`CHOICE_LIMIT`, where numpy uses these methods.
+Every draw of the generator must then go through the same IntegerDraws.
+Details (why, numpy's methods, the limits): docs/search.md.
 """
 from __future__ import annotations
 

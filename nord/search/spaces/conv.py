@@ -8,16 +8,11 @@ adds the classification head::
     genome = space.sample(np.random.default_rng(0))   # (c1, k1, c2, k2)
     descriptor = space.to_descriptor(genome)          # conv2d -> relu -> conv2d -> relu
 
-The paper searched two layers (a genome of four integers), each with 1..50 channels and
-a 1..50 kernel, on CIFAR-10; both are the defaults here.
+The paper's defaults: two layers, each with 1..50 channels and a 1..50 kernel. A kernel
+larger than the feature map it slides over is clipped by ``decode`` (``repair``), unless
+``repair=False``.
 
-A kernel larger than the feature map it slides over cannot be applied. The original code
-scored such networks 0 without saying so. Here, by default, ``decode`` *repairs* the
-genome by a deterministic rule (``repair``): each kernel is clipped to the spatial size
-that reaches its layer, computed from ``input_shape`` through the (already repaired)
-layers before it, with stride 1 and no padding. With ``repair=False`` the descriptor is
-decoded as given and ``NeuralNet`` raises ``ShapeError``, which the evaluator records as
-a failed result with the reason.
+Details (the paper's setting, the repair rule): docs/search.md.
 """
 from __future__ import annotations
 
