@@ -204,7 +204,7 @@ class NeuralDescriptor:
     @property
     def connections(self) -> List[Tuple[str, str]]:
         """Every ``(from, to)`` pair, grouped by target in input order."""
-        return [(source, target) for target in self._layers for source in self._inputs[target]]
+        return self._connection_pairs()
 
     @property
     def input_layer(self) -> Optional[str]:
@@ -362,7 +362,7 @@ class NeuralDescriptor:
         return {
             "format": FORMAT,
             "layers": [layer.to_dict() for layer in self._layers.values()],
-            "connections": [list(pair) for pair in self.connections],
+            "connections": [list(pair) for pair in self._connection_pairs()],
             "input": self._input_layer,
             "output": self._output_layer,
         }
@@ -415,7 +415,7 @@ class NeuralDescriptor:
             lines.append(f'  "{layer.name}" [label="{layer.name}\\n{layer.type}({shown}){merge}"];')
         if self.input_layer is not None:
             lines.append(f'  "__input__" -> "{self.input_layer}";')
-        for source, target in self.connections:
+        for source, target in self._connection_pairs():
             lines.append(f'  "{source}" -> "{target}";')
         for out in self.output_layers:
             lines.append(f'  "{out}" -> "__output__";')
@@ -424,13 +424,18 @@ class NeuralDescriptor:
 
     def __repr__(self):
         return (f"NeuralDescriptor({len(self._layers)} layers, "
-                f"{len(self.connections)} connections)")
+                f"{len(self._connection_pairs())} connections)")
 
     # --- helpers ----------------------------------------------------------------------
     def _changed(self) -> None:
         """Forget the cached identity: every edit calls this."""
         self._form = None
         self._hash = None
+
+    def _connection_pairs(self) -> List[Tuple[str, str]]:
+        # what `connections` gives; nord's own methods use this, which a subclass (the 2018
+        # descriptor of nord.legacy, whose `connections` is 2018's dict) leaves alone
+        return [(source, target) for target in self._layers for source in self._inputs[target]]
 
     def _sources(self) -> List[str]:
         return [name for name in self._layers if not self._inputs[name]]

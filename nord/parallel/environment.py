@@ -28,7 +28,7 @@ from nord.parallel.launcher import (launched_by_mpi, launcher_local_rank, launch
                                     refuse_srun_without_mpi, yield_where_cores_are_shared)
 from nord.parallel.signals import reclaim_signals
 
-__all__ = ["Environment", "Group"]
+__all__ = ["Environment", "Group", "report_failure"]
 
 logger = logging.getLogger(__name__)
 
@@ -114,6 +114,37 @@ class Group(_Collectives):
     def __repr__(self) -> str:
         return (f"Group(index={self.index}, rank={self.rank}, size={self.size}, "
                 f"members={self.members})")
+
+
+def report_failure(rank: int, size: int, exc_type, exc, tb) -> int:
+    """Write an exception to stderr, each line prefixed ``[rank R]``, before the job is aborted.
+
+    Returns the exit status the job should end with: 1, or the code of a ``sys.exit``, or
+    130 for ``KeyboardInterrupt``. The caller aborts (``MPI_Abort``).
+    """
+    if issubclass(exc_type, SystemExit):
+        code = exc.code if isinstance(exc.code, int) else 1
+        text = f"sys.exit({exc.code!r}) inside the environment\n"
+    elif issubclass(exc_type, KeyboardInterrupt):
+        code = 130
+        text = "interrupted (KeyboardInterrupt)\n"
+    else:
+        code = 1
+        text = "".join(traceback.format_exception(exc_type, exc, tb))
+    prefix = f"[rank {rank}] "
+    lines = [prefix + line for line in text.rstrip("\n").split("\n")]
+    lines.append(f"{prefix}error on host {socket.gethostname()} (pid {os.getpid()}): aborting "
+                 f"all {size} ranks with MPI_Abort({code})")
+    try:
+        sys.stdout.flush()
+    except (OSError, ValueError):
+        pass
+    try:
+        sys.stderr.write("\n".join(lines) + "\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+    return code
 
 
 # --- the environment ---------------------------------------------------------------------------
@@ -299,28 +330,7 @@ class Environment(_Collectives):
 
     def _fail(self, exc_type, exc, tb) -> None:
         """Print this rank's traceback, prefixed with its rank, then abort the whole job."""
-        if issubclass(exc_type, SystemExit):
-            code = exc.code if isinstance(exc.code, int) else 1
-            text = f"sys.exit({exc.code!r}) inside the environment\n"
-        elif issubclass(exc_type, KeyboardInterrupt):
-            code = 130
-            text = "interrupted (KeyboardInterrupt)\n"
-        else:
-            code = 1
-            text = "".join(traceback.format_exception(exc_type, exc, tb))
-        prefix = f"[rank {self._rank}] "
-        lines = [prefix + line for line in text.rstrip("\n").split("\n")]
-        lines.append(f"{prefix}error on host {socket.gethostname()} (pid {os.getpid()}): aborting "
-                     f"all {self._size} ranks with MPI_Abort({code})")
-        try:
-            sys.stdout.flush()
-        except (OSError, ValueError):
-            pass
-        try:
-            sys.stderr.write("\n".join(lines) + "\n")
-            sys.stderr.flush()
-        except (OSError, ValueError):
-            pass
+        code = report_failure(self._rank, self._size, exc_type, exc, tb)
         self.abort(code)
 
     def _leave_quietly(self, code: int) -> None:

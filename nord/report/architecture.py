@@ -143,7 +143,9 @@ def layered_layout(descriptor: NeuralDescriptor, sweeps: int = 6) -> Layout:
     edges: List[Tuple[str, str]] = []
     if descriptor.input_layer is not None:
         edges.append((INPUT, descriptor.input_layer))
-    edges += list(descriptor.connections)
+    # by inputs_of, which every descriptor has alike (2018's of nord.legacy included)
+    edges += [(source, name) for name in descriptor.layer_names
+              for source in descriptor.inputs_of(name)]
     edges += [(name, OUTPUT) for name in descriptor.output_layers]
     predecessors: Dict[str, List[str]] = {}
     for source, target in edges:

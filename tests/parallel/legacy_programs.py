@@ -2,6 +2,8 @@
 
     NORD_LEGACY_DATA=DATA mpirun -np 3 python -m tests.parallel.legacy_programs CHECK...
 
+``close_workers`` finalises MPI, so it comes last.
+
 They use the 2018 names, as a 2018 program would. Each check computes its expectation from
 the world size and exits non-zero with a message when it does not hold; every rank prints
 "checks passed" at the end.
@@ -78,14 +80,25 @@ def log_file(e):
             "world_size, world_rank or master() disagree with MPI")
 
 
-CHECKS = {f.__name__: f for f in (rank_zero_descriptor, failure_on_rank_zero, log_file)}
+def close_workers(e):
+    """2018's close_workers leaves the environment and finalises MPI on every rank."""
+    from mpi4py import MPI
+    require(e.comm is MPI.COMM_WORLD, "comm is not MPI.COMM_WORLD")
+    neural_nets.distributed.environment.close_workers()
+    require(MPI.Is_finalized() and not e.active, "close_workers left MPI running")
+    require(neural_nets.distributed.environment.env is None, "the environment is still active")
+
+
+CHECKS = {f.__name__: f for f in (rank_zero_descriptor, failure_on_rank_zero, log_file,
+                                  close_workers)}
 
 
 def main(names):
     with Environment() as e:
         for name in names:
             CHECKS[name](e)
-            e.barrier()
+            if e.active:
+                e.barrier()
         print(f"rank {e.world_rank}: checks passed", flush=True)
     return 0
 

@@ -1,6 +1,7 @@
-"""nord.legacy under real mpirun: the 2018 distributed evaluator and environment, and the ported
+"""nord.legacy under real mpirun: the 2018 distributed evaluator and environment, the ported
 2018 experiments 2 and 3 at smoke size (the 2018 ``--untrained`` flag on a small CIFAR-10
-written in the official format), launched as the 2018 README launched them.
+written in the official format), launched as the 2018 README launched them, and 2018 code
+that raises on one rank, which must end the whole job at once.
 """
 import re
 from collections import defaultdict
@@ -8,6 +9,7 @@ from collections import defaultdict
 import pytest
 
 from nord.legacy.smoke import write_cifar10
+from tests.helpers.legacy import package_2018, utils_2018, write
 from tests.mpirun import REPO, requires_mpirun, run_mpi
 
 pytestmark = [requires_mpirun, pytest.mark.mpi]
@@ -45,18 +47,25 @@ def log_messages(path, name):
     return messages
 
 
+def status_lines(output, ranks):
+    """Whether rank 0 printed 2018's status lines, in rank order."""
+    expected = "Master initialized.\n" + "".join(
+        f"Worker {r + 1} of {ranks} (local {r})\n" for r in range(1, ranks))
+    return expected in output
+
+
 @pytest.mark.parametrize("ranks", [2, 3])
 def test_distributed_evaluator_and_environment(workdir, ranks):
     run = run_legacy(["-m", "tests.parallel.legacy_programs", "rank_zero_descriptor",
-                      "failure_on_rank_zero", "log_file"], ranks, workdir)
+                      "failure_on_rank_zero", "log_file", "close_workers"], ranks, workdir)
     assert run.output.count("checks passed") == ranks, run.output[-3000:]
-    assert all(f"[rank {r}/{ranks}]" in run.output for r in range(ranks))  # the status lines
+    assert status_lines(run.output, ranks), run.output[-3000:]
 
 
 @pytest.mark.parametrize("ranks", [2, pytest.param(3, marks=pytest.mark.slow)])
 def test_experiment2_evaluates_each_network_on_every_rank(workdir, ranks):
     run = run_legacy([LEGACY / "genetic_example.py", "-e", "2", "--untrained"], ranks, workdir)
-    assert all(f"[rank {r}/{ranks}]" in run.output for r in range(ranks))
+    assert status_lines(run.output, ranks), run.output[-3000:]
     rows = [m.split(";") for m in log_messages(workdir / "NORD.log", "NORD")]
     # rank 0 alone writes, each individual once: 10 per generation
     per_generation = defaultdict(int)
@@ -81,3 +90,60 @@ def test_experiment3_workers_evaluate_and_rank_0_evolves(workdir, ranks):
         messages = log_messages(workdir / f"{worker}.log", str(worker))
         got = sum(m.startswith("Worker got") for m in messages)
         assert got == GENERATIONS * POPULATION // workers, messages
+
+
+# 2018's experiment 3 in small, as 2018 wrote it: rank 0 deals the individuals out to the
+# workers and collects their fitness by tag, then every rank runs the roulette wheel; the
+# workers hold no fitness, divide 0 by 0, and NumPy refuses the NaN probabilities. With
+# `master`, rank 0 raises instead, while the workers wait for their next individuals.
+DISTRIBUTED_GA_2018 = """import nord.legacy
+import sys
+import numpy as np
+from mpi4py import MPI
+from utils import get_logger
+
+POPULATION, GENERATIONS = 4, 3
+comm = MPI.COMM_WORLD
+rank, size = comm.Get_rank(), comm.Get_size()
+logger = get_logger(str(rank))
+fitness = np.zeros(POPULATION)
+for generation in range(GENERATIONS):
+    if rank == 0:
+        if sys.argv[1] == "master" and generation == 1:
+            raise RuntimeError("rank 0 failed in generation 1")
+        for i in range(POPULATION):
+            comm.send([i, [i + 1]], dest=1 + i % (size - 1))
+        for _ in range(POPULATION):
+            status = MPI.Status()
+            f = comm.recv(status=status)
+            fitness[status.Get_tag()] = -f[0]
+    else:
+        work = [comm.recv(source=0, tag=MPI.ANY_TAG) for _ in range(rank - 1, POPULATION, size - 1)]
+        for i, x in work:
+            comm.send([-float(x[0])], 0, tag=i)
+            logger.info("Worker sending %d", i)
+    comm.Barrier()
+    if sys.argv[1] == "worker":
+        with np.errstate(invalid="ignore"):
+            probabilities = fitness / np.sum(fitness)
+        np.random.choice(POPULATION, size=1, p=probabilities)
+print("rank", rank, "finished every generation", flush=True)
+"""
+
+
+@pytest.mark.parametrize("ranks, failing", [(2, "worker"), (3, "worker"), (2, "master")])
+def test_an_error_on_any_rank_of_2018_code_ends_the_job_at_once(tmp_path, ranks, failing):
+    """Without nord.legacy this job hangs: the failing rank waits in MPI_Finalize for ranks that
+    wait for it. Run in a folder shaped like a 2018 checkout, which the line also handles."""
+    write(tmp_path, {**package_2018(), **utils_2018(), "ga.py": DISTRIBUTED_GA_2018})
+    run = run_mpi(["ga.py", failing], np=ranks, cwd=tmp_path, timeout=120)
+    assert not run.timed_out, f"hung for {run.seconds:.0f} s:\n{run.output[-4000:]}"
+    assert run.returncode != 0 and run.seconds < 60, (run.returncode, run.seconds)
+    error = ("ValueError: probabilities contain NaN" if failing == "worker"
+             else "RuntimeError: rank 0 failed in generation 1")
+    failed = range(1, ranks) if failing == "worker" else [0]
+    assert any(f"[rank {r}] {error}" in run.output for r in failed), run.output[-4000:]
+    assert "aborting all %d ranks with MPI_Abort(1)" % ranks in run.output, run.output[-4000:]
+    assert "finished every generation" not in run.output
+    # the 2018 package and utils.py of the folder are replaced, and rank 0 alone says so
+    assert run.output.count("nord.legacy: NORD 2018's own neural_nets/ and utils.py") == 1

@@ -1,12 +1,11 @@
 """nord.legacy: the 2018 module names, signatures, defaults and fitness, one behaviour per test.
 
-The data is a small CIFAR-10 in the official python format, written here by
-``nord.legacy.smoke.write_cifar10``; each class is a colour pattern plus noise, so that a
-trained network is clearly better than its initial weights.
+The 2018 calls beyond these (descriptor views, module globals, loaders, output wording) are
+tested in test_legacy_calls.py, a 2018 checkout's folders in test_legacy_checkout.py; the
+fixtures and the small CIFAR-10 are in tests/helpers/legacy.py.
 """
 import copy
 import importlib
-import logging
 import re
 import sys
 
@@ -15,47 +14,16 @@ import pytest
 import torch
 import torch.nn as nn
 
-import nord.architecture.layers
 import nord.legacy
-from nord.data.files import read_cifar10
 from nord.architecture.descriptor import NeuralDescriptor
-from nord.errors import ConfigurationError, MissingDataError, UnknownLayerError
 from nord.architecture.layers import get_layer_spec
-from nord.legacy.smoke import write_cifar10
+from nord.data.files import read_cifar10
+from nord.errors import ConfigurationError, MissingDataError, UnknownLayerError
 from nord.legacy.utils import (extract_params, format_time, generate_layer_parameters,
                                get_convolution_out_size, get_logger, get_random_value,
                                progress_bar)
-
-N_TRAIN, N_TEST = 100, 40
-LOG_LINE = r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d;%s;INFO;%s"
-
-
-@pytest.fixture(scope="module", autouse=True)
-def neural_nets():
-    """The 2018 ``neural_nets`` package, with nord's layer registry private to this module.
-
-    Importing it registers the 2018 layer classes nord lacks; other test modules must not see
-    them (they parametrise over the registry, and use some of those classes as examples of
-    unregistered ones). So the import happens here, not at collection, into a copy of the
-    registry that is dropped after this module.
-    """
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(nord.architecture.layers, "LAYERS", nord.architecture.layers.LAYERS.copy())
-        yield importlib.import_module("nord.legacy.neural_nets")
-
-
-@pytest.fixture(scope="module")
-def cifar_root(tmp_path_factory):
-    root = tmp_path_factory.mktemp("cifar")
-    write_cifar10(root, n_train=N_TRAIN, n_test=N_TEST, seed=0)
-    return root
-
-
-@pytest.fixture
-def legacy_data(cifar_root, monkeypatch):
-    """The 2018 evaluators read the small CIFAR-10 through NORD_LEGACY_DATA."""
-    monkeypatch.setenv(nord.legacy.DATA_ENV, str(cifar_root))
-    return cifar_root
+from tests.helpers.legacy import LOG_LINE, N_TEST, N_TRAIN, conv_descriptor
+from tests.helpers.legacy import cifar_root, legacy_data, log_files, neural_nets  # noqa: F401
 
 
 @pytest.fixture
@@ -70,13 +38,6 @@ def clean_2018_names():
 
 def _is_2018_name(name):
     return name == "utils" or name == "neural_nets" or name.startswith("neural_nets.")
-
-
-def conv_descriptor(kernel=5):
-    d = NeuralDescriptor()
-    d.add_layer_sequential(nn.Conv2d, [3, 8, kernel])
-    d.add_layer_sequential(nn.ReLU6, [])
-    return d
 
 
 # --- the 2018 module names -------------------------------------------------------------------
@@ -125,7 +86,8 @@ def test_install_is_idempotent():
     nord.legacy.install()
     nord.legacy.install()
     assert nord.legacy.installed()
-    assert sum(type(f).__name__ == "_LegacyNames" for f in sys.meta_path) == 1
+    assert sum(type(f).__name__ == "LegacyNames" for f in sys.meta_path) == 1
+    assert isinstance(sys.meta_path[0], nord.legacy.imports.LegacyNames)
 
 
 # --- layer helpers --------------------------------------------------------------------------
@@ -276,11 +238,17 @@ def test_verbose_raises_for_a_network_that_cannot_be_built(neural_nets, legacy_d
         neural_nets.NeuralEvaluator().descriptor_evaluate(conv_descriptor(kernel=40), verbose=True)
 
 
-def test_verbose_prints_the_test_accuracy(neural_nets, legacy_data, capsys):
+def test_verbose_prints_the_test_accuracy_in_2018s_words(neural_nets, legacy_data, capsys):
     evaluator = neural_nets.NeuralEvaluator(epochs=1)
     fitness = evaluator.descriptor_evaluate(conv_descriptor(), verbose=True)
+    loss = evaluator.last_result.metrics["test_loss"]
+    assert capsys.readouterr().out.endswith(
+        "Finished Training\n"
+        f"Accuracy of the network on the test images: {-100 * fitness:.2f} %\n"
+        f"Loss of the network on the test images: {loss:.4f} \n")
+    evaluator.descriptor_evaluate(conv_descriptor(), untrained=True, verbose=True)
     out = capsys.readouterr().out
-    assert f"Test accuracy: {-100 * fitness:.2f} %" in out and "Trained for 1 epochs" in out
+    assert "Finished Training" not in out and "Accuracy of the network on the test images" in out
 
 
 def test_get_sample_has_the_2018_layout(neural_nets, legacy_data):
@@ -317,18 +285,6 @@ def test_the_distributed_evaluator_alone_equals_the_local_one(neural_nets, legac
 
 
 # --- Environment and its log file -----------------------------------------------------------
-@pytest.fixture
-def log_files(tmp_path, monkeypatch):
-    """Run in tmp_path; close the 2018 file loggers opened there afterwards."""
-    monkeypatch.chdir(tmp_path)
-    yield tmp_path
-    for logger in list(logging.Logger.manager.loggerDict.values()):
-        for handler in list(getattr(logger, "handlers", [])):
-            if getattr(handler, "baseFilename", "").startswith(str(tmp_path)):
-                handler.close()
-                logger.removeHandler(handler)
-
-
 def test_environment_appends_the_2018_log_file(neural_nets, log_files):
     module = neural_nets.distributed.environment
     for message in ("first;1", "second;2"):
@@ -351,7 +307,7 @@ def test_environment_logs_to_nord_log_by_default(neural_nets, log_files):
 def test_environment_has_the_2018_names(neural_nets, log_files, capsys):
     with neural_nets.distributed.Environment() as env:
         assert (env.world_rank, env.world_size, env.local_rank, env.master()) == (0, 1, 0, True)
-    assert "[rank 0/1]" in capsys.readouterr().out  # the status line of each rank
+    assert capsys.readouterr().out == "Master initialized.\n"  # 2018's status line
 
 
 # --- utils ----------------------------------------------------------------------------------

@@ -1,6 +1,7 @@
 """The ported 2018 examples (experiments/legacy) in one process, at smoke size: the 2018
-``--untrained`` flag on a small CIFAR-10 written in the official format. Experiments 2 and 3
-run under mpirun in tests/parallel/test_legacy_mpi.py."""
+``--untrained`` flag on a small CIFAR-10 written in the official format, and the README's
+ways of shortening a 2018 run. Experiments 2 and 3 run under mpirun in
+tests/parallel/test_legacy_mpi.py."""
 import os
 import re
 import subprocess
@@ -14,6 +15,7 @@ from nord.legacy.smoke import write_cifar10
 from tests.mpirun import MPI_ENV, REPO
 
 LEGACY = REPO / "experiments" / "legacy"
+README = (REPO / "README.md").read_text()
 
 
 @pytest.fixture
@@ -23,8 +25,8 @@ def workdir(tmp_path):
     return tmp_path
 
 
-def run_python(args, workdir, timeout=300):
-    env = dict(os.environ, **MPI_ENV, NORD_LEGACY_DATA=str(workdir / "data"))
+def run_python(args, workdir, timeout=300, env=None):
+    env = dict(os.environ, **MPI_ENV, NORD_LEGACY_DATA=str(workdir / "data"), **(env or {}))
     return subprocess.run([sys.executable, *map(str, args)], cwd=workdir, env=env, timeout=timeout,
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
@@ -42,8 +44,11 @@ def test_the_ports_reach_nord_only_through_one_import_line():
 def test_descriptor_example_trains_the_branching_network(workdir):
     done = run_python([LEGACY / "descriptor_example.py"], workdir)
     assert done.returncode == 0, done.stdout
-    assert "Trained for 5 epochs" in done.stdout, done.stdout
-    assert re.search(r"Test accuracy: \d+\.\d\d %", done.stdout), done.stdout
+    assert "epoch 5/5" in done.stdout and "epoch 6" not in done.stdout, done.stdout
+    assert re.search(r"^Finished Training\n"
+                     r"Accuracy of the network on the test images: \d+\.\d\d %\n"
+                     r"Loss of the network on the test images: \d+\.\d{4} \n", done.stdout,
+                     re.M), done.stdout
 
 
 def test_genetic_example_experiment1_logs_every_individual(workdir):
@@ -85,3 +90,24 @@ def test_experiment3_roulette_survives_a_generation_without_fitness(workdir):
                           env=dict(os.environ, **dict(MPI_ENV, PYTHONPATH=env_path)),
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     assert done.returncode == 0 and "evolved" in done.stdout, done.stdout
+
+
+def test_the_readme_shortens_a_2018_run_without_editing_it(workdir):
+    """The README's short_run.py, next to the experiments: 2 generations of 4, 1 epoch each."""
+    block = next(b for b in re.findall(r"```python\n(.*?)```", README, re.S) if "short_run.py" in b)
+    (workdir / "short_run.py").write_text(block)
+    env_path = os.pathsep.join([str(LEGACY), str(REPO)])
+    done = subprocess.run([sys.executable, "short_run.py"], cwd=workdir, timeout=300, text=True,
+                          env=dict(os.environ, **dict(MPI_ENV, PYTHONPATH=env_path),
+                                   NORD_LEGACY_DATA=str(workdir / "data")),
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    assert done.returncode == 0, done.stdout[-4000:]
+    lines = (workdir / "Local.log").read_text().splitlines()
+    generations = [int(line.split(";")[3]) for line in lines]
+    assert Counter(generations) == {0: 4, 1: 4}
+
+
+def test_nord_legacy_epochs_shortens_the_descriptor_example(workdir):
+    done = run_python([LEGACY / "descriptor_example.py"], workdir, env={"NORD_LEGACY_EPOCHS": "1"})
+    assert done.returncode == 0, done.stdout
+    assert "epoch 1/1" in done.stdout and "epoch 2" not in done.stdout, done.stdout

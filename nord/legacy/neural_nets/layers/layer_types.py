@@ -11,10 +11,13 @@ under snake-case names (``conv1d``, ``conv_transpose2d``, ``prelu``, ...), with 
 constructor parameters read from torch, so that 2018 descriptors using them build.
 ``inplace`` is fixed to False and ``return_indices`` to False, as for nord's own layers.
 Losses and the ``MaxUnpool`` layers (which need a second input) stay out of the registry.
+Any other ``torch.nn.Module`` subclass, one of the user's own included, is registered when a
+2018 descriptor first adds it (:func:`register_module_class`), as 2018 accepted any class.
 """
 from __future__ import annotations
 
 import inspect
+import re
 from typing import Optional
 
 import torch.nn as nn
@@ -23,7 +26,7 @@ from nord.errors import UnknownLayerError
 from nord.architecture.layers import REQUIRED, get_layer_spec, list_layers, register_layer
 
 __all__ = ["Flatten", "convolutions", "activations", "losses", "pooling", "dropout", "linear",
-           "flatten", "layer_types", "find_layer_type", "REGISTERED"]
+           "flatten", "layer_types", "find_layer_type", "register_module_class", "REGISTERED"]
 
 Flatten = nn.Flatten
 """Flattens all but the batch dimension; 2018's own class did the same with ``view``."""
@@ -120,3 +123,40 @@ def _register_2018_layers():
 
 REGISTERED = _register_2018_layers()
 """The 2018 layer classes this module added to nord's registry, with their names."""
+
+
+def register_module_class(layer) -> str:
+    """Make any ``torch.nn.Module`` subclass a layer type, as 2018 accepted any class.
+
+    A class nord knows keeps its name; another is registered under the snake-case form of
+    its class name (``MyBlock`` -> ``my_block``; ``legacy_<module>_my_block`` when that is
+    taken), its parameters read from its constructor. Returns the registry name.
+
+    Raises:
+        UnknownLayerError: ``layer`` is not a ``torch.nn.Module`` subclass.
+    """
+    try:
+        return get_layer_spec(layer).name
+    except UnknownLayerError:
+        if not (isinstance(layer, type) and issubclass(layer, nn.Module)):
+            raise
+    taken = set(list_layers())
+    name = _snake_case(layer.__name__)
+    if name in taken:
+        base = name = _snake_case(f"legacy_{layer.__module__}_{layer.__name__}")
+        count = 1
+        while name in taken:  # a class defined again under the same name
+            count += 1
+            name = f"{base}_{count}"
+    params = _signature_params(layer)
+    names = {p for p, _ in params}
+    register_layer(name, layer, params=params,
+                   forced=[(p, v) for p, v in _FIXED.items() if p in names],
+                   description=f"{layer.__module__}.{layer.__qualname__} (added by nord.legacy)")
+    return name
+
+
+def _snake_case(text: str) -> str:
+    text = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", text)
+    text = re.sub(r"\W+", "_", text).strip("_").lower() or "layer"
+    return text if text[0].isalpha() else "layer_" + text

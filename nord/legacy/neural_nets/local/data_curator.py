@@ -11,9 +11,10 @@ evaluators read the data through :class:`LegacyCIFAR10`. Where the files come fr
 * ``$NORD_LEGACY_DATA`` set: the CIFAR-10 files in the official python format in that
   folder (``cifar-10-batches-py/`` or ``cifar-10-python.tar.gz``), read as they are: a small
   or modified copy is accepted, nothing is downloaded.
+* otherwise, where 2018 left it: ``./neural_nets/data`` (torchvision's download, in a 2018
+  checkout), when it holds the CIFAR-10 files; checked against the official checksums.
 * otherwise: the official CIFAR-10 in ``$NORD_DATA_ROOT`` (default ``~/.cache/nord/data``),
-  downloaded there when missing and checked against the official checksums. (2018
-  downloaded it into ``./neural_nets/data`` through torchvision.)
+  downloaded there when missing and checked against the official checksums.
 """
 from __future__ import annotations
 
@@ -22,10 +23,11 @@ import os
 import numpy as np
 
 from nord.data import CIFAR10
+from nord.data.files import find_cifar10
 from nord.errors import ConfigurationError
 from nord.legacy import DATA_ENV
 
-__all__ = ["LegacyCIFAR10", "default_curator", "get_cifar10", "CLASSES"]
+__all__ = ["LegacyCIFAR10", "default_curator", "get_cifar10", "CLASSES", "FOLDER_2018"]
 
 CLASSES = ("plane", "car", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck")
 """The short class names 2018's loaders returned."""
@@ -60,11 +62,17 @@ def _to_unit_range(pixels):
     return out
 
 
+FOLDER_2018 = os.path.join("neural_nets", "data")
+"""Where 2018's torchvision downloaded CIFAR-10, relative to the working directory."""
+
+
 def default_curator() -> LegacyCIFAR10:
     """The data of 2018 evaluators built without one: see the module documentation."""
     folder = os.environ.get(DATA_ENV)
     if folder:
         return LegacyCIFAR10(folder, download=False, verify=False)
+    if find_cifar10(FOLDER_2018) is not None:
+        return LegacyCIFAR10(os.path.abspath(FOLDER_2018), download=False)
     return LegacyCIFAR10()
 
 
