@@ -82,6 +82,10 @@ RUN_FLAGS = (
     ("batch_size", "--batch-size", int, "training mini-batch per rank, in samples"),
     ("lr", "--lr", float, "learning rate"),
     ("optimizer", "--optimizer", str, "adam, adamw, sgd or rmsprop"),
+    ("max_params", "--max-params", int,
+     "refuse networks with more trainable parameters, as failed evaluations, before they are "
+     "allocated (default: no limit; a network that would not fit the free memory of its GPU "
+     "or host is refused either way)"),
     ("scheduler", "--scheduler", str,
      "stop poor candidates early: asha (async mode), sha (sync), hyperband, median "
      "(default: none, every candidate trains --epochs)"),

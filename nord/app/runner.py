@@ -35,10 +35,10 @@ OPTIMIZERS = ("adam", "adamw", "sgd", "rmsprop")
 EXECUTION_FIELDS = ("budget", "journal", "threads", "device", "backend")
 """Settings a resumed run may change: how long it runs and where, not what it measures."""
 TRAINING_FIELDS = ("epochs", "batch_size", "lr", "optimizer", "valid_fraction", "data_root",
-                   "data_checksums")
+                   "data_checksums", "max_params")
 """Settings of training and of the data it reads: what a benchmark run (a table look-up)
 must leave at their defaults."""
-RECORDED_WHEN_SET = ("data_checksums",)
+RECORDED_WHEN_SET = ("data_checksums", "max_params")
 """Settings added after journals were first written, recorded only when not None (what
 leaving them out meant before), so that a journal written without them still resumes."""
 RUNS_FOLDER = "runs"
@@ -66,6 +66,9 @@ class RunConfig:
             checked against instead of the official ones: for files from a mirror whose
             files differ (``nord data download --checksums``). None: the official MD5s.
         epochs, batch_size, lr, optimizer: training settings of every candidate.
+        max_params: a network with more trainable parameters is refused, as a failed
+            evaluation, before it is allocated (None: no limit). Networks that would not fit
+            the free memory of their GPU or host are refused either way.
         budget: evaluations in the run (None: what the algorithm asks for when known, else 100).
         mode: 'sync' (generations) or 'async' (steady state).
         group_size: ranks per group for 'distributed' (default 1).
@@ -97,6 +100,7 @@ class RunConfig:
     batch_size: int = 64
     lr: float = 1e-3
     optimizer: str = "adam"
+    max_params: Optional[int] = None
     budget: Optional[int] = None
     mode: str = "sync"
     group_size: Optional[int] = None
@@ -137,7 +141,8 @@ class RunConfig:
             self.dataset = CURATORS.canonical(self.dataset)
         self._check_training_settings()
         check_device(self.device)
-        for name, minimum in (("budget", 1), ("group_size", 1), ("threads", 1), ("seed", 0)):
+        for name, minimum in (("budget", 1), ("group_size", 1), ("threads", 1), ("seed", 0),
+                              ("max_params", 1)):
             if getattr(self, name) is not None:
                 check_int(getattr(self, name), name, minimum)
         check_int(self.epochs, "epochs", 0)
@@ -358,7 +363,7 @@ def build_evaluator(config: RunConfig, env, curator=None):
     from nord.evaluators.callbacks import make_callbacks
     training = dict(curator=curator, epochs=config.training_epochs, batch_size=config.batch_size,
                     lr=config.lr, optimizer=config.optimizer, device=config.device,
-                    seed=config.seed, threads=config.threads,
+                    seed=config.seed, threads=config.threads, max_params=config.max_params,
                     callbacks=make_callbacks(config.callbacks))
     if env.group.size > 1:
         from nord.evaluators.distributed import DistributedEvaluator
@@ -374,11 +379,14 @@ def describe_evaluation(config: RunConfig, world_size: int) -> Dict[str, Any]:
         from nord.benchmarks.nasbench201 import BenchmarkEvaluator
         return BenchmarkEvaluator(dataset=config.dataset).describe()
     ranks = ranks_per_network(config, world_size)
-    return {"evaluator": "DistributedEvaluator" if ranks > 1 else "LocalEvaluator",
-            "dataset": config.dataset, "epochs": config.training_epochs,
-            "batch_size": config.batch_size,
-            "optimizer": config.optimizer, "lr": config.lr, "seed": config.seed,
-            "ranks_per_network": ranks, "callbacks": list(config.callbacks)}
+    described = {"evaluator": "DistributedEvaluator" if ranks > 1 else "LocalEvaluator",
+                 "dataset": config.dataset, "epochs": config.training_epochs,
+                 "batch_size": config.batch_size,
+                 "optimizer": config.optimizer, "lr": config.lr, "seed": config.seed,
+                 "ranks_per_network": ranks, "callbacks": list(config.callbacks)}
+    if config.max_params is not None:
+        described["max_params"] = config.max_params
+    return described
 
 
 TEST_SELECTION = ("there is no validation split (valid_fraction=0 and the data set has no "

@@ -171,6 +171,7 @@ def test_compare_refuses_flags_it_would_ignore_before_any_work(tmp_path, capsys,
     (["--space", "nasbench201", "--space-params", '{"foo": 1}'], "parameters are channels"),
     (["--params", '{"seed": 3}'], "--seed"),
     (["--group-size", "0"], "group_size"),
+    (["--max-params", "0"], "max_params"),
     (["--lr", "-1"], "learning rate"),
     (["--optimizer-is-not-a-flag"], None),
 ])
@@ -216,6 +217,7 @@ def test_a_setting_added_later_is_recorded_only_when_set_so_older_journals_resum
     (["--space", "nasbench201", "--lr", "0.5", "--optimizer", "sgd"], "--lr 0.5, --optimizer sgd"),
     (["--space", "nasbench201", "--valid-fraction", "0"], "--valid-fraction 0.0"),
     (["--space", "nasbench201", "--data-root", "data"], "--data-root data"),
+    (["--space", "nasbench201", "--max-params", "100"], "--max-params 100"),
     (["--data-root", "data"], "--data-root points at a data set's files, but digits is built in"),
 ])
 def test_settings_a_run_would_not_use_are_refused_not_recorded(tmp_path, capsys, args, words):
@@ -260,3 +262,14 @@ def test_resume_with_a_larger_budget_is_remembered(tmp_path, capsys):
     with Journal(journal) as record:
         assert record.count() == 9 and record.metadata()["budget"] == 9
         assert record.metadata()["execution"]["budget"] == 9
+
+
+def test_max_params_refuses_larger_networks_as_failed_evaluations(tmp_path, capsys):
+    journal = str(tmp_path / "r.db")
+    assert main(["run", "--algorithm", "random", "--budget", "2", "--epochs", "1",
+                 "--device", "cpu", "--max-params", "10", "--journal", journal]) == 0
+    with Journal(journal) as record:
+        rows = record.evaluations()
+        assert record.metadata()["config"]["max_params"] == 10
+    assert [row["status"] for row in rows] == ["failed", "failed"]
+    assert all("above the limit of 10 (max_params, --max-params)" in row["error"] for row in rows)
