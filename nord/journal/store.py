@@ -651,6 +651,13 @@ class Journal:
             raise self._damaged(error) from error
         return rows
 
+    def unusable_checkpoints(self) -> int:
+        """Legs that were to resume from a checkpoint that could not be used, and trained
+        again from scratch (their ``detail`` says why)."""
+        if self._version == 1:
+            return 0
+        return self._query("SELECT COUNT(*) FROM legs WHERE detail != ''")[0][0]
+
     def final_evaluations(self) -> List[Dict[str, Any]]:
         """:meth:`evaluations`, each with the result its architecture ended the run with.
 

@@ -399,13 +399,25 @@ def _page(title: str, runs: List[RunData], numbers: List[Dict[str, Any]],
             fraction = numbers_of["fraction"]
             rows.append([n["label"], _plain(numbers_of["scheduler"]),
                          _plain(numbers_of["max_epochs"]), _count(numbers_of["candidates"]),
-                         _count(numbers_of["legs"]), _count(numbers_of["epochs_trained"]),
+                         _count(numbers_of["legs"]),
+                         _count(numbers_of["unusable_checkpoints"]),
+                         _count(numbers_of["epochs_trained"]),
                          _count(numbers_of["epochs_full"]),
                          "n/a" if fraction is None else f"{100 * fraction:.1f} %"]
                         + [_count(numbers_of["states"][state]) for state in STATES])
-        page.table(["run", "scheduler", "max epochs", "candidates", "legs", "epochs trained",
-                    "epochs of a full search", "trained / full"] + list(STATES), rows,
-                   align=["left", "left"] + ["right"] * (6 + len(STATES)))
+        page.table(["run", "scheduler", "max epochs", "candidates", "legs",
+                    "checkpoints unusable", "epochs trained", "epochs of a full search",
+                    "trained / full"] + list(STATES), rows,
+                   align=["left", "left"] + ["right"] * (7 + len(STATES)))
+        retrained = [(n["label"], n["schedule"]["unusable_checkpoints"]) for _, n in scheduled
+                     if n["schedule"]["unusable_checkpoints"]]
+        if retrained:
+            page.paragraph(
+                "Checkpoints that could not be used: "
+                + "; ".join(f"{label}: {count} leg(s)" for label, count in retrained)
+                + ". Each of these legs trained its candidate again from scratch instead of "
+                "resuming it, so its learning curve restarts and the scheduler's saving is lost "
+                "(the journal's legs say why).")
     page.heading("Wall time")
     page.image(files["wall_time"], "total wall time, and evaluations finished against wall time",
                1200)

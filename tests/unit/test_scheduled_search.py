@@ -1,11 +1,18 @@
 """The engine with a scheduler: legs, promotions, telling, journal, checkpoints, resume."""
 import os
 from collections import Counter
+from pathlib import Path
 
 import pytest
 
+from nord.app.search_progress import closing_line
+from nord.data import Digits
 from nord.errors import ConfigurationError, JournalError
+from nord.evaluators.local import LocalEvaluator
 from nord.journal import Journal
+from nord.report import write_report
+from nord.report.runs import load_run
+from nord.report.schedule import schedule_numbers
 from nord.search.engine import run_search
 from nord.search.algorithms.evolution import RegularizedEvolution
 from nord.search.algorithms.random_search import RandomSearch
@@ -206,3 +213,37 @@ def test_hyperband_refuses_a_batch_size_it_would_ignore(tmp_path):
         run_search(random(), ToyCurves(), budget=5, mode="sync", batch_size=4,
                    journal=tmp_path / "r.db", scheduler=make_scheduler("hyperband"))
     assert not (tmp_path / "r.db").exists()
+
+
+class DamagedOnDisk(LocalEvaluator):
+    """Trains for real; every checkpoint is damaged on disk before its leg resumes from it."""
+
+    def evaluate_task(self, task):
+        if task.resume_from is not None and os.path.exists(task.resume_from):
+            with open(task.resume_from, "wb") as handle:
+                handle.write(b"damaged")
+        return super().evaluate_task(task)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("damaged", [False, True])
+def test_checkpoints_that_cannot_be_used_are_counted_in_summary_journal_and_report(tmp_path,
+                                                                                   damaged):
+    kind = DamagedOnDisk if damaged else LocalEvaluator
+    evaluator = kind(curator=Digits(seed=0), epochs=3, seed=0, device="cpu", batch_size=256)
+    path = tmp_path / "r.db"
+    summary = run_search(random(2), evaluator, budget=9, mode="async", journal=path,
+                         scheduler=make_scheduler("asha", min_epochs=1, max_epochs=3, eta=3))
+    with Journal(path) as journal:
+        resumed = [leg for leg in journal.legs() if leg["start_epochs"] > 0]
+        counted = journal.unusable_checkpoints()
+    assert resumed                                     # promotions happened
+    expected = len(resumed) if damaged else 0
+    assert summary.unusable_checkpoints == counted == expected
+    assert schedule_numbers(load_run(path))["unusable_checkpoints"] == expected
+    line = closing_line(summary)
+    assert (f"{expected} could not be used (trained again from scratch" in line) == damaged
+    page = Path(write_report([path], tmp_path / "report")).read_text()
+    assert ("Checkpoints that could not be used: r: " in page) == damaged
+    if damaged:
+        assert all("trained again from scratch" in leg["detail"] for leg in resumed)
