@@ -417,6 +417,27 @@ def describe_data(config: RunConfig, curator) -> Tuple[Dict[str, Any], List[str]
     return dataset, warnings
 
 
+def shared_gpu_refusal_of_run(config: RunConfig, env) -> Optional[str]:
+    """Every rank (collective): why NCCL cannot place the run's data-parallel groups (two
+    ranks of a group on one GPU), or None. Opens no CUDA context."""
+    if config.evaluation == "benchmark" or ranks_per_network(config, env.size) < 2:
+        return None
+    import socket
+
+    from nord.evaluators.distributed import choose_backend, rank_placement
+    from nord.nn.training import resolve_device
+    from nord.parallel.placement import Placement, shared_gpu_refusal
+    backend = None
+    mine = Placement(env.rank, socket.gethostname(), None, None)
+    if env.group is not None:
+        device = resolve_device(config.device, env.local_rank)
+        backend = choose_backend(config.backend, device.type == "cuda")
+        mine = rank_placement(env.rank, backend, device, env.group.index)
+    everyone = env.allgather((mine, backend))
+    backend = next((name for _, name in everyone if name is not None), config.backend)
+    return shared_gpu_refusal([placement for placement, _ in everyone], backend)
+
+
 def _check_journal(config: RunConfig, resume: bool) -> Tuple[Optional[str], Optional[str]]:
     """Rank 0, before the data is read: why the journal cannot be used (or None), and why
     there is nothing to do (or None): a resume of a finished run that is given no larger
@@ -481,9 +502,13 @@ def _run_with_environment(config: RunConfig, resume: bool, progress: bool, strea
             journal = default_journal(config)
             env.print(f"journal: {journal}")
         config = replace(config, journal=env.bcast(journal))   # the caller's config stays as given
-        refusal, done = env.bcast(_check_journal(config, resume) if env.is_root else None)
+        sharing = shared_gpu_refusal_of_run(config, env)        # collective, before the journal
+        refusal, done = env.bcast(_check_journal(config, resume)
+                                  if env.is_root and sharing is None else (None, None))
         summary = None
-        if done is not None:
+        if sharing is not None:
+            refused = ConfigurationError(sharing)
+        elif done is not None:
             refused = None
             env.print(done)
         elif refusal is not None:
