@@ -55,8 +55,9 @@ class Plan:
 
 def gpu_names(query_output: str) -> List[str]:
     """GPU names from ``nvidia-smi --query-gpu=name --format=csv,noheader`` (one a line)."""
+    refusals = ("no devices", "nvidia-smi has failed")
     return [line.strip() for line in query_output.splitlines()
-            if line.strip() and not line.lower().startswith(("no devices", "nvidia-smi has failed"))]
+            if line.strip() and not line.lower().startswith(refusals)]
 
 
 def driver_cuda_version(smi_output: str) -> Optional[Tuple[int, int]]:

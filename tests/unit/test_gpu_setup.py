@@ -75,7 +75,8 @@ def test_a_gpu_with_nvcc_and_nccl_gets_cuda_torch_and_horovod_with_nccl():
 def test_a_gpu_without_nvcc_or_nccl_makes_torch_the_gpu_backend(nvcc, nccl, missing):
     plan = gpu_setup.plan(["NVIDIA A100"], (12, 8), nvcc, nccl)
     assert plan.torch_build == "cu128" and not plan.horovod_nccl
-    assert missing in plan.says[1] and "backend 'auto' trains with torch.distributed" in plan.says[1]
+    assert missing in plan.says[1]
+    assert "backend 'auto' trains with torch.distributed" in plan.says[1]
 
 
 def test_a_driver_older_than_every_build_keeps_the_cpu_build_and_says_why():

@@ -117,7 +117,8 @@ def test_max_params_is_recorded_with_the_evaluator_settings(digits):
 def test_a_network_that_needs_more_than_the_free_memory_is_refused(monkeypatch):
     need = MemoryEstimate(10, 40, 40, 80, 1000, 4)
     monkeypatch.setattr(memory, "available_memory", lambda device: (1000, "the test's limit"))
-    with pytest.raises(CandidateTooLargeError, match=r"about 1\.2 kB .* the test's limit is 1\.0 kB"):
+    with pytest.raises(CandidateTooLargeError,
+                       match=r"about 1\.2 kB .* the test's limit is 1\.0 kB"):
         check_fits(need, CPU)
     check_fits(MemoryEstimate(10, 40, 40, 80, 800, 4), CPU)   # 960 bytes fit
 
