@@ -134,7 +134,7 @@ def plan(gpus: List[str], driver: Optional[Tuple[int, int]], nvcc: Optional[str]
         missing = [name for name, present in (("nvcc", nvcc), ("NCCL", nccl)) if not present]
         if build is None:
             missing.append("a CUDA build of torch")
-        made.says.append(f"without {' and '.join(missing)}, Horovod is built with MPI and Gloo "
+        made.says.append(f"Without {' and '.join(missing)}, Horovod is built with MPI and Gloo "
                          "only, so on GPUs backend 'auto' trains with torch.distributed (NCCL).")
     return made
 

@@ -94,7 +94,8 @@ say "$NORD_GPU_SAYS"
 if [ -n "$NORD_TORCH_INDEX" ]; then
     if ! "$PY" -c "import torch, sys; sys.exit(torch.__version__.split('+')[0] != '$TORCH_VERSION' or torch.version.cuda is None)" 2>/dev/null; then
         say "installing torch==$TORCH_VERSION ($NORD_TORCH_BUILD) for $NORD_GPUS"
-        pip_install --force-reinstall "torch==$TORCH_VERSION" --index-url "$NORD_TORCH_INDEX"
+        # the local version (+cu130) named: '==2.13.0' alone is met by an installed CPU build
+        pip_install "torch==$TORCH_VERSION+$NORD_TORCH_BUILD" --index-url "$NORD_TORCH_INDEX"
     fi
 elif ! "$PY" -c "import torch, sys; sys.exit(torch.__version__.split('+')[0] != '$TORCH_VERSION')" 2>/dev/null; then
     say "installing torch==$TORCH_VERSION"

@@ -69,8 +69,8 @@ def test_a_gpu_with_nvcc_and_nccl_gets_cuda_torch_and_horovod_with_nccl():
 
 
 @pytest.mark.parametrize("nvcc, nccl, missing", [
-    (None, ("/i", "/l"), "without nvcc,"), ("/usr/bin/nvcc", None, "without NCCL,"),
-    (None, None, "without nvcc and NCCL,"),
+    (None, ("/i", "/l"), "Without nvcc,"), ("/usr/bin/nvcc", None, "Without NCCL,"),
+    (None, None, "Without nvcc and NCCL,"),
 ])
 def test_a_gpu_without_nvcc_or_nccl_makes_torch_the_gpu_backend(nvcc, nccl, missing):
     plan = gpu_setup.plan(["NVIDIA A100"], (12, 8), nvcc, nccl)
