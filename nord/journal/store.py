@@ -586,11 +586,20 @@ class Journal:
         except (TypeError, ValueError) as error:
             raise self._damaged(error) from error
 
-    def evaluations(self, generation: Optional[int] = None) -> List[Dict[str, Any]]:
-        """Every evaluation as a dict, in the order told (by ``sequence``).
+    def evaluations(self, generation: Optional[int] = None, told: bool = False
+                    ) -> List[Dict[str, Any]]:
+        """Every evaluation as a dict, in the order told (by ``sequence``), each with its
+        architecture's one result: the one at the furthest epoch it reached.
+
+        Without a scheduler that is the result told. With one, a candidate can train on after
+        it was told (an ASHA promotion): its row then carries its furthest leg's result
+        (accuracy, reported accuracy, epochs, loss, times, metrics), and ``told_epochs`` the
+        epochs it had when told; earlier legs are its learning curve. Cached repeats follow
+        the candidate they reused.
 
         Args:
             generation: only that generation's evaluations.
+            told: the results exactly as the algorithm was told them (what a resume replays).
 
         Each dict has the columns of the ``evaluations`` table (docs/journal.md); ``genome``
         and ``metrics`` are decoded, ``cached`` says whether the result was reused, NaN
@@ -601,9 +610,10 @@ class Journal:
             query, params = query + " WHERE generation = ?", (generation,)
         rows = self._query(query + " ORDER BY sequence", params)
         try:
-            return [self._evaluation_dict(row) for row in rows]
+            rows = [self._evaluation_dict(row) for row in rows]
         except (TypeError, ValueError, KeyError) as error:
             raise self._damaged(error) from error
+        return rows if told else self._furthest(rows)
 
     def _evaluation_dict(self, row: sqlite3.Row) -> Dict[str, Any]:
         data = dict(row)
@@ -652,14 +662,11 @@ class Journal:
         return rows
 
     def final_evaluations(self) -> List[Dict[str, Any]]:
-        """:meth:`evaluations`, each with the result its architecture ended the run with.
+        """:meth:`evaluations` (each architecture with its final result)."""
+        return self.evaluations()
 
-        Without a scheduler that is the result told. With one, a candidate can train on after
-        it was told (an ASHA promotion): its row then carries its furthest leg's result
-        (accuracy, reported accuracy, epochs, loss, times, metrics), and ``told_epochs`` the
-        epochs it had when told; cached repeats follow the candidate they reused.
-        """
-        rows = self.evaluations()
+    def _furthest(self, rows: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
+        """``rows`` with the results of their furthest legs (see :meth:`evaluations`)."""
         furthest: Dict[int, Dict[str, Any]] = {}
         for leg in self.legs():
             if leg["ended_event"] is None or leg["result"] is None:
@@ -688,7 +695,7 @@ class Journal:
     def best(self, count: Optional[int] = None
              ) -> Union[Optional[Dict[str, Any]], List[Dict[str, Any]]]:
         """The evaluation with the highest search accuracy (earliest on ties), or None. With
-        a scheduler, results are final (:meth:`final_evaluations`) and ranked first by the
+        a scheduler, results are final (:meth:`evaluations`) and ranked first by the
         epochs trained: a candidate stopped after one epoch is never compared with one
         trained to the end.
 
@@ -696,7 +703,7 @@ class Journal:
             count: return a list of the ``count`` best instead. Cached repeats of an
                 architecture are left out of the list, so each architecture appears once.
         """
-        rows = [row for row in self.final_evaluations()
+        rows = [row for row in self.evaluations()
                 if row["status"] == "ok" and math.isfinite(row["accuracy"])]
         scheduled = bool(rows) and "told_epochs" in rows[0]
 
@@ -718,6 +725,9 @@ class Journal:
             " MAX(CASE WHEN status = 'ok' THEN accuracy END), MIN(started), MAX(ended)"
             " FROM evaluations")[0]
         total, ok, failed, cached_count, best, first, last = counts
+        if self.legs():   # a promoted candidate's result is its furthest leg's, not the told one
+            top = self.best()
+            best = None if top is None else top["accuracy"]
         return {
             "path": str(self.path), **meta, "state": self.state(),
             "evaluations": total, "ok": ok or 0, "failed": failed or 0,

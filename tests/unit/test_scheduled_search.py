@@ -6,6 +6,7 @@ import pytest
 
 from nord.errors import ConfigurationError, JournalError
 from nord.journal import Journal
+from nord.report.runs import load_run, run_numbers
 from nord.search.engine import run_search
 from nord.search.algorithms.evolution import RegularizedEvolution
 from nord.search.algorithms.random_search import RandomSearch
@@ -53,7 +54,7 @@ def test_the_journal_knows_the_final_results_of_promoted_candidates(tmp_path):
                          journal=tmp_path / "r.db",
                          scheduler=make_scheduler("asha", min_epochs=1, max_epochs=9, eta=3))
     with Journal(tmp_path / "r.db") as journal:
-        told, final, legs = journal.evaluations(), journal.final_evaluations(), journal.legs()
+        told, final, legs = journal.evaluations(told=True), journal.evaluations(), journal.legs()
         best, top = journal.best(), journal.best(3)
     furthest = {}
     for leg in legs:
@@ -73,6 +74,29 @@ def test_the_journal_knows_the_final_results_of_promoted_candidates(tmp_path):
     assert best["candidate"] == summary.best.number and best["epochs"] == 9
     assert best["accuracy"] == summary.best_result.accuracy
     assert [row["epochs"] for row in top] == sorted((row["epochs"] for row in top), reverse=True)
+
+
+def test_a_promoted_candidate_has_one_result_in_the_list_the_report_and_the_closing_line(
+        tmp_path):
+    """ASHA in async mode tells a candidate at its first pause; its result everywhere a run is
+    read (nord list's summary, the report's tables and best-so-far, the evaluations) is the
+    one at its furthest epoch, which the closing line also shows."""
+    summary = run_search(random(), ToyCurves(max_epochs=9), budget=20, mode="async",
+                         journal=tmp_path / "r.db",
+                         scheduler=make_scheduler("asha", min_epochs=1, max_epochs=9, eta=3))
+    run = load_run(tmp_path / "r.db")
+    with Journal(tmp_path / "r.db") as journal:
+        listed = journal.summary()["best_accuracy"]
+        told = journal.evaluations(told=True)
+    closing = summary.best_result.accuracy
+    assert max(row["accuracy"] for row in told if row["epochs"] == 1) != closing   # the trap
+    assert listed == closing
+    assert run.summary["best_accuracy"] == run_numbers(run)["best_accuracy"] == closing
+    assert run.best[0]["accuracy"] == closing
+    assert max(g["best_so_far"] for g in run.generations) == pytest.approx(
+        max(row["accuracy"] for row in run.evaluations if row["status"] == "ok"))
+    promoted = [row for row in run.evaluations if row["epochs"] == 9]
+    assert promoted and closing in [row["accuracy"] for row in promoted]
 
 
 def test_promoted_candidates_resume_where_they_paused(tmp_path):
