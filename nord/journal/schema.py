@@ -11,7 +11,7 @@ import sqlite3
 import time
 
 __all__ = ["SCHEMA_VERSION", "SCHEMA", "RESULT_COLUMNS", "EVALUATION_COLUMNS", "LEG_COLUMNS",
-           "JSON_RUN_COLUMNS", "create_tables"]
+           "JSON_RUN_COLUMNS", "add_columns", "create_tables"]
 
 SCHEMA_VERSION = 2
 
@@ -54,7 +54,8 @@ CREATE TABLE run (
     status_detail TEXT NOT NULL DEFAULT '',
     resumed INTEGER NOT NULL DEFAULT 0,
     writer TEXT NOT NULL DEFAULT 'null',
-    heartbeat REAL
+    heartbeat REAL,
+    recorded_results INTEGER
 );
 CREATE TABLE candidates (
     candidate INTEGER PRIMARY KEY,
@@ -119,6 +120,14 @@ CREATE TABLE legs (
     detail TEXT NOT NULL DEFAULT ''
 );
 """
+
+
+def add_columns(connection: sqlite3.Connection) -> None:
+    """Add to a journal written before them the columns added to the schema since (within a
+    transaction of the caller's): a resumed run keeps them up to date."""
+    columns = {row[1] for row in connection.execute("PRAGMA table_info(run)")}
+    if "recorded_results" not in columns:   # NULL: how many results it had is not known
+        connection.execute("ALTER TABLE run ADD COLUMN recorded_results INTEGER")
 
 
 def create_tables(connection: sqlite3.Connection) -> None:

@@ -27,18 +27,17 @@ from nord.errors import DiskFullError, JournalError, JournalInUseError
 from nord.journal.records import (CandidateRecord, EvaluationRecord, LegRecord, RunRecord,
                                   evaluation_row, leg_row)
 from nord.journal.schema import (EVALUATION_COLUMNS, JSON_RUN_COLUMNS, LEG_COLUMNS,
-                                 RESULT_COLUMNS, SCHEMA_VERSION, create_tables)
+                                 RESULT_COLUMNS, SCHEMA_VERSION, add_columns,
+                                 create_tables)
 from nord.journal.versions import package_versions
 from nord.journal.writers import HEARTBEAT_SECONDS, Writer
 from nord.jsonable import dumps
 
-__all__ = ["Journal", "STATUSES", "CHECKPOINT_SECONDS"]
+__all__ = ["Journal", "STATUSES"]
 
 logger = logging.getLogger(__name__)
 
 STATUSES = ("running", "finished", "interrupted", "failed", "crashed")
-CHECKPOINT_SECONDS = 1.0
-"""The longest time committed rows stay in the ``-wal`` file only (docs/journal.md)."""
 
 
 def _real(value: Optional[float]) -> float:
@@ -75,7 +74,6 @@ class Journal:
         self._writer: Optional[Writer] = None
         self._heartbeat: Optional[threading.Thread] = None
         self._stop_heartbeat = threading.Event()
-        self._checkpointed = 0.0
         self._version = SCHEMA_VERSION
 
     # --- opening ----------------------------------------------------------------------------
@@ -105,7 +103,7 @@ class Journal:
             self._heartbeat = None
         if self._connection is not None:
             if self._writing:
-                self._checkpoint(force=True)
+                self._checkpoint()
             self._connection.close()
             self._connection = None
         self._writing = False
@@ -267,6 +265,15 @@ class Journal:
                 f"{name}={dumps(mine)}. Resume with the settings the run was started with (only "
                 "the budget and where it runs may change), or give a new journal path")
         recorded = self.count()
+        claimed = meta.get("recorded_results")
+        if claimed is not None and recorded < claimed:
+            raise JournalError(
+                f"cannot resume '{self.path}': its run recorded {claimed} results, but the file "
+                f"holds {recorded}; the rest were lost (a copy of the file made without its "
+                f"'-wal' file by an older nord, or one taken while a checkpoint wrote it). "
+                f"Resuming would start those evaluations over: resume the original file, or "
+                f"copy RUN.db together with RUN.db-wal ('nord export' makes a whole copy); the "
+                f"file was left untouched")
         # candidates proposed but not evaluated when the run stopped are evaluated first
         proposed = max(recorded, self._query("SELECT COUNT(*) FROM candidates")[0][0])
         if record.budget and record.budget < proposed:   # 0: not known yet
@@ -322,6 +329,7 @@ class Journal:
                             f"another process started a run in '{self.path}' just now")
                     self._insert_run(connection, record, now)
                 else:
+                    add_columns(connection)
                     meta = dict(connection.execute(
                         "SELECT writer, heartbeat FROM run WHERE id = 1").fetchone())
                     other = Writer.from_json(json.loads(meta["writer"]))
@@ -340,7 +348,7 @@ class Journal:
         except sqlite3.OperationalError as error:
             raise self._write_error(error) from error
         self._writing = True
-        self._checkpointed = time.monotonic()
+        self._checkpoint()   # the run row too is in RUN.db at once
         self._start_heartbeat()
         return stored
 
@@ -432,8 +440,10 @@ class Journal:
                 connection.executemany(
                     f"INSERT OR REPLACE INTO legs ({', '.join(LEG_COLUMNS)}) VALUES "
                     f"({', '.join('?' * len(LEG_COLUMNS))})", leg_rows)
-                connection.execute("UPDATE run SET updated = ?, heartbeat = ? WHERE id = 1",
-                                   (now, now))
+                # the run says how many results it has: a copy that lost some is caught
+                connection.execute(
+                    "UPDATE run SET updated = ?, heartbeat = ?, recorded_results = (SELECT "
+                    "COUNT(*) FROM evaluations) WHERE id = 1", (now, now))
                 connection.execute("COMMIT")
             except BaseException:
                 if connection.in_transaction:
@@ -447,16 +457,21 @@ class Journal:
             raise self._write_error(error) from error
         self._checkpoint()
 
-    def _checkpoint(self, force: bool = False) -> None:
-        """Fold the write-ahead log into the main file (at most every CHECKPOINT_SECONDS)."""
-        if self._connection is None or (
-                not force and time.monotonic() - self._checkpointed < CHECKPOINT_SECONDS):
+    def _checkpoint(self) -> None:
+        """Fold the write-ahead log into the main file, so that ``RUN.db`` alone holds every
+        committed row (people copy the file, not its ``-wal``). FULL waits for readers of an
+        older snapshot (their busy timeout) instead of leaving frames behind."""
+        if self._connection is None:
             return
         try:
-            self._connection.execute("PRAGMA wal_checkpoint(PASSIVE)")
-        except sqlite3.Error as error:  # readers or a full disk: the rows are safe in the WAL
-            logger.debug("checkpoint of %s skipped: %s", self.path, error)
-        self._checkpointed = time.monotonic()
+            busy, _, _ = self._connection.execute("PRAGMA wal_checkpoint(FULL)").fetchone()
+        except sqlite3.Error as error:  # a full disk: the rows are safe in the WAL
+            logger.warning("checkpoint of %s failed: %s; its rows are in %s-wal until the next "
+                           "one", self.path, error, self.path)
+            return
+        if busy:
+            logger.warning("checkpoint of %s incomplete (a reader held it); its last rows are "
+                           "in %s-wal until the next one", self.path, self.path)
 
     def finish(self, status: str, detail: str = "") -> None:
         """End the writing: mark the run ``status`` (with ``detail``) and release it.
@@ -472,13 +487,14 @@ class Journal:
         self._write("UPDATE run SET status = ?, status_detail = ?, updated = ?, writer = 'null' "
                     "WHERE id = 1", (status, detail, time.time()))
         self._writing = False
-        self._checkpoint(force=True)
+        self._checkpoint()
 
     def set_budget(self, budget: int) -> None:
         """Record a new budget for the run being written (a resumed run that was extended)."""
         self._require_writer()
         self._write("UPDATE run SET budget = ?, updated = ? WHERE id = 1",
                     (int(budget), time.time()))
+        self._checkpoint()
 
     def export(self, destination: Union[str, os.PathLike]) -> Path:
         """Write a consistent copy of the journal to ``destination`` (SQLite's backup API).
