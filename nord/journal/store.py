@@ -21,13 +21,13 @@ import sqlite3
 import threading
 import time
 from pathlib import Path
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Set, Tuple, Union
 
 from nord.errors import DiskFullError, JournalError, JournalInUseError
 from nord.journal.records import (CandidateRecord, EvaluationRecord, LegRecord, RunRecord,
                                   evaluation_row, leg_row)
 from nord.journal.schema import (EVALUATION_COLUMNS, JSON_RUN_COLUMNS, LEG_COLUMNS,
-                                 RESULT_COLUMNS, SCHEMA_VERSION, add_columns,
+                                 RESULT_COLUMNS, SCHEMA_VERSION, add_missing,
                                  create_tables)
 from nord.journal.versions import package_versions
 from nord.journal.writers import HEARTBEAT_SECONDS, Writer
@@ -75,6 +75,7 @@ class Journal:
         self._heartbeat: Optional[threading.Thread] = None
         self._stop_heartbeat = threading.Event()
         self._version = SCHEMA_VERSION
+        self._attempted: Set[int] = set()   # candidates this writer handed out (release_attempts)
 
     # --- opening ----------------------------------------------------------------------------
     def __enter__(self) -> "Journal":
@@ -329,7 +330,7 @@ class Journal:
                             f"another process started a run in '{self.path}' just now")
                     self._insert_run(connection, record, now)
                 else:
-                    add_columns(connection)
+                    add_missing(connection)
                     meta = dict(connection.execute(
                         "SELECT writer, heartbeat FROM run WHERE id = 1").fetchone())
                     other = Writer.from_json(json.loads(meta["writer"]))
@@ -401,9 +402,10 @@ class Journal:
     def record(self, candidates: Iterable[CandidateRecord] = (),
                evaluations: Iterable[EvaluationRecord] = (),
                epochs: Iterable[Tuple[int, Any, Optional[int]]] = (),
-               legs: Iterable[LegRecord] = ()) -> None:
+               legs: Iterable[LegRecord] = (), attempts: Iterable[int] = ()) -> None:
         """Record proposed candidates, told results, finished epochs (``(candidate,
-        EpochRecord, worker_rank)``) and legs of training, in one commit.
+        EpochRecord, worker_rank)``), legs of training and the candidates handed out for
+        evaluation (``attempts``: their numbers; see :meth:`attempts`), in one commit.
 
         One transaction keeps the file a consistent prefix of the run whenever the process
         dies: a result is never on disk without the proposals made before it.
@@ -420,7 +422,8 @@ class Journal:
         epoch_rows = [(candidate, e.epoch, e.train_loss, e.valid_accuracy, e.valid_loss,
                        e.seconds, dumps(e.metrics), rank, now) for candidate, e, rank in epochs]
         leg_rows = [leg_row(leg) for leg in legs]
-        if not (candidate_rows or evaluation_rows or epoch_rows or leg_rows):
+        attempt_rows = [(number, now) for number in attempts]
+        if not (candidate_rows or evaluation_rows or epoch_rows or leg_rows or attempt_rows):
             return
         connection = self._require_writer()
         try:
@@ -440,6 +443,10 @@ class Journal:
                 connection.executemany(
                     f"INSERT OR REPLACE INTO legs ({', '.join(LEG_COLUMNS)}) VALUES "
                     f"({', '.join('?' * len(LEG_COLUMNS))})", leg_rows)
+                connection.executemany(
+                    "INSERT INTO attempts (candidate, count, started) VALUES (?, 1, ?) ON "
+                    "CONFLICT (candidate) DO UPDATE SET count = count + 1, started = "
+                    "excluded.started", attempt_rows)
                 # the run says how many results it has: a copy that lost some is caught
                 connection.execute(
                     "UPDATE run SET updated = ?, heartbeat = ?, recorded_results = (SELECT "
@@ -455,7 +462,33 @@ class Journal:
                 "a journal is written by one process, once per candidate") from error
         except sqlite3.OperationalError as error:
             raise self._write_error(error) from error
+        self._attempted.update(number for number, _ in attempt_rows)
         self._checkpoint()
+
+    def attempts(self) -> Dict[int, int]:
+        """Candidate -> how often its evaluation was handed out and the process that ran the
+        run died before its result was recorded (``kill -9``, the out-of-memory killer, a
+        lost host; also a SIGTERM, as mpirun ends the other ranks when one dies), for the
+        candidates without a result. A stop that the run survived to mark (Ctrl-C, an error)
+        is not counted: see :meth:`release_attempts`."""
+        if self._version == 1 or "attempts" not in {row[0] for row in self._query(
+                "SELECT name FROM sqlite_master WHERE type='table'")}:
+            return {}
+        rows = self._query("SELECT candidate, count FROM attempts WHERE count > 0 AND candidate "
+                           "NOT IN (SELECT candidate FROM evaluations)")
+        return {row[0]: row[1] for row in rows}
+
+    def release_attempts(self) -> None:
+        """Take back the attempts this writer recorded for candidates still without a result:
+        the run stops (Ctrl-C, an error of its own) and those evaluations did not kill it."""
+        if not self._attempted:
+            return
+        numbers = sorted(self._attempted)
+        self._attempted.clear()
+        self._write(
+            f"UPDATE attempts SET count = count - 1 WHERE candidate IN "
+            f"({', '.join('?' * len(numbers))}) AND candidate NOT IN (SELECT candidate FROM "
+            "evaluations)", numbers)
 
     def _checkpoint(self) -> None:
         """Fold the write-ahead log into the main file, so that ``RUN.db`` alone holds every
