@@ -19,7 +19,7 @@ import logging
 import os
 import sys
 from dataclasses import asdict, dataclass, field, fields, replace
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple, Union
 
 from nord.checks import check_device, check_int, check_valid_fraction
 from nord.errors import ConfigurationError, JournalError, NordError, RunInterrupted
@@ -61,10 +61,12 @@ class RunConfig:
         dataset: a data set name ('digits', 'mnist', 'fashion-mnist', 'cifar10') or, for
             'benchmark', a NAS-Bench-201 data set ('cifar10', 'cifar100', 'imagenet16');
             None: 'cifar10' for the benchmark, else 'digits'.
-        data_root: folder of the data set files (None: the curator's default).
+        data_root: folder of the data set files (None: the curator's default); a run
+            records it as an absolute path.
         data_checksums: a file of MD5s (``md5sum`` format) that the data set's files are
             checked against instead of the official ones: for files from a mirror whose
-            files differ (``nord data download --checksums``). None: the official MD5s.
+            files differ (``nord data download --checksums``), or the table itself (file
+            name -> MD5), which is what a run records. None: the official MD5s.
         epochs, batch_size, lr, optimizer: training settings of every candidate.
         budget: evaluations in the run (None: what the algorithm asks for when known, else 100).
         mode: 'sync' (generations) or 'async' (steady state).
@@ -92,7 +94,7 @@ class RunConfig:
     evaluation: Optional[str] = None
     dataset: Optional[str] = None
     data_root: Optional[str] = None
-    data_checksums: Optional[str] = None
+    data_checksums: Optional[Union[str, Dict[str, str]]] = None
     epochs: int = 1
     batch_size: int = 64
     lr: float = 1e-3
@@ -288,19 +290,47 @@ def build_curator(config: RunConfig):
         kwargs["root"] = config.data_root
     if config.data_checksums is not None:
         from nord.data import FileCurator
-        from nord.data.download import read_checksums
         from nord.data.registry import curator_class
         if not issubclass(curator_class(config.dataset), FileCurator):
             raise ConfigurationError(
                 f"data_checksums (--data-checksums) checks a data set's files, and "
                 f"{config.dataset!r} is not read from files; leave it out")
-        try:
-            kwargs["checksums"] = read_checksums(config.data_checksums)
-        except OSError as error:
-            raise ConfigurationError(
-                f"cannot read the data checksums {config.data_checksums} (--data-checksums): "
-                f"{error.strerror or error}") from None
+        kwargs["checksums"] = checksum_table(config.data_checksums)
     return get_curator(config.dataset, **kwargs)
+
+
+def checksum_table(checksums: Union[str, Dict[str, str]]) -> Dict[str, str]:
+    """``data_checksums`` as the table of MD5s it names (a journal written before runs
+    recorded the table holds the file's path).
+
+    Raises:
+        ConfigurationError: the file cannot be read, or is not in md5sum's format.
+    """
+    if isinstance(checksums, dict):
+        return dict(checksums)
+    from nord.data.download import read_checksums
+    try:
+        return read_checksums(checksums)
+    except OSError as error:
+        raise ConfigurationError(
+            f"cannot read the data checksums {checksums} (--data-checksums): "
+            f"{error.strerror or error}") from None
+
+
+def recorded_data_settings(config: RunConfig) -> RunConfig:
+    """``config`` with its data settings as a journal records them: the folder as an absolute
+    path and the checksums as the MD5s themselves, so that a resume from another folder reads
+    the same files and an edited checksums file lets no other data in.
+
+    Raises:
+        ConfigurationError: the checksums file cannot be read.
+    """
+    changes: Dict[str, Any] = {}
+    if config.data_root is not None:
+        changes["data_root"] = os.path.abspath(os.path.expanduser(config.data_root))
+    if isinstance(config.data_checksums, str):
+        changes["data_checksums"] = checksum_table(config.data_checksums)
+    return replace(config, **changes) if changes else config
 
 
 def build_space(config: RunConfig, curator=None):
@@ -455,12 +485,17 @@ def run(config: RunConfig, resume: bool = False, progress: bool = True, stream=N
         JournalError: the journal cannot be started or resumed (nothing was written).
         RunInterrupted: SIGINT or SIGTERM stopped the run; its journal says ``interrupted``.
     """
+    return _run(config, resume, progress, stream, record_data=True)
+
+
+def _run(config: RunConfig, resume: bool, progress: bool, stream, record_data: bool):
     from nord.parallel import interruptible
     with interruptible():   # the closing line and the ranks' exit happen before a second signal
-        return _run_with_environment(config, resume, progress, stream)
+        return _run_with_environment(config, resume, progress, stream, record_data)
 
 
-def _run_with_environment(config: RunConfig, resume: bool, progress: bool, stream):
+def _run_with_environment(config: RunConfig, resume: bool, progress: bool, stream,
+                          record_data: bool):
     from nord.parallel import Environment
     from nord.search.engine import RunInfo, run_search
     from nord.search.executors import MPIExecutor
@@ -473,6 +508,18 @@ def _run_with_environment(config: RunConfig, resume: bool, progress: bool, strea
             journal = default_journal(config)
             env.print(f"journal: {journal}")
         config = replace(config, journal=env.bcast(journal))   # the caller's config stays as given
+        refusal = None
+        if record_data:   # rank 0 reads the checksums file; every rank gets its MD5s
+            settled = None
+            if env.is_root:
+                try:
+                    settled = recorded_data_settings(config)
+                except ConfigurationError as error:
+                    refusal = str(error)
+            settled, refusal = env.bcast((settled, refusal))
+            if refusal is not None:
+                raise ConfigurationError(refusal)
+            config = settled
         refusal, done = env.bcast(_check_journal(config, resume) if env.is_root else None)
         summary = None
         if done is not None:
@@ -556,7 +603,9 @@ def resume(journal: str, progress: bool = True, stream=None, budget: Optional[in
     stored.journal = str(journal)
     if budget is not None:
         stored = replace(stored, budget=budget)   # checked like any budget
-    return run(stored, resume=True, progress=progress, stream=stream)
+    # the settings as recorded: a journal from before runs recorded MD5s and absolute
+    # folders resumes with what it holds
+    return _run(stored, True, progress, stream, record_data=False)
 
 
 def stored_config(journal: str) -> RunConfig:

@@ -261,6 +261,8 @@ class Journal:
         differences = record.differences(stored, compare)
         if differences:
             name, theirs, mine = differences[0]
+            if name.startswith("dataset.files"):
+                raise JournalError(_data_changed(self.path, name, theirs, mine))
             raise JournalError(
                 f"cannot resume '{self.path}': its run has {name}={dumps(theirs)}, this one "
                 f"{name}={dumps(mine)}. Resume with the settings the run was started with (only "
@@ -786,6 +788,27 @@ class Journal:
 
     def __repr__(self) -> str:
         return f"Journal({str(self.path)!r})"
+
+
+def _data_changed(path: Path, name: str, theirs: Any, mine: Any) -> str:
+    """Why a resume on data other than the run's is refused, naming the file."""
+    if isinstance(theirs, dict) or isinstance(mine, dict):   # the files read differ
+        theirs, mine = theirs or {}, mine or {}
+        file = sorted(set(theirs) ^ set(mine), key=str)[0]
+        what = (f"the run read {file}, and this one does not" if file in theirs
+                else f"this run reads {file}, which the run did not")
+    else:
+        file = name[len("dataset.files."):]
+        if theirs and mine:
+            what = f"the run trained on {file} with MD5 {theirs}; that file now has MD5 {mine}"
+        elif theirs:
+            what = f"the run read {file} (MD5 {theirs}), and this one does not find it"
+        else:
+            what = f"this run reads {file} (MD5 {mine}), which the run did not"
+    return (f"cannot resume '{path}': {what}. The data changed since the run started, and one "
+            "journal must not mix two data sets: put the run's files back (its journal records "
+            "their MD5s in the run's dataset), or start a new journal; the journal was left "
+            "untouched")
 
 
 def _ago(moment: Optional[float]) -> str:
