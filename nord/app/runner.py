@@ -370,6 +370,30 @@ def ranks_per_network(config: RunConfig, world_size: int) -> int:
     return min(group_size(config), max(1, world_size - (1 if dedicated_root(config) else 0)))
 
 
+def check_groups(config: RunConfig, world_size: int) -> None:
+    """Refuse, on every rank before any work, groups that do not split the training ranks
+    evenly: every group trains each network together, so a smaller last group would train
+    with another global batch (and alone, with an evaluator that is not data-parallel).
+
+    Raises:
+        ConfigurationError: naming the ranks, the group size and what would fit.
+    """
+    if config.evaluation != "distributed" or world_size <= 1 or group_size(config) <= 1:
+        return
+    k = group_size(config)
+    training = world_size - 1   # rank 0 only dispatches (dedicated_root)
+    if k > training or training % k == 0:
+        return   # too large a group is refused by the layout itself, naming it
+    fitting = [n for n in range(2, training + 1) if training % n == 0]
+    sizes = f"--group-size {' or '.join(map(str, fitting))}" if fitting else "--group-size 1"
+    lower, upper = 1 + k * (training // k), 1 + k * (training // k + 1)
+    raise ConfigurationError(
+        f"--group-size {k} does not divide the {training} ranks that train networks "
+        f"(mpirun -np {world_size}: rank 0 only dispatches); each group of {k} ranks trains "
+        f"every network together, so they must split evenly. Launch with mpirun -np {lower} "
+        f"or -np {upper}, or use {sizes} with -np {world_size}")
+
+
 def dedicated_root(config: RunConfig) -> bool:
     """Rank 0 only dispatches when groups of several ranks train networks: otherwise the
     other ranks of rank 0's group would have nobody to train with."""
@@ -502,6 +526,8 @@ def _run_with_environment(config: RunConfig, resume: bool, progress: bool, strea
     from nord.app.search_progress import SearchProgressView
     from nord.search.algorithms.registry import make_algorithm
 
+    from nord.parallel import launcher_world_size
+    check_groups(config, launcher_world_size() or 1)   # every rank alike, before MPI starts
     with Environment(group_size=group_size(config), dedicated_root=dedicated_root(config)) as env:
         journal = config.journal
         if env.is_root and journal is None:

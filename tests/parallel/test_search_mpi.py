@@ -233,3 +233,16 @@ def test_a_refused_resume_ends_the_job_without_a_hang(tmp_path):
     assert "its run has seed=0, this one seed=1" in run.output
     with Journal(tmp_path / "run.db") as journal:   # the refusal left the run as it was
         assert journal.state() == "finished" and journal.metadata()["resumed"] == 0
+
+
+@pytest.mark.mpi
+def test_groups_that_do_not_divide_the_training_ranks_are_refused_before_any_work(tmp_path):
+    """-np 4 keeps rank 0 for dispatch: 3 training ranks do not split into groups of 2."""
+    run = run_mpi(["-m", "nord", "run", "--evaluation", "distributed", "--group-size", "2",
+                   "--mode", "async", "--budget", "2", "--epochs", "1", "--threads", "1",
+                   "--journal", tmp_path / "run.db"], np=4, timeout=120)
+    assert not run.timed_out and run.returncode == 2, run.output
+    assert run.output.count("--group-size 2 does not divide the 3 ranks that train") == 1
+    assert "mpirun -np 3 or -np 5, or use --group-size 3 with -np 4" in run.output
+    assert "Traceback" not in run.output and "LocalEvaluator" not in run.output
+    assert not (tmp_path / "run.db").exists()
