@@ -248,7 +248,8 @@ def _config(args) -> int:
 
 def _resume(args) -> int:
     from nord.app.runner import resume
-    resume(args.journal, budget=args.budget)
+    resume(args.journal, budget=args.budget, device=args.device, threads=args.threads,
+           backend=args.backend)
     return 0
 
 
@@ -494,6 +495,10 @@ def build_parser() -> argparse.ArgumentParser:
     resume.add_argument("--budget", type=int, default=None, metavar="N",
                         help="extend the run to N evaluations in all, those in the journal "
                              "included (default: its own budget)")
+    for _, flag, options in _run_arguments():
+        if flag in ("--device", "--threads", "--backend"):   # where it runs may change
+            resume.add_argument(flag, **{**options, "help": options["help"] + " (default: "
+                                                           "the journal's)"})
     resume.set_defaults(handler=_resume)
 
     config = commands.add_parser(

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import datetime
 import logging
+import math
 import os
 import sys
 from dataclasses import asdict, dataclass, field, fields, replace
@@ -34,6 +35,8 @@ OPTIMIZERS = ("adam", "adamw", "sgd", "rmsprop")
 """The optimizers a run may name (``nord.nn.training.OPTIMIZERS``, without importing torch)."""
 EXECUTION_FIELDS = ("budget", "journal", "threads", "device", "backend")
 """Settings a resumed run may change: how long it runs and where, not what it measures."""
+RESUME_CHANGES = ("device", "threads", "backend")
+"""Where it runs: what ``nord resume`` may change besides the budget."""
 TRAINING_FIELDS = ("epochs", "batch_size", "lr", "optimizer", "valid_fraction", "data_root",
                    "data_checksums")
 """Settings of training and of the data it reads: what a benchmark run (a table look-up)
@@ -41,6 +44,8 @@ must leave at their defaults."""
 RECORDED_WHEN_SET = ("data_checksums",)
 """Settings added after journals were first written, recorded only when not None (what
 leaving them out meant before), so that a journal written without them still resumes."""
+MAX_SEED = 2 ** 32 - 1
+"""The largest seed a run takes (numpy's RandomState, which scikit-learn uses, takes 32 bits)."""
 RUNS_FOLDER = "runs"
 """Where a run without ``journal`` writes its journal."""
 
@@ -139,13 +144,24 @@ class RunConfig:
             self.dataset = CURATORS.canonical(self.dataset)
         self._check_training_settings()
         check_device(self.device)
-        for name, minimum in (("budget", 1), ("group_size", 1), ("threads", 1), ("seed", 0)):
+        for name, minimum in (("budget", 1), ("group_size", 1), ("threads", 1)):
             if getattr(self, name) is not None:
                 check_int(getattr(self, name), name, minimum)
+        if self.seed is not None:   # numpy's and scikit-learn's generators take 32 bits
+            check_int(self.seed, "seed", 0, MAX_SEED, rule=f"an integer in [0, {MAX_SEED}] "
+                      "(numpy and scikit-learn take 32-bit seeds)")
         check_int(self.epochs, "epochs", 0)
         check_int(self.batch_size, "batch_size", 1)
-        if not isinstance(self.lr, (int, float)) or isinstance(self.lr, bool) or not self.lr > 0:
-            raise ConfigurationError(f"the learning rate must be a positive number; got {self.lr!r}")
+        if (not isinstance(self.lr, (int, float)) or isinstance(self.lr, bool)
+                or not 0 < self.lr < math.inf):
+            raise ConfigurationError(
+                f"the learning rate must be a positive, finite number; got {self.lr!r}")
+        if self.threads is not None and self.threads > usable_cpus():
+            raise ConfigurationError(
+                f"threads (torch CPU threads per rank) must be at most the {usable_cpus()} "
+                f"CPUs this process may use; got {self.threads}. More threads than CPUs only "
+                "slow training down; with several ranks on one machine, give each its share "
+                "(CPUs / ranks)")
         if self.optimizer not in OPTIMIZERS:
             raise ConfigurationError(
                 f"optimizer must be one of {', '.join(OPTIMIZERS)}; got {self.optimizer!r}")
@@ -268,6 +284,14 @@ class RunConfig:
     def from_dict(cls, data: Dict[str, Any]) -> "RunConfig":
         known = {f.name for f in fields(cls)}
         return cls(**{key: value for key, value in data.items() if key in known})
+
+
+def usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity, where the system says)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:   # not on Linux
+        return os.cpu_count() or 1
 
 
 def default_journal(config: RunConfig) -> str:
@@ -606,15 +630,27 @@ def _run_with_environment(config: RunConfig, resume: bool, progress: bool, strea
     return summary if env.is_root else None
 
 
-def resume(journal: str, progress: bool = True, stream=None, budget: Optional[int] = None):
+def resume(journal: str, progress: bool = True, stream=None, budget: Optional[int] = None,
+           **execution: Any):
     """Continue the run recorded in ``journal`` with the configuration stored there, and
     ``budget`` (evaluations in all) when given; what :func:`run` returns (None on rank 0
     too when the run is finished and the budget is not larger: nothing runs).
+
+    ``execution``: where it runs now, when it changes (``device``, ``threads``, ``backend``;
+    None keeps the journal's).
+
+    Raises:
+        ConfigurationError: a setting in ``execution`` other than those three.
 
     Rank 0 reads the journal (the other nodes of a cluster may not see its file) and sends
     the configuration to every rank.
     """
     from nord.parallel import Environment
+    unknown = sorted(set(execution) - set(RESUME_CHANGES))
+    if unknown:
+        raise ConfigurationError(
+            f"a resume may change only {', '.join(RESUME_CHANGES)} besides the budget (what a "
+            f"run measures stays as recorded); got {', '.join(unknown)}")
     with Environment() as env:
         stored = None
         error = None
@@ -627,8 +663,11 @@ def resume(journal: str, progress: bool = True, stream=None, budget: Optional[in
     if error is not None:
         raise JournalError(error)
     stored.journal = str(journal)
+    changes = {key: value for key, value in execution.items() if value is not None}
     if budget is not None:
-        stored = replace(stored, budget=budget)   # checked like any budget
+        changes["budget"] = budget
+    if changes:
+        stored = replace(stored, **changes)   # checked like any setting
     # the settings as recorded: a journal from before runs recorded MD5s and absolute
     # folders resumes with what it holds
     return _run(stored, True, progress, stream, record_data=False)

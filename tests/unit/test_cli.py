@@ -172,6 +172,10 @@ def test_compare_refuses_flags_it_would_ignore_before_any_work(tmp_path, capsys,
     (["--params", '{"seed": 3}'], "--seed"),
     (["--group-size", "0"], "group_size"),
     (["--lr", "-1"], "learning rate"),
+    (["--lr", "inf"], "the learning rate must be a positive, finite number; got inf"),
+    (["--seed", "4294967296"], "seed must be an integer in [0, 4294967295] (numpy and "
+                               "scikit-learn take 32-bit seeds); got 4294967296"),
+    (["--threads", "10000"], "CPUs this process may use; got 10000"),
     (["--optimizer-is-not-a-flag"], None),
 ])
 def test_bad_run_arguments_are_clear_errors(args, words, capsys):
@@ -182,6 +186,27 @@ def test_bad_run_arguments_are_clear_errors(args, words, capsys):
         return
     assert main(["run", "--budget", "2", *args]) == 2
     assert words in capsys.readouterr().err
+
+
+def test_the_largest_seed_runs(tmp_path, capsys):
+    assert main(["run", "--budget", "1", "--seed", "4294967295", "--epochs", "1",
+                 "--space-params", '{"layers": 1, "channels": [2, 4]}', "--threads", "1",
+                 "--journal", str(tmp_path / "r.db")]) == 0, capsys.readouterr().err
+
+
+def test_resume_may_change_where_the_run_executes(tmp_path, capsys):
+    """What the README says: a resume may change --device, --threads and --backend."""
+    journal = str(tmp_path / "r.db")
+    assert main(["run", "--space", "nasbench201", "--algorithm", "random", "--budget", "2",
+                 "--journal", journal]) == 0
+    assert main(["resume", journal, "--budget", "3", "--threads", "1", "--device", "cpu",
+                 "--backend", "torch"]) == 0, capsys.readouterr().err
+    with Journal(journal) as record:
+        execution = record.metadata()["execution"]
+        assert record.count() == 3
+    assert (execution["threads"], execution["device"], execution["backend"]) == (1, "cpu", "torch")
+    assert main(["resume", journal, "--budget", "4", "--threads", "10000"]) == 2
+    assert "got 10000" in capsys.readouterr().err
 
 
 def test_an_unwritable_journal_is_a_clear_error(capsys):
