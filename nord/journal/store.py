@@ -123,10 +123,15 @@ class Journal:
             raise JournalError(f"no journal at '{self.path}': the path {what}; check the path, "
                                "or start a run that writes it")
         new = not self.path.exists()
+        connection = None
         try:
             if create:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
-            connection = sqlite3.connect(str(self.path), timeout=30.0, isolation_level=None)
+            if not create and read_only(self.path):
+                connection = self._connect_read_only()
+            else:
+                connection = sqlite3.connect(str(self.path), timeout=30.0,
+                                             isolation_level=None)
             connection.row_factory = sqlite3.Row
             tables = {row[0] for row in connection.execute(
                 "SELECT name FROM sqlite_master WHERE type='table'")}
@@ -134,6 +139,8 @@ class Journal:
             # death of the process (docs/journal.md)
             connection.execute("PRAGMA synchronous=NORMAL")
         except (OSError, sqlite3.DatabaseError) as error:
+            if connection is not None:   # the file stays unheld (a folder can be unmounted)
+                connection.close()
             if new:
                 raise JournalError(
                     f"cannot create a journal at '{self.path}' ({error}); give a path in a "
@@ -172,6 +179,20 @@ class Journal:
             raise
         self._connection = connection
         return connection
+
+    def _connect_read_only(self) -> sqlite3.Connection:
+        """A connection to a journal that cannot be written (a read-only file system or
+        file): WAL mode needs a ``-shm`` file beside it, so the file is read as immutable,
+        the main file alone, which holds every committed row (the writer checkpoints after
+        each commit)."""
+        wal = Path(f"{self.path}-wal")
+        if wal.is_file() and wal.stat().st_size > 0:
+            logger.warning("'%s' is read-only and has a '-wal' file: rows that were never "
+                           "checkpointed (a run killed before nord checkpointed each commit) "
+                           "are not read; copy both files somewhere writable to read them",
+                           self.path)
+        uri = f"{Path(os.path.abspath(self.path)).as_uri()}?mode=ro&immutable=1"
+        return sqlite3.connect(uri, uri=True, timeout=30.0, isolation_level=None)
 
     def _damaged(self, error: BaseException) -> JournalError:
         return JournalError(
@@ -229,6 +250,13 @@ class Journal:
                     f"there is no journal at '{self.path}' to resume; check the path (a new run "
                     "is started without --resume)")
             return None
+        if read_only(self.path):
+            raise JournalError(
+                f"cannot {'resume' if resume else 'start a run in'} '{self.path}': the file is "
+                "read-only (its file system, folder or file cannot be written), and a run "
+                f"writes its journal. Copy it somewhere writable ('nord export {self.path} "
+                "COPY.db') and resume the copy; reading commands (list, report, config, "
+                "export) work on it as it is")
         try:
             holds_run = self.exists()
         except JournalError as unreadable:
@@ -788,6 +816,17 @@ class Journal:
 
     def __repr__(self) -> str:
         return f"Journal({str(self.path)!r})"
+
+
+def read_only(path: Path) -> bool:
+    """Whether ``path`` (an existing file) cannot be written: a read-only file system (also
+    for root), or a file or folder this process may not write."""
+    try:
+        if os.statvfs(path).f_flag & os.ST_RDONLY:
+            return True
+    except (OSError, AttributeError):   # AttributeError: no statvfs (Windows)
+        pass
+    return not (os.access(path, os.W_OK) and os.access(path.parent, os.W_OK))
 
 
 def _data_changed(path: Path, name: str, theirs: Any, mine: Any) -> str:

@@ -12,6 +12,7 @@ import pytest
 
 from nord.app.cli import main
 from nord.journal import Journal
+from tests.helpers.disks import tmpfs
 from tests.helpers.signals import default_sigint
 
 REPO = Path(__file__).resolve().parents[2]
@@ -219,3 +220,29 @@ def test_compare_stopped_by_ctrl_c_says_so_in_one_line(tmp_path):
     assert process.returncode == 130
     assert err.strip().splitlines()[-1].startswith("nord compare: interrupted by SIGINT")
     assert "Traceback" not in err and not (tmp_path / "out.json").exists()
+
+
+def test_a_journal_on_a_read_only_file_system_is_read_and_refuses_a_resume(tmp_path, capsys):
+    """Reading commands open the file read-only and work; resume says the file is read-only."""
+    with tmpfs(tmp_path / "disk", "size=4m") as disk:
+        journal = disk / "run.db"
+        assert main(["run", "--space", "nasbench201", "--algorithm", "random", "--budget", "3",
+                     "--journal", str(journal)]) == 0
+        capsys.readouterr()
+        subprocess.run(["mount", "-o", "remount,ro", str(disk)], check=True)
+        before = {name: (disk / name).read_bytes() for name in os.listdir(disk)}
+        assert main(["list", str(disk)]) == 0
+        out = capsys.readouterr().out
+        assert "run.db" in out and "no run journals" not in out
+        assert main(["config", str(journal)]) == 0
+        assert 'algorithm = "random"' in capsys.readouterr().out
+        assert main(["report", str(journal), "--out", str(tmp_path / "report")]) == 0
+        assert (tmp_path / "report").is_dir()
+        assert main(["export", str(journal), str(tmp_path / "copy.db")]) == 0
+        with Journal(tmp_path / "copy.db") as copy:
+            assert copy.count() == 3
+        capsys.readouterr()
+        assert main(["resume", str(journal), "--budget", "5"]) == 2
+        err = capsys.readouterr().err
+        assert "the file is read-only" in err and "nord export" in err
+        assert {name: (disk / name).read_bytes() for name in os.listdir(disk)} == before
