@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
+import os
 import re
 import sys
 from pathlib import Path
@@ -620,6 +621,21 @@ def _say_defaults(parser: argparse.ArgumentParser) -> None:
         action.help = f"{action.help} (default: {shown})"
 
 
+BROKEN_PIPE = 128 + 13
+"""The exit status of a command whose reader went away (as a shell reports SIGPIPE)."""
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null, so that the interpreter's last flush of what the closed pipe
+    did not take writes nothing (and no second BrokenPipeError at exit)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):   # no file descriptor (stdout replaced, e.g. in tests)
+        pass
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     args = build_parser().parse_args(argv)
     if args.verbose:
@@ -642,6 +658,9 @@ def main(argv: Optional[List[str]] = None) -> int:
         if speak:
             print(f"nord {args.command}: {error}", file=sys.stderr)
         return 2
+    except BrokenPipeError:   # `nord list | head`: the reader has what it wanted
+        _silence_stdout()
+        return BROKEN_PIPE
     except OSError as error:  # a journal or report path that cannot be written
         if speak:
             print(f"nord {args.command}: {error.strerror or error}: {error.filename or ''}; "

@@ -246,3 +246,17 @@ def test_a_journal_on_a_read_only_file_system_is_read_and_refuses_a_resume(tmp_p
         err = capsys.readouterr().err
         assert "the file is read-only" in err and "nord export" in err
         assert {name: (disk / name).read_bytes() for name in os.listdir(disk)} == before
+
+
+@pytest.mark.parametrize("command", [["list"], ["data", "list"]])
+def test_a_listing_whose_reader_goes_away_ends_quietly(tmp_path, command):
+    """`nord list runs | head -2`: no 'Broken pipe' error, the status a shell gives SIGPIPE."""
+    assert main(["run", "--space", "nasbench201", "--algorithm", "random", "--budget", "2",
+                 "--journal", str(tmp_path / "run.db")]) == 0
+    args = [*command, str(tmp_path)] if command == ["list"] else [*command, "--root",
+                                                                  str(tmp_path)]
+    process = subprocess.Popen([*NORD, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True, cwd=REPO, env=dict(os.environ, PYTHONPATH=str(REPO)))
+    process.stdout.close()
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 141 and err == "", err

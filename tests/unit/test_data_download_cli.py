@@ -496,3 +496,19 @@ def test_a_damaged_file_names_the_download_command_and_the_python_only_way(tmp_p
     message = str(error.value)
     assert f"nord data download mnist --root {tmp_path}" in message
     assert "verify=False (Python only" in message
+
+
+def test_a_download_whose_output_reader_goes_away_finishes_quietly(tmp_path):
+    """`nord data download ... | head -1`: the download finishes; no error is printed."""
+    folder, sums = serve_mnist(tmp_path)
+    with FileServer(folder) as server:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "nord", "data", "download", "mnist", "--root",
+             str(tmp_path / "data"), "--mirror", server.url, "--checksums", str(sums)],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=str(REPO),
+            env=dict(os.environ, PYTHONPATH=str(REPO)))
+        process.stdout.close()   # the reader is gone before the first line
+        _, err = process.communicate(timeout=120)
+    assert process.returncode == 141 and err == "", err
+    raw = tmp_path / "data" / "MNIST" / "raw"
+    assert all((raw / name).read_bytes() == (folder / name).read_bytes() for name in IDX_NAMES)
