@@ -449,6 +449,10 @@ def _check_output(path: Optional[str], flag: str, folder: bool) -> None:
             return
         raise ConfigurationError(f"{flag} {path} cannot be written (no permission); choose "
                                  "another path")
+    if not folder and not target.parent.exists():
+        raise ConfigurationError(
+            f"{flag} {path}: the folder {target.parent} does not exist; create it first "
+            f"(mkdir -p {target.parent}), or choose a path in an existing folder")
     existing = next(parent for parent in (target, *target.parents) if parent.exists())
     if not existing.is_dir() or not os.access(existing, os.W_OK | os.X_OK):
         raise ConfigurationError(

@@ -484,6 +484,12 @@ def describe_data(config: RunConfig, curator) -> Tuple[Dict[str, Any], List[str]
     dataset = {"name": config.dataset, "root": config.data_root, **described}
     dataset["name"] = config.dataset
     warnings = [TEST_SELECTION] if curator.n_valid == 0 else []
+    if curator.n_valid > curator.n_train:
+        warnings.append(
+            f"valid_fraction={config.valid_fraction} holds out {curator.n_valid} of the "
+            f"{curator.n_train + curator.n_valid} training images for validation: networks "
+            f"train on only {curator.n_train}, and their accuracies say little. 0.1 to 0.2 is "
+            "usual (--valid-fraction)")
     return dataset, warnings
 
 
@@ -557,6 +563,10 @@ def _run_with_environment(config: RunConfig, resume: bool, progress: bool, strea
         if env.is_root and journal is None:
             journal = default_journal(config)
             env.print(f"journal: {journal}")
+        elif (env.is_root and not resume and not os.path.exists(os.path.dirname(journal) or ".")
+              and os.path.exists(os.path.dirname(os.path.dirname(journal)) or ".")):
+            env.print(f"the journal's folder {os.path.dirname(journal)} does not exist: "
+                      "creating it")
         config = replace(config, journal=env.bcast(journal))   # the caller's config stays as given
         refusal = None
         if record_data:   # rank 0 reads the checksums file; every rank gets its MD5s

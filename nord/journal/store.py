@@ -124,9 +124,9 @@ class Journal:
                                "or start a run that writes it")
         new = not self.path.exists()
         connection = None
+        if create:
+            self._make_folder()
         try:
-            if create:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
             if not create and read_only(self.path):
                 connection = self._connect_read_only()
             else:
@@ -179,6 +179,28 @@ class Journal:
             raise
         self._connection = connection
         return connection
+
+    def _make_folder(self) -> None:
+        """Create the journal's own folder when it is missing, and no more: a path whose
+        folder's folder is missing too is more likely a typo than a wish for new folders."""
+        folder = self.path.parent
+        if folder.exists():
+            return
+        if not folder.parent.exists():
+            missing = next(parent for parent in reversed(folder.parents)
+                           if not parent.exists()) if folder.parents else folder
+            raise JournalError(
+                f"cannot create a journal at '{self.path}': the folder '{missing}' does not "
+                f"exist (nord creates at most the journal's own folder, '{folder}'); check "
+                f"the path, or create the folders first (mkdir -p {folder})")
+        try:
+            folder.mkdir()
+        except OSError as error:
+            raise JournalError(
+                f"cannot create a journal at '{self.path}': its folder cannot be created "
+                f"({error.strerror or error}); give a path in a folder this process can "
+                "write") from error
+        logger.info("created the folder %s for the journal", folder)
 
     def _connect_read_only(self) -> sqlite3.Connection:
         """A connection to a journal that cannot be written (a read-only file system or

@@ -285,3 +285,34 @@ def test_resume_with_a_larger_budget_is_remembered(tmp_path, capsys):
     with Journal(journal) as record:
         assert record.count() == 9 and record.metadata()["budget"] == 9
         assert record.metadata()["execution"]["budget"] == 9
+
+
+def test_a_validation_split_larger_than_the_training_split_is_warned_about(tmp_path, capsys):
+    assert main(["run", "--budget", "1", "--epochs", "1", "--valid-fraction", "0.99",
+                 "--space-params", '{"layers": 1, "channels": [2, 4]}', "--threads", "1",
+                 "--journal", str(tmp_path / "r.db")]) == 0
+    err = capsys.readouterr().err
+    assert "warning: valid_fraction=0.99 holds out" in err and "networks train on only" in err
+    with Journal(tmp_path / "r.db") as record:
+        assert "networks train on only" in record.metadata()["extra"]["warnings"][0]
+
+
+def test_a_journal_path_whose_folders_are_missing_is_refused_not_created(tmp_path, capsys):
+    journal = tmp_path / "missing" / "deeper" / "r.db"
+    assert main(["run", "--space", "nasbench201", "--budget", "2", "--journal",
+                 str(journal)]) == 2
+    assert f"the folder '{tmp_path / 'missing'}' does not exist" in capsys.readouterr().err
+    assert not (tmp_path / "missing").exists()
+    one_level = tmp_path / "runs" / "r.db"   # the journal's own folder is made, and said
+    assert main(["run", "--space", "nasbench201", "--budget", "2", "--journal",
+                 str(one_level)]) == 0
+    assert f"the journal's folder {tmp_path / 'runs'} does not exist: creating it" in \
+        capsys.readouterr().out
+    assert one_level.is_file()
+
+
+def test_compare_refuses_a_json_path_in_a_missing_folder(tmp_path, capsys):
+    target = tmp_path / "missing" / "x" / "y.json"
+    assert main(["compare", "--seeds", "1", "--budget", "5", "--json", str(target)]) == 2
+    assert f"the folder {target.parent} does not exist" in capsys.readouterr().err
+    assert not (tmp_path / "missing").exists()
