@@ -493,7 +493,8 @@ def describe_data(config: RunConfig, curator) -> Tuple[Dict[str, Any], List[str]
     return dataset, warnings
 
 
-def _check_journal(config: RunConfig, resume: bool) -> Tuple[Optional[str], Optional[str]]:
+def _check_journal(config: RunConfig, resume: bool,
+                   world_size: int = 1) -> Tuple[Optional[str], Optional[str]]:
     """Rank 0, before the data is read: why the journal cannot be used (or None), and why
     there is nothing to do (or None): a resume of a finished run that is given no larger
     budget, which leaves the journal as it is (a job script may resume until done).
@@ -510,6 +511,10 @@ def _check_journal(config: RunConfig, resume: bool) -> Tuple[Optional[str], Opti
     try:
         with Journal(config.journal) as journal:
             stored = journal.check_start(known, resume, compare=("config",))
+            if stored is not None:
+                refusal = _ranks_refusal(config, stored.evaluator or {}, world_size)
+                if refusal is not None:
+                    return refusal, None
             if resume and stored is not None and journal.state() == "finished" and (
                     config.budget is None or config.budget <= stored.budget):
                 count = journal.count()
@@ -528,6 +533,25 @@ def _check_journal(config: RunConfig, resume: bool) -> Tuple[Optional[str], Opti
     except (JournalError, ConfigurationError) as error:
         return str(error), None
     return None, None
+
+
+def _ranks_refusal(config: RunConfig, stored: Dict[str, Any], world_size: int) -> Optional[str]:
+    """Why this launch cannot resume a run whose networks trained on another number of ranks
+    (the global batch would change), in the words of mpirun; None when it can."""
+    ranks = stored.get("ranks_per_network")
+    mine = describe_evaluation(config, world_size).get("ranks_per_network")
+    if not ranks or ranks == mine:
+        return None
+    if config.evaluation == "data-parallel":
+        launch = f"mpirun -np {ranks}"
+    elif ranks > 1:
+        launch = f"mpirun -np {1 + ranks} (rank 0 dispatches; or 1 + any multiple of {ranks})"
+    else:
+        launch = "mpirun with groups of one rank (--group-size 1), or without mpirun"
+    return (f"cannot resume '{config.journal}': this run trained each network on {ranks} "
+            f"rank{'s' if ranks > 1 else ''}, and this launch ({world_size} rank"
+            f"{'s' if world_size > 1 else ''}) would train each on {mine}, which changes what "
+            f"is measured: resume it under {launch}")
 
 
 # --- running ----------------------------------------------------------------------------------
@@ -580,7 +604,8 @@ def _run_with_environment(config: RunConfig, resume: bool, progress: bool, strea
             if refusal is not None:
                 raise ConfigurationError(refusal)
             config = settled
-        refusal, done = env.bcast(_check_journal(config, resume) if env.is_root else None)
+        refusal, done = env.bcast(_check_journal(config, resume, env.size)
+                                  if env.is_root else None)
         summary = None
         if done is not None:
             refused = None
