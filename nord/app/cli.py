@@ -194,15 +194,18 @@ def add_run_flags(parser: argparse.ArgumentParser, names: Sequence[str],
 
 
 def _run_config(args):
-    """The RunConfig of ``nord run``: RunConfig's defaults, then the --config file, then the
+    """The RunConfig of ``nord run``: RunConfig's defaults (with --resume and no --config:
+    the journal's settings, as ``nord resume`` takes them), then the --config file, then the
     flags given."""
     from dataclasses import fields
 
     from nord.app.config_file import read_config
-    from nord.app.runner import RunConfig
+    from nord.app.runner import RunConfig, stored_config
     known = [f.name for f in fields(RunConfig)]
     values: Dict[str, Any] = {}
     given = vars(args)
+    if given.get("resume") and given.get("journal") and not getattr(args, "config", None):
+        values.update(stored_config(given["journal"]).to_dict())   # flags given still differ
     if getattr(args, "config", None):
         values.update(read_config(args.config, known, moved={
             flag: f"algorithm_params.{key}" for flag, key, _ in ALGORITHM_FLAGS}))

@@ -215,6 +215,18 @@ def test_an_unwritable_journal_is_a_clear_error(capsys):
     assert "cannot create a journal at '/proc/no-such-folder/run.db'" in capsys.readouterr().err
 
 
+def test_run_resume_without_the_original_flags_takes_the_journals_settings(tmp_path, capsys):
+    journal = str(tmp_path / "r.db")
+    assert main(["run", "--space", "nasbench201", "--algorithm", "random", "--dataset",
+                 "cifar100", "--seed", "7", "--budget", "2", "--journal", journal]) == 0
+    assert main(["run", "--resume", "--journal", journal, "--budget", "3"]) == 0, \
+        capsys.readouterr().err
+    with Journal(journal) as record:
+        assert record.count() == 3 and record.metadata()["config"]["dataset"] == "cifar100"
+    assert main(["run", "--resume", "--journal", journal, "--budget", "4", "--seed", "8"]) == 2
+    assert "its run has config.seed=7, this one config.seed=8" in capsys.readouterr().err
+
+
 def test_resume_refuses_changed_training_settings(tmp_path, capsys):
     journal = str(tmp_path / "r.db")
     base = ["run", "--space", "nasbench201", "--algorithm", "random", "--journal", journal]
