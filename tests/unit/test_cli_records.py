@@ -54,7 +54,7 @@ def wait_for(journal, evaluations, process, timeout=90):
         time.sleep(0.05)
 
 
-@pytest.mark.parametrize("signal_number", [signal.SIGTERM, signal.SIGINT])
+@pytest.mark.parametrize("signal_number", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP])
 def test_a_signal_ends_the_run_cleanly_and_resume_finishes_it(tmp_path, signal_number):
     journal = tmp_path / "run.db"
     process = start(*RUN, "--budget", "24", "--journal", journal)
@@ -62,7 +62,7 @@ def test_a_signal_ends_the_run_cleanly_and_resume_finishes_it(tmp_path, signal_n
     process.send_signal(signal_number)
     out, err = process.communicate(timeout=60)
     name = signal.Signals(signal_number).name
-    assert process.returncode == 128 + signal_number, err   # 130 for SIGINT, 143 for SIGTERM
+    assert process.returncode == 128 + signal_number, err   # 130 SIGINT, 143 SIGTERM, 129 SIGHUP
     assert "Traceback" not in err and err.count("\n") == 1
     assert f"interrupted by {name}" in err and f"nord resume {journal}" in err
     with Journal(journal) as record:

@@ -197,8 +197,8 @@ def _drive(algorithm, evaluator, budget, path, mode, executor, resume, on_result
     except KeyboardInterrupt as stop:   # RunInterrupted too
         signal_name = getattr(stop, "signal_name", "SIGINT")
         # mpirun ends the other ranks with SIGTERM when one is killed: that may be the
-        # candidate's doing, so only Ctrl-C takes back the attempts in flight
-        _stop(journal, search, "interrupted", signal_name, survived=signal_name == "SIGINT")
+        # candidate's doing, so only Ctrl-C and SIGHUP take back the attempts in flight
+        _stop(journal, search, "interrupted", signal_name, survived=signal_name != "SIGTERM")
         raise
     except DiskFullError as error:
         _stop(journal, search, "failed", f"disk full: {error}")
