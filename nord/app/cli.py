@@ -282,6 +282,12 @@ def _report(args) -> int:
             print(f"warning: {label} selected its architectures on TEST data: its best test "
                   "accuracy is optimistically biased (the report says so at the top)",
                   file=sys.stderr)
+        unlike = json.loads(summary.read_text()).get("unlike") or {}
+        if unlike:
+            print("warning: these runs measure different things, so their accuracies do not "
+                  "compare (the report says so at the top): " + "; ".join(
+                      f"{', '.join(labels)}: {what}" for what, labels in unlike.items()),
+                  file=sys.stderr)
     print(f"report written: {page}")
     return 0
 

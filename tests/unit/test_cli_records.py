@@ -260,3 +260,33 @@ def test_a_listing_whose_reader_goes_away_ends_quietly(tmp_path, command):
     process.stdout.close()
     _, err = process.communicate(timeout=60)
     assert process.returncode == 141 and err == "", err
+
+
+def test_a_report_of_a_mixed_folder_skips_what_it_cannot_read_and_says_what_differs(
+        tmp_path, capsys):
+    """A journal that lost a table is left out with a note, not the end of the report;
+    journals named *.sqlite or without an extension are found by their content; runs that
+    measure different things are said to."""
+    folder = tmp_path / "runs"
+    assert main(["run", "--space", "nasbench201", "--algorithm", "random", "--budget", "2",
+                 "--journal", str(folder / "table.sqlite")]) == 0
+    assert main(["run", "--algorithm", "random", "--budget", "1", "--epochs", "1", "--threads",
+                 "1", "--space-params", '{"layers": 1, "channels": [2, 4]}',
+                 "--journal", str(folder / "digits")]) == 0
+    assert main(["run", "--space", "nasbench201", "--algorithm", "random", "--budget", "2",
+                 "--journal", str(folder / "damaged.db")]) == 0
+    connection = sqlite3.connect(str(folder / "damaged.db"))
+    connection.execute("DROP TABLE epochs")
+    connection.close()
+    (folder / "notes.txt").write_text("not a journal\n")
+    capsys.readouterr()
+    assert main(["list", str(folder)]) == 0
+    listed = capsys.readouterr().out
+    assert "table.sqlite" in listed and "digits" in listed and "notes.txt" not in listed
+    assert main(["report", str(folder), "--out", str(tmp_path / "report")]) == 0
+    captured = capsys.readouterr()
+    assert f"skipped {folder / 'damaged.db'}" in captured.err
+    assert "these runs measure different things" in captured.err
+    page = (tmp_path / "report" / "report.md").read_text()
+    assert "table" in page and "digits" in page
+    assert "digits, trained by the run" in page and "cifar10, NAS-Bench-201's table" in page
