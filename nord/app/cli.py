@@ -23,6 +23,7 @@ import json
 import os
 import re
 import sys
+import time
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
@@ -358,8 +359,12 @@ def _compare_in(args) -> int:
             print(f"report written: {written.page} (front next to the exact one: {written.figure})")
         return 0
 
-    def progress(name, done, total):
-        if done == total or done % max(1, total // 10) == 0:
+    said = [time.monotonic()]
+
+    def progress(name, done, total):   # every tenth of the seeds, and at least every 10 s
+        if (done == total or done % max(1, total // 10) == 0
+                or time.monotonic() - said[0] >= 10):
+            said[0] = time.monotonic()
             print(f"  {name}: {done}/{total} seeds", file=sys.stderr, flush=True)
 
     result = run_comparison(budget=args.budget, progress=progress, simulation=_simulation(args),
@@ -367,6 +372,11 @@ def _compare_in(args) -> int:
     print(result.table())
     if args.json:
         print(f"saved: {result.save_json(args.json)}")
+    if result.interrupted is not None:
+        print(f"nord compare: interrupted by {result.interrupted}; the table"
+              f"{' and --json' if args.json else ''} hold the seeds that finished",
+              file=sys.stderr)
+        return RunInterrupted(result.interrupted).exit_code
     if args.report:
         folder = Path(args.report)
         folder.mkdir(parents=True, exist_ok=True)
