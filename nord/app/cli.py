@@ -108,6 +108,9 @@ RUN_FLAGS = (
     ("seed", "--seed", int, "seeds the algorithm and every candidate's training"),
     ("journal", "--journal", str,
      "the run's SQLite journal (default: runs/<algorithm>-<date>-<time>.db)"),
+    ("plugins", "--plugin", "list",
+     "modules to import first, comma-separated: they register your own algorithm, space, "
+     "data set or scheduler (recorded: a resume imports them too) (default: none)"),
     ("callbacks", "--callbacks", "list",
      "training callbacks whose scalars each epoch records, comma-separated: grad_norm "
      "(gradient norm per layer), weight_norm (weight norm per layer), dead_relu (share of "
@@ -241,9 +244,13 @@ def _config(args) -> int:
     from dataclasses import asdict
 
     from nord.app.config_file import to_toml
-    from nord.app.runner import stored_config
-    config = stored_config(args.journal)
-    values = asdict(config)
+    from nord.app.runner import recorded_config, stored_config
+    try:
+        values = asdict(stored_config(args.journal))
+    except ConfigurationError as error:   # its code cannot be loaded: the settings as recorded
+        values = recorded_config(args.journal)
+        print(f"nord config: note: {error}; the settings are printed as recorded",
+              file=sys.stderr)
     values.pop("journal", None)
     sys.stdout.write(to_toml(values, comment=(
         f"the configuration of the run in {args.journal}\n"

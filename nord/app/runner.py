@@ -22,6 +22,7 @@ import sys
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any, Dict, List, Optional, Tuple, Union
 
+from nord.app.plugins import load_modules
 from nord.checks import check_device, check_int, check_valid_fraction
 from nord.errors import ConfigurationError, JournalError, NordError, RunInterrupted
 
@@ -41,7 +42,7 @@ TRAINING_FIELDS = ("epochs", "batch_size", "lr", "optimizer", "valid_fraction", 
                    "data_checksums")
 """Settings of training and of the data it reads: what a benchmark run (a table look-up)
 must leave at their defaults."""
-RECORDED_WHEN_SET = ("data_checksums",)
+RECORDED_WHEN_SET = ("data_checksums", "plugins")
 """Settings added after journals were first written, recorded only when not None (what
 leaving them out meant before), so that a journal written without them still resumes."""
 MAX_SEED = 2 ** 32 - 1
@@ -90,6 +91,9 @@ class RunConfig:
             ``1/eta`` at each rung.
         min_epochs, max_epochs, eta: the scheduler's settings (``max_epochs`` defaults to
             ``epochs``); given without a scheduler, they are refused.
+        plugins: modules to import first, which register the run's own algorithm, space,
+            data set or scheduler (``nord.app.plugins``); recorded, so that a resume imports
+            them too. None: none.
     """
 
     algorithm: str = "regularized_evolution"
@@ -118,10 +122,13 @@ class RunConfig:
     max_epochs: Optional[int] = None
     eta: Optional[int] = None
     callbacks: List[str] = field(default_factory=list)
+    plugins: Optional[List[str]] = None
 
     def __post_init__(self):
         from nord.search.algorithms.registry import ALGORITHMS
         from nord.search.spaces import SPACES
+
+        self._load_plugins()   # first: they may register the names checked below
 
         self.algorithm = ALGORITHMS.canonical(self.algorithm)
         self.space = SPACES.canonical(self.space)
@@ -181,6 +188,20 @@ class RunConfig:
             raise ConfigurationError(
                 "give the seed as RunConfig(seed=...) (nord run --seed), not among the "
                 "algorithm's parameters: it seeds the algorithm and the training alike")
+
+    def _load_plugins(self) -> None:
+        """Import the run's plug-in modules (a comma-separated string is split)."""
+        if isinstance(self.plugins, str):
+            self.plugins = [name.strip() for name in self.plugins.split(",") if name.strip()]
+        if self.plugins is None:
+            return
+        if not (isinstance(self.plugins, list)
+                and all(isinstance(name, str) for name in self.plugins)):
+            raise ConfigurationError(
+                f"plugins must be a list of module names such as ['mypackage.nas']; got "
+                f"{self.plugins!r}")
+        self.plugins = self.plugins or None   # none given: recorded as before plug-ins
+        load_modules(self.plugins or ())
 
     def _check_callbacks(self) -> None:
         """Built-in training callbacks by canonical name; none where nothing trains."""
@@ -708,18 +729,26 @@ def resume(journal: str, progress: bool = True, stream=None, budget: Optional[in
     return _run(stored, True, progress, stream, record_data=False)
 
 
-def stored_config(journal: str) -> RunConfig:
-    """The RunConfig a journal's run was started with (its last execution settings)."""
+def recorded_config(journal: str) -> Dict[str, Any]:
+    """The settings a journal's run was started with (its last execution settings), as
+    recorded: plain values, without checking them or importing the run's plug-ins."""
     from nord.journal import Journal
     with Journal(journal) as record:   # a missing path or a folder is named as such
         meta = record.metadata()
     config = meta.get("config") or {}
-    if "algorithm" not in config:
+    execution = {key: value for key, value in (meta.get("execution") or {}).items()
+                 if key in EXECUTION_FIELDS}
+    execution["budget"] = meta.get("budget")
+    return {**config, **execution}
+
+
+def stored_config(journal: str) -> RunConfig:
+    """The RunConfig a journal's run was started with (its last execution settings); its
+    plug-ins are imported."""
+    values = recorded_config(journal)
+    if "algorithm" not in values:
         raise JournalError(
             f"'{journal}' was not written by 'nord run' (no stored configuration), so it cannot "
             "be resumed from the command line; call run_search(..., resume=True) with the same "
             "algorithm, seed and space instead")
-    execution = {key: value for key, value in (meta.get("execution") or {}).items()
-                 if key in EXECUTION_FIELDS}
-    execution["budget"] = meta.get("budget")
-    return RunConfig.from_dict({**config, **execution})
+    return RunConfig.from_dict(values)

@@ -297,3 +297,46 @@ def test_a_report_of_a_mixed_folder_skips_what_it_cannot_read_and_says_what_diff
     page = (tmp_path / "report" / "report.md").read_text()
     assert "table" in page and "digits" in page
     assert "digits, trained by the run" in page and "cifar10, NAS-Bench-201's table" in page
+
+
+PLUGIN = '''
+from nord.search.algorithms import register_algorithm
+from nord.search.algorithms.random_search import RandomSearch
+
+
+@register_algorithm("coin_search", description="a user's own algorithm, from a plug-in")
+class CoinSearch(RandomSearch):
+    """Random search under another name: what matters is where it comes from."""
+'''
+
+
+def test_a_plugin_module_given_to_nord_run_is_recorded_and_imported_again(tmp_path):
+    """--plugin imports the user's code; resume and config import it from the journal; a
+    journal whose plug-in cannot be imported still shows its settings."""
+    code = tmp_path / "code"
+    code.mkdir()
+    (code / "myplug.py").write_text(PLUGIN)
+    journal = tmp_path / "run.db"
+
+    def nord_with(path, *args):
+        return subprocess.run([*NORD, *map(str, args)], capture_output=True, text=True,
+                              timeout=120, cwd=tmp_path,
+                              env=dict(os.environ, PYTHONPATH=os.pathsep.join(map(str, path))))
+
+    with_code = (REPO, code)
+    done = nord_with(with_code, "run", "--plugin", "myplug", "--algorithm", "coin_search",
+                     "--space", "nasbench201", "--budget", "2", "--journal", journal)
+    assert done.returncode == 0, done.stderr
+    done = nord_with(with_code, "resume", journal, "--budget", "3")
+    assert done.returncode == 0, done.stderr
+    with Journal(journal) as record:
+        assert record.count() == 3 and record.metadata()["config"]["plugins"] == ["myplug"]
+        assert record.metadata()["config"]["algorithm"] == "coin_search"
+    done = nord_with((REPO,), "config", journal)   # the plug-in is not importable here
+    assert done.returncode == 0 and 'algorithm = "coin_search"' in done.stdout
+    assert "plugins = [" in done.stdout and "myplug" in done.stdout
+    assert "cannot import the plug-in module 'myplug'" in done.stderr
+    done = nord_with((REPO,), "resume", journal, "--budget", "4")
+    assert done.returncode == 2 and "cannot import the plug-in module 'myplug'" in done.stderr
+    done = nord_with((REPO,), "run", "--algorithm", "coin_search", "--space", "nasbench201")
+    assert done.returncode == 2 and "--plugin" in done.stderr
