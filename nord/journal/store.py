@@ -38,6 +38,9 @@ __all__ = ["Journal", "STATUSES"]
 logger = logging.getLogger(__name__)
 
 STATUSES = ("running", "finished", "interrupted", "failed", "crashed")
+RESERVE_BYTES = 256 * 1024
+"""Disk held beside a journal being written (``RUN.db-reserve``), given back to write the
+run's final status when the disk is full."""
 
 
 def _real(value: Optional[float]) -> float:
@@ -105,6 +108,7 @@ class Journal:
         if self._connection is not None:
             if self._writing:
                 self._checkpoint()
+                self._release_reserve()
             self._connection.close()
             self._connection = None
         self._writing = False
@@ -401,6 +405,7 @@ class Journal:
         except sqlite3.OperationalError as error:
             raise self._write_error(error) from error
         self._writing = True
+        self._reserve()
         self._checkpoint()   # the run row too is in RUN.db at once
         self._start_heartbeat()
         return stored
@@ -422,6 +427,31 @@ class Journal:
         connection.execute(
             f"INSERT INTO run ({', '.join(values)}) VALUES ({', '.join('?' * len(values))})",
             list(values.values()))
+
+    @property
+    def _reserve_path(self) -> Path:
+        return Path(f"{self.path}-reserve")
+
+    def _reserve(self) -> None:
+        """Hold RESERVE_BYTES of the disk beside the journal while writing it, so that a full
+        disk still lets the run write how it ended (:meth:`finish` frees them first)."""
+        try:
+            with open(self._reserve_path, "wb") as reserve:
+                reserve.write(bytes(RESERVE_BYTES))
+        except OSError as error:   # no room even for that: the status may not be written
+            logger.debug("no reserve beside %s: %s", self.path, error)
+            self._reserve_path.unlink(missing_ok=True)
+
+    def _release_reserve(self) -> bool:
+        """Give the reserve back to the disk; whether there was one."""
+        try:
+            self._reserve_path.unlink()
+            return True
+        except FileNotFoundError:
+            return False
+        except OSError as error:
+            logger.debug("reserve beside %s not removed: %s", self.path, error)
+            return False
 
     def _start_heartbeat(self) -> None:
         self._stop_heartbeat.clear()
@@ -569,9 +599,16 @@ class Journal:
             raise JournalError(f"a run's status is one of {STATUSES}; got {status!r}")
         self._require_writer()
         self._stop_heartbeat.set()
-        self._write("UPDATE run SET status = ?, status_detail = ?, updated = ?, writer = 'null' "
-                    "WHERE id = 1", (status, detail, time.time()))
+        query = ("UPDATE run SET status = ?, status_detail = ?, updated = ?, writer = 'null' "
+                 "WHERE id = 1")
+        try:
+            self._write(query, (status, detail, time.time()))
+        except DiskFullError:
+            if not self._release_reserve():
+                raise
+            self._write(query, (status, detail, time.time()))   # in the room the reserve held
         self._writing = False
+        self._release_reserve()
         self._checkpoint()
 
     def set_budget(self, budget: int) -> None:

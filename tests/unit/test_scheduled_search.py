@@ -5,6 +5,7 @@ from collections import Counter
 import pytest
 
 from nord.errors import ConfigurationError, JournalError
+from nord.evaluators.result import EvaluationResult
 from nord.journal import Journal
 from nord.report.runs import load_run, run_numbers
 from nord.search.engine import run_search
@@ -230,3 +231,36 @@ def test_hyperband_refuses_a_batch_size_it_would_ignore(tmp_path):
         run_search(random(), ToyCurves(), budget=5, mode="sync", batch_size=4,
                    journal=tmp_path / "r.db", scheduler=make_scheduler("hyperband"))
     assert not (tmp_path / "r.db").exists()
+
+
+class VerboseCurves(ToyCurves):
+    """Results with large metrics, so that a small disk fills up."""
+
+    def evaluate_task(self, task):
+        try:
+            result = super().evaluate_task(task)
+        except OSError as error:   # its checkpoint did not fit: a failed candidate, as nord's
+            return EvaluationResult.failure(f"{type(error).__name__}: {error}")
+        result.metrics["notes"] = "x" * 6000
+        return result
+
+
+def test_a_scheduled_run_that_fills_the_disk_says_failed_and_leaves_no_debris(tmp_path):
+    """The journal's status is written in the room it held back, and what is left on the
+    disk is only what a resume needs."""
+    from nord.errors import DiskFullError
+    from tests.helpers.disks import tmpfs
+
+    with tmpfs(tmp_path / "disk", "size=1m") as disk:
+        (disk / "filler").write_bytes(b"0" * 400_000)
+        with pytest.raises(DiskFullError):
+            run_search(random(), VerboseCurves(max_epochs=9), budget=400, mode="async",
+                       journal=disk / "r.db",
+                       scheduler=make_scheduler("asha", min_epochs=1, max_epochs=9, eta=3))
+        with Journal(disk / "r.db") as journal:
+            assert journal.state() == "failed"
+            assert journal.metadata()["status_detail"].startswith("disk full")
+        left = set(os.listdir(disk))
+        assert not any(name.endswith((".partial", "-reserve")) for name in left), left
+        folder = disk / "r.db.checkpoints"
+        assert not folder.exists() or os.listdir(folder)   # kept only while it holds some

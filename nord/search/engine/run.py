@@ -16,8 +16,10 @@ Details (budget, identity, sync and async modes, journal, time budget, resume): 
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+import shutil
 from typing import Any, Callable, Optional, Union
 
 from nord.checks import check_int
@@ -136,6 +138,7 @@ def _drive(algorithm, evaluator, budget, path, mode, executor, resume, on_result
 
     journal = None if path is None else Journal(path)
     search: Optional[Search] = None
+    folder = None
     failed = True
     try:
         effective_batch = (batch_size or executor.n_workers) if mode == "sync" else None
@@ -151,7 +154,6 @@ def _drive(algorithm, evaluator, budget, path, mode, executor, resume, on_result
             stored = journal.check_start(record, resume=resume)   # the one check: nothing written
         # the checkpoint folder comes after the check (a refused start leaves none behind) and
         # before the first write (a folder that cannot be written leaves the journal untouched)
-        folder = None
         if scheduler is not None:
             folder = checkpoint_folder(None if journal is None else journal.path)
         if journal is not None:
@@ -211,6 +213,11 @@ def _drive(algorithm, evaluator, budget, path, mode, executor, resume, on_result
         executor.close(failed=failed)
         if journal is not None:
             journal.close()
+        if folder is not None and journal is None:   # nothing can resume it
+            shutil.rmtree(folder, ignore_errors=True)
+        elif folder is not None:
+            with contextlib.suppress(OSError):   # kept while it holds checkpoints to resume
+                folder.rmdir()
 
 
 def _prepare_scheduler(scheduler, algorithm, evaluator, budget: int, mode: str,
