@@ -13,6 +13,7 @@ Details (the protocol, epochs, legs and checkpoints, failures, the hooks): docs/
 """
 from __future__ import annotations
 
+import contextlib
 import gc
 import logging
 import os
@@ -350,8 +351,13 @@ def save_checkpoint(path: str, descriptor: NeuralDescriptor, model, optimizer,
     folder = os.path.dirname(os.path.abspath(path))
     os.makedirs(folder, exist_ok=True)
     partial = f"{path}.{os.getpid()}.partial"
-    torch.save(state, partial)
-    os.replace(partial, path)
+    try:
+        torch.save(state, partial)
+        os.replace(partial, path)
+    except BaseException:   # a full disk, a signal: no half-written file stays behind
+        with contextlib.suppress(OSError):
+            os.remove(partial)
+        raise
 
 
 def load_checkpoint(path: str, descriptor: NeuralDescriptor, model, optimizer,

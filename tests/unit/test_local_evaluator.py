@@ -1,5 +1,7 @@
 """LocalEvaluator: results, failures recorded (not raised), reproducibility, arguments."""
+import gc
 import math
+import os
 
 import numpy as np
 import pytest
@@ -181,3 +183,20 @@ def test_progress_bar_is_shown_when_asked(digits, capsys):
     assert "epoch 1/2" in err and "epoch 2/2" in err and "loss" in err
     LocalEvaluator(curator=digits, epochs=1).descriptor_evaluate(small_net())
     assert capsys.readouterr().err == ""
+
+
+def test_a_checkpoint_that_fills_the_disk_leaves_no_partial_file(tmp_path):
+    from nord.evaluators.local import save_checkpoint
+    from tests.helpers.disks import tmpfs
+    from tests.helpers.journals import conv_descriptor
+
+    model = torch.nn.Linear(200, 200)   # 160 kB of weights: more than the disk holds
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    with tmpfs(tmp_path / "small", "size=64k") as disk:
+        failed = False
+        try:   # torch says ENOSPC as a RuntimeError
+            save_checkpoint(str(disk / "candidate-3.pt"), conv_descriptor(4), model, optimizer, 1)
+        except (OSError, RuntimeError):
+            failed = True
+        gc.collect()   # torch's writer keeps the file open until collected
+        assert failed and os.listdir(disk) == []

@@ -313,7 +313,7 @@ def replay_scheduler(search: ScheduledSearch) -> None:
     batches = _batches(search)
     started_batches: Set[int] = set()
     in_flight: Dict[int, Dict] = {}
-    rows = {row["candidate"]: row for row in search.journal.evaluations()}
+    rows = {row["candidate"]: row for row in search.journal.evaluations(told=True)}
     for _, kind, leg in events:
         number = leg["candidate"]
         if kind == 0:
