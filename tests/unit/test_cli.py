@@ -29,8 +29,8 @@ def test_run_on_the_benchmark_then_resume_and_list(tmp_path, capsys):
         assert record.metadata()["resumed"] == 0
     assert f"extend it: nord resume {journal} --budget N, with N > 25" in out
     assert main(["resume", str(journal), "--budget", "30"]) == 0   # as the message says
-    assert "30 evaluations (25 from the journal, 5 evaluated; 0 failed)" in \
-        capsys.readouterr().out
+    assert ("30 evaluations (25 from the journal, 5 evaluated; 0 failed)" in
+        capsys.readouterr().out)
     assert main(["list", str(tmp_path)]) == 0
     listing = capsys.readouterr().out
     assert "rea.db" in listing and "regularized_evolution" in listing and "30/30" in listing
@@ -220,8 +220,8 @@ def test_run_resume_without_the_original_flags_takes_the_journals_settings(tmp_p
     journal = str(tmp_path / "r.db")
     assert main(["run", "--space", "nasbench201", "--algorithm", "random", "--dataset",
                  "cifar100", "--seed", "7", "--budget", "2", "--journal", journal]) == 0
-    assert main(["run", "--resume", "--journal", journal, "--budget", "3"]) == 0, \
-        capsys.readouterr().err
+    assert main(["run", "--resume", "--journal", journal, "--budget", "3"]) == 0, (
+        capsys.readouterr().err)
     with Journal(journal) as record:
         assert record.count() == 3 and record.metadata()["config"]["dataset"] == "cifar100"
     assert main(["run", "--resume", "--journal", journal, "--budget", "4", "--seed", "8"]) == 2
@@ -233,8 +233,8 @@ def test_resume_refuses_changed_training_settings(tmp_path, capsys):
     base = ["run", "--space", "nasbench201", "--algorithm", "random", "--journal", journal]
     assert main([*base, "--budget", "4"]) == 0
     assert main([*base, "--budget", "4", "--dataset", "cifar100", "--resume"]) == 2
-    assert 'its run has config.dataset="cifar10", this one config.dataset="cifar100"' in \
-        capsys.readouterr().err
+    assert ('its run has config.dataset="cifar10", this one config.dataset="cifar100"' in
+        capsys.readouterr().err)
 
 
 def test_a_setting_added_later_is_recorded_only_when_set_so_older_journals_resume(tmp_path):
@@ -285,8 +285,8 @@ def test_paths_of_the_wrong_kind_are_named_as_such(tmp_path, capsys):
 def test_a_malformed_device_is_refused_before_anything_is_loaded(tmp_path, capsys, device):
     assert main(["run", "--device", device, "--budget", "1",
                  "--journal", str(tmp_path / "r.db")]) == 2
-    assert f"unknown device '{device}'; use 'auto', 'cpu', 'cuda' or 'cuda:N'" in \
-        capsys.readouterr().err
+    assert (f"unknown device '{device}'; use 'auto', 'cpu', 'cuda' or 'cuda:N'" in
+        capsys.readouterr().err)
     assert not (tmp_path / "r.db").exists()
 
 
@@ -331,8 +331,8 @@ def test_a_journal_path_whose_folders_are_missing_is_refused_not_created(tmp_pat
     one_level = tmp_path / "runs" / "r.db"   # the journal's own folder is made, and said
     assert main(["run", "--space", "nasbench201", "--budget", "2", "--journal",
                  str(one_level)]) == 0
-    assert f"the journal's folder {tmp_path / 'runs'} does not exist: creating it" in \
-        capsys.readouterr().out
+    assert (f"the journal's folder {tmp_path / 'runs'} does not exist: creating it" in
+        capsys.readouterr().out)
     assert one_level.is_file()
 
 

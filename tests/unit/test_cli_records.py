@@ -75,8 +75,8 @@ def test_a_signal_ends_the_run_cleanly_and_resume_finishes_it(tmp_path, signal_n
         after = record.evaluations()
         assert record.state() == "finished" and len(after) == 24
     keep = ("candidate", "genome", "accuracy", "started")
-    assert [{k: r[k] for k in keep} for r in after[:len(before)]] == \
-        [{k: r[k] for k in keep} for r in before]
+    assert ([{k: r[k] for k in keep} for r in after[:len(before)]] ==
+        [{k: r[k] for k in keep} for r in before])
 
 
 def test_resume_of_a_run_being_written_is_refused_at_once_naming_the_writer(tmp_path):
