@@ -11,9 +11,9 @@ Every message says which rule was broken, what was given, and how to fix it::
 __all__ = ["NordError", "ConfigurationError", "MissingDependencyError", "DescriptorError",
            "UnknownLayerError", "DuplicateLayerError", "DanglingConnectionError",
            "CycleError", "UnreachableLayerError", "EmptyDescriptorError",
-           "LayerParameterError", "ShapeError", "DataError", "MissingDataError",
-           "CorruptDataError", "DistributedError", "SearchSpaceError", "JournalError",
-           "JournalInUseError", "DiskFullError", "RunInterrupted", "BenchmarkError"]
+           "LayerParameterError", "ShapeError", "CandidateTooLargeError", "DataError",
+           "MissingDataError", "CorruptDataError", "DistributedError", "SearchSpaceError",
+           "JournalError", "JournalInUseError", "DiskFullError", "RunInterrupted", "BenchmarkError"]
 
 
 class NordError(Exception):
@@ -66,6 +66,11 @@ class LayerParameterError(DescriptorError):
 
 class ShapeError(NordError, ValueError):
     """A descriptor cannot be realised for the given input shape."""
+
+
+class CandidateTooLargeError(NordError, MemoryError):
+    """A network refused before it was allocated: more parameters than allowed, or more
+    memory than its device has free (the message says what it would need)."""
 
 
 # --- data --------------------------------------------------------------------------------

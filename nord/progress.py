@@ -36,6 +36,7 @@ class ProgressDisplay:
         self.live = bool(getattr(self.stream, "isatty", lambda: False)()) if live is None else live
         self.current = None   # the open bar, if any
         self._last_line: Optional[float] = None
+        self._gone = False   # the stream was a pipe whose reader went away
 
     def bar(self, **options):
         """The open tqdm bar, opened with ``options`` (tqdm's) when there is none; the bar
@@ -59,9 +60,15 @@ class ProgressDisplay:
         self._last_line = self.clock()
 
     def write(self, line: str) -> None:
-        """Write one line (flushed, so that a log shows it at once)."""
-        self.stream.write(line + "\n")
-        self.stream.flush()
+        """Write one line (flushed, so that a log shows it at once); nothing more once the
+        reader of a pipe went away (the work goes on)."""
+        if self._gone:
+            return
+        try:
+            self.stream.write(line + "\n")
+            self.stream.flush()
+        except BrokenPipeError:
+            self._gone = True
 
     def close(self) -> None:
         """Take the bar off the screen, if one is open."""

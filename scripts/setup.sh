@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Idempotent set-up of a fresh machine: Open MPI, SLURM and munge for the cluster tests,
-# a virtual environment in .venv, torch (pinned, CPU wheel first), nord with its
-# dependencies, then Horovod.
+# a virtual environment in .venv, torch (pinned; the CPU wheel, or the CUDA build where an
+# NVIDIA GPU is present), nord with its dependencies, then Horovod (with NCCL where nvcc and
+# NCCL are present). scripts/gpu_setup.py decides what a GPU changes and says it.
 # Every step is skipped when what it makes is already there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -85,10 +86,22 @@ pip_install() {
 }
 
 # 4. torch before anything that depends on it: an unpinned torch pulls the CUDA build.
-if ! "$PY" -c "import torch, sys; sys.exit(torch.__version__.split('+')[0] != '$TORCH_VERSION')" 2>/dev/null; then
+#    With an NVIDIA GPU, the CUDA build the driver supports, from PyTorch's index
+#    (scripts/gpu_setup.py decides, and says what it found).
+site=$("$PY" -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")
+eval "$("$PY" scripts/gpu_setup.py --shell --site-packages "$site")"
+say "$NORD_GPU_SAYS"
+if [ -n "$NORD_TORCH_INDEX" ]; then
+    if ! "$PY" -c "import torch, sys; sys.exit(torch.__version__.split('+')[0] != '$TORCH_VERSION' or torch.version.cuda is None)" 2>/dev/null; then
+        say "installing torch==$TORCH_VERSION ($NORD_TORCH_BUILD) for $NORD_GPUS"
+        # the local version (+cu130) named: '==2.13.0' alone is met by an installed CPU build
+        pip_install "torch==$TORCH_VERSION+$NORD_TORCH_BUILD" --index-url "$NORD_TORCH_INDEX"
+    fi
+elif ! "$PY" -c "import torch, sys; sys.exit(torch.__version__.split('+')[0] != '$TORCH_VERSION')" 2>/dev/null; then
     say "installing torch==$TORCH_VERSION"
     pip_install "torch==$TORCH_VERSION"
 fi
+say "torch: $("$PY" -c "import torch; print(torch.__version__, 'CUDA', torch.version.cuda or 'none', '| GPUs seen:', torch.cuda.device_count())")"
 
 # 5. nord itself, editable, with every optional dependency and the test tools.
 if ! "$PY" -c "import nord, mpi4py, pygmo, pytest, hypothesis, matplotlib, sklearn" 2>/dev/null \
@@ -98,8 +111,13 @@ if ! "$PY" -c "import nord, mpi4py, pygmo, pytest, hypothesis, matplotlib, sklea
     touch "$VENV/.nord-installed"
 fi
 
-# 6. Horovod, built from source against this torch and this Open MPI (cached).
+# 6. Horovod, built from source against this torch and this Open MPI (cached); with NCCL
+#    operations where step 4 found a GPU, nvcc and NCCL (NCCL may come with torch's wheel,
+#    so it is looked for again now that torch is installed).
 if [ "${NORD_SKIP_HOROVOD:-0}" != 1 ]; then
-    bash scripts/build_horovod.sh "$VENV"
+    eval "$("$PY" scripts/gpu_setup.py --shell --site-packages "$site")"
+    NORD_HOROVOD_NCCL=$NORD_HOROVOD_NCCL NORD_NCCL_INCLUDE=$NORD_NCCL_INCLUDE \
+        NORD_NCCL_LIB=$NORD_NCCL_LIB NORD_CUDA_HOME=$NORD_CUDA_HOME \
+        bash scripts/build_horovod.sh "$VENV"
 fi
 say "ready: $VENV"

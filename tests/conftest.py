@@ -1,4 +1,5 @@
-"""Shared fixtures: several hosts made of network namespaces, and a single-node SLURM.
+"""Shared fixtures: several hosts made of network namespaces, and a single-node SLURM; tests
+marked ``gpu`` are skipped, saying why, where torch sees no GPU.
 
 Both need root. Where the tests do not run as root they are skipped with that reason; as root,
 a missing program is an error (scripts/setup.sh installs them), so CI cannot skip silently.
@@ -11,6 +12,14 @@ import pytest
 
 from tests.helpers import hosts as hosts_helper
 from tests.helpers import slurm as slurm_helper
+
+
+def pytest_runtest_setup(item):
+    if item.get_closest_marker("gpu") is not None:
+        import torch  # here, not at the top: only a gpu test pays for it before it runs
+        if not torch.cuda.is_available():
+            pytest.skip(f"needs CUDA: torch {torch.__version__} sees no GPU on this machine "
+                        "(README, 'On a GPU', says how to run these tests on one)")
 
 
 @pytest.fixture(scope="module")

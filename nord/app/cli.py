@@ -20,8 +20,10 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
+import os
 import re
 import sys
+import time
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
@@ -82,6 +84,10 @@ RUN_FLAGS = (
     ("batch_size", "--batch-size", int, "training mini-batch per rank, in samples"),
     ("lr", "--lr", float, "learning rate"),
     ("optimizer", "--optimizer", str, "adam, adamw, sgd or rmsprop"),
+    ("max_params", "--max-params", int,
+     "refuse networks with more trainable parameters, as failed evaluations, before they are "
+     "allocated (default: no limit; a network that would not fit the free memory of its GPU "
+     "or host is refused either way)"),
     ("scheduler", "--scheduler", str,
      "stop poor candidates early: asha (async mode), sha (sync), hyperband, median "
      "(default: none, every candidate trains --epochs)"),
@@ -106,6 +112,9 @@ RUN_FLAGS = (
     ("seed", "--seed", int, "seeds the algorithm and every candidate's training"),
     ("journal", "--journal", str,
      "the run's SQLite journal (default: runs/<algorithm>-<date>-<time>.db)"),
+    ("plugins", "--plugin", "list",
+     "modules to import first, comma-separated: they register your own algorithm, space, "
+     "data set or scheduler (recorded: a resume imports them too) (default: none)"),
     ("callbacks", "--callbacks", "list",
      "training callbacks whose scalars each epoch records, comma-separated: grad_norm "
      "(gradient norm per layer), weight_norm (weight norm per layer), dead_relu (share of "
@@ -193,15 +202,18 @@ def add_run_flags(parser: argparse.ArgumentParser, names: Sequence[str],
 
 
 def _run_config(args):
-    """The RunConfig of ``nord run``: RunConfig's defaults, then the --config file, then the
+    """The RunConfig of ``nord run``: RunConfig's defaults (with --resume and no --config:
+    the journal's settings, as ``nord resume`` takes them), then the --config file, then the
     flags given."""
     from dataclasses import fields
 
     from nord.app.config_file import read_config
-    from nord.app.runner import RunConfig
+    from nord.app.runner import RunConfig, stored_config
     known = [f.name for f in fields(RunConfig)]
     values: Dict[str, Any] = {}
     given = vars(args)
+    if given.get("resume") and given.get("journal") and not getattr(args, "config", None):
+        values.update(stored_config(given["journal"]).to_dict())   # flags given still differ
     if getattr(args, "config", None):
         values.update(read_config(args.config, known, moved={
             flag: f"algorithm_params.{key}" for flag, key, _ in ALGORITHM_FLAGS}))
@@ -236,9 +248,13 @@ def _config(args) -> int:
     from dataclasses import asdict
 
     from nord.app.config_file import to_toml
-    from nord.app.runner import stored_config
-    config = stored_config(args.journal)
-    values = asdict(config)
+    from nord.app.runner import recorded_config, stored_config
+    try:
+        values = asdict(stored_config(args.journal))
+    except ConfigurationError as error:   # its code cannot be loaded: the settings as recorded
+        values = recorded_config(args.journal)
+        print(f"nord config: note: {error}; the settings are printed as recorded",
+              file=sys.stderr)
     values.pop("journal", None)
     sys.stdout.write(to_toml(values, comment=(
         f"the configuration of the run in {args.journal}\n"
@@ -248,7 +264,8 @@ def _config(args) -> int:
 
 def _resume(args) -> int:
     from nord.app.runner import resume
-    resume(args.journal, budget=args.budget)
+    resume(args.journal, budget=args.budget, device=args.device, threads=args.threads,
+           backend=args.backend)
     return 0
 
 
@@ -276,6 +293,12 @@ def _report(args) -> int:
         for label in biased:
             print(f"warning: {label} selected its architectures on TEST data: its best test "
                   "accuracy is optimistically biased (the report says so at the top)",
+                  file=sys.stderr)
+        unlike = json.loads(summary.read_text()).get("unlike") or {}
+        if unlike:
+            print("warning: these runs measure different things, so their accuracies do not "
+                  "compare (the report says so at the top): " + "; ".join(
+                      f"{', '.join(labels)}: {what}" for what, labels in unlike.items()),
                   file=sys.stderr)
     print(f"report written: {page}")
     return 0
@@ -347,8 +370,12 @@ def _compare_in(args) -> int:
             print(f"report written: {written.page} (front next to the exact one: {written.figure})")
         return 0
 
-    def progress(name, done, total):
-        if done == total or done % max(1, total // 10) == 0:
+    said = [time.monotonic()]
+
+    def progress(name, done, total):   # every tenth of the seeds, and at least every 10 s
+        if (done == total or done % max(1, total // 10) == 0
+                or time.monotonic() - said[0] >= 10):
+            said[0] = time.monotonic()
             print(f"  {name}: {done}/{total} seeds", file=sys.stderr, flush=True)
 
     result = run_comparison(budget=args.budget, progress=progress, simulation=_simulation(args),
@@ -356,6 +383,11 @@ def _compare_in(args) -> int:
     print(result.table())
     if args.json:
         print(f"saved: {result.save_json(args.json)}")
+    if result.interrupted is not None:
+        print(f"nord compare: interrupted by {result.interrupted}; the table"
+              f"{' and --json' if args.json else ''} hold the seeds that finished",
+              file=sys.stderr)
+        return RunInterrupted(result.interrupted).exit_code
     if args.report:
         folder = Path(args.report)
         folder.mkdir(parents=True, exist_ok=True)
@@ -447,6 +479,10 @@ def _check_output(path: Optional[str], flag: str, folder: bool) -> None:
             return
         raise ConfigurationError(f"{flag} {path} cannot be written (no permission); choose "
                                  "another path")
+    if not folder and not target.parent.exists():
+        raise ConfigurationError(
+            f"{flag} {path}: the folder {target.parent} does not exist; create it first "
+            f"(mkdir -p {target.parent}), or choose a path in an existing folder")
     existing = next(parent for parent in (target, *target.parents) if parent.exists())
     if not existing.is_dir() or not os.access(existing, os.W_OK | os.X_OK):
         raise ConfigurationError(
@@ -494,6 +530,10 @@ def build_parser() -> argparse.ArgumentParser:
     resume.add_argument("--budget", type=int, default=None, metavar="N",
                         help="extend the run to N evaluations in all, those in the journal "
                              "included (default: its own budget)")
+    for _, flag, options in _run_arguments():
+        if flag in ("--device", "--threads", "--backend"):   # where it runs may change
+            resume.add_argument(flag, **{**options, "help": options["help"] + " (default: "
+                                                           "the journal's)"})
     resume.set_defaults(handler=_resume)
 
     config = commands.add_parser(
@@ -615,6 +655,21 @@ def _say_defaults(parser: argparse.ArgumentParser) -> None:
         action.help = f"{action.help} (default: {shown})"
 
 
+BROKEN_PIPE = 128 + 13
+"""The exit status of a command whose reader went away (as a shell reports SIGPIPE)."""
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null, so that the interpreter's last flush of what the closed pipe
+    did not take writes nothing (and no second BrokenPipeError at exit)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):   # no file descriptor (stdout replaced, e.g. in tests)
+        pass
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     args = build_parser().parse_args(argv)
     if args.verbose:
@@ -637,6 +692,9 @@ def main(argv: Optional[List[str]] = None) -> int:
         if speak:
             print(f"nord {args.command}: {error}", file=sys.stderr)
         return 2
+    except BrokenPipeError:   # `nord list | head`: the reader has what it wanted
+        _silence_stdout()
+        return BROKEN_PIPE
     except OSError as error:  # a journal or report path that cannot be written
         if speak:
             print(f"nord {args.command}: {error.strerror or error}: {error.filename or ''}; "

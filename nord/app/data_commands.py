@@ -141,7 +141,12 @@ class CommandProgress(DownloadProgress):
         self._done = self._total = self._began = None
 
     def say(self, message: str) -> None:
-        print(message, file=self.out, flush=True)
+        if self.out is None:
+            return
+        try:
+            print(message, file=self.out, flush=True)
+        except BrokenPipeError:   # `| head` went away: the download goes on, unsaid
+            self.out = None
 
     def present(self, file_name, path):
         self.say(f"{file_name}: already in {path.parent} with the right checksum; not downloaded")
@@ -283,6 +288,8 @@ def _download(args) -> int:
         progress.close()
         print(f"nord data download: {_one_line(error)}", file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        raise   # the reader of stdout went away: main exits quietly
     except OSError as error:
         progress.close()
         print(f"nord data download: {error.strerror or error}: {error.filename or ''}", file=sys.stderr)

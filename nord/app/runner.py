@@ -16,11 +16,13 @@ from __future__ import annotations
 
 import datetime
 import logging
+import math
 import os
 import sys
 from dataclasses import asdict, dataclass, field, fields, replace
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple, Union
 
+from nord.app.plugins import load_modules
 from nord.checks import check_device, check_int, check_valid_fraction
 from nord.errors import ConfigurationError, JournalError, NordError, RunInterrupted
 
@@ -34,13 +36,17 @@ OPTIMIZERS = ("adam", "adamw", "sgd", "rmsprop")
 """The optimizers a run may name (``nord.nn.training.OPTIMIZERS``, without importing torch)."""
 EXECUTION_FIELDS = ("budget", "journal", "threads", "device", "backend")
 """Settings a resumed run may change: how long it runs and where, not what it measures."""
+RESUME_CHANGES = ("device", "threads", "backend")
+"""Where it runs: what ``nord resume`` may change besides the budget."""
 TRAINING_FIELDS = ("epochs", "batch_size", "lr", "optimizer", "valid_fraction", "data_root",
-                   "data_checksums")
+                   "data_checksums", "max_params")
 """Settings of training and of the data it reads: what a benchmark run (a table look-up)
 must leave at their defaults."""
-RECORDED_WHEN_SET = ("data_checksums",)
+RECORDED_WHEN_SET = ("data_checksums", "max_params", "plugins")
 """Settings added after journals were first written, recorded only when not None (what
 leaving them out meant before), so that a journal written without them still resumes."""
+MAX_SEED = 2 ** 32 - 1
+"""The largest seed a run takes (numpy's RandomState, which scikit-learn uses, takes 32 bits)."""
 RUNS_FOLDER = "runs"
 """Where a run without ``journal`` writes its journal."""
 
@@ -61,11 +67,16 @@ class RunConfig:
         dataset: a data set name ('digits', 'mnist', 'fashion-mnist', 'cifar10') or, for
             'benchmark', a NAS-Bench-201 data set ('cifar10', 'cifar100', 'imagenet16');
             None: 'cifar10' for the benchmark, else 'digits'.
-        data_root: folder of the data set files (None: the curator's default).
+        data_root: folder of the data set files (None: the curator's default); a run
+            records it as an absolute path.
         data_checksums: a file of MD5s (``md5sum`` format) that the data set's files are
             checked against instead of the official ones: for files from a mirror whose
-            files differ (``nord data download --checksums``). None: the official MD5s.
+            files differ (``nord data download --checksums``), or the table itself (file
+            name -> MD5), which is what a run records. None: the official MD5s.
         epochs, batch_size, lr, optimizer: training settings of every candidate.
+        max_params: a network with more trainable parameters is refused, as a failed
+            evaluation, before it is allocated (None: no limit). Networks that would not fit
+            the free memory of their GPU or host are refused either way.
         budget: evaluations in the run (None: what the algorithm asks for when known, else 100).
         mode: 'sync' (generations) or 'async' (steady state).
         group_size: ranks per group for 'distributed' (default 1).
@@ -83,6 +94,9 @@ class RunConfig:
             ``1/eta`` at each rung.
         min_epochs, max_epochs, eta: the scheduler's settings (``max_epochs`` defaults to
             ``epochs``); given without a scheduler, they are refused.
+        plugins: modules to import first, which register the run's own algorithm, space,
+            data set or scheduler (``nord.app.plugins``); recorded, so that a resume imports
+            them too. None: none.
     """
 
     algorithm: str = "regularized_evolution"
@@ -92,11 +106,12 @@ class RunConfig:
     evaluation: Optional[str] = None
     dataset: Optional[str] = None
     data_root: Optional[str] = None
-    data_checksums: Optional[str] = None
+    data_checksums: Optional[Union[str, Dict[str, str]]] = None
     epochs: int = 1
     batch_size: int = 64
     lr: float = 1e-3
     optimizer: str = "adam"
+    max_params: Optional[int] = None
     budget: Optional[int] = None
     mode: str = "sync"
     group_size: Optional[int] = None
@@ -111,10 +126,13 @@ class RunConfig:
     max_epochs: Optional[int] = None
     eta: Optional[int] = None
     callbacks: List[str] = field(default_factory=list)
+    plugins: Optional[List[str]] = None
 
     def __post_init__(self):
         from nord.search.algorithms.registry import ALGORITHMS
         from nord.search.spaces import SPACES
+
+        self._load_plugins()   # first: they may register the names checked below
 
         self.algorithm = ALGORITHMS.canonical(self.algorithm)
         self.space = SPACES.canonical(self.space)
@@ -137,13 +155,25 @@ class RunConfig:
             self.dataset = CURATORS.canonical(self.dataset)
         self._check_training_settings()
         check_device(self.device)
-        for name, minimum in (("budget", 1), ("group_size", 1), ("threads", 1), ("seed", 0)):
+        for name, minimum in (("budget", 1), ("group_size", 1), ("threads", 1),
+                              ("max_params", 1)):
             if getattr(self, name) is not None:
                 check_int(getattr(self, name), name, minimum)
+        if self.seed is not None:   # numpy's and scikit-learn's generators take 32 bits
+            check_int(self.seed, "seed", 0, MAX_SEED, rule=f"an integer in [0, {MAX_SEED}] "
+                      "(numpy and scikit-learn take 32-bit seeds)")
         check_int(self.epochs, "epochs", 0)
         check_int(self.batch_size, "batch_size", 1)
-        if not isinstance(self.lr, (int, float)) or isinstance(self.lr, bool) or not self.lr > 0:
-            raise ConfigurationError(f"the learning rate must be a positive number; got {self.lr!r}")
+        if (not isinstance(self.lr, (int, float)) or isinstance(self.lr, bool)
+                or not 0 < self.lr < math.inf):
+            raise ConfigurationError(
+                f"the learning rate must be a positive, finite number; got {self.lr!r}")
+        if self.threads is not None and self.threads > usable_cpus():
+            raise ConfigurationError(
+                f"threads (torch CPU threads per rank) must be at most the {usable_cpus()} "
+                f"CPUs this process may use; got {self.threads}. More threads than CPUs only "
+                "slow training down; with several ranks on one machine, give each its share "
+                "(CPUs / ranks)")
         if self.optimizer not in OPTIMIZERS:
             raise ConfigurationError(
                 f"optimizer must be one of {', '.join(OPTIMIZERS)}; got {self.optimizer!r}")
@@ -163,6 +193,20 @@ class RunConfig:
             raise ConfigurationError(
                 "give the seed as RunConfig(seed=...) (nord run --seed), not among the "
                 "algorithm's parameters: it seeds the algorithm and the training alike")
+
+    def _load_plugins(self) -> None:
+        """Import the run's plug-in modules (a comma-separated string is split)."""
+        if isinstance(self.plugins, str):
+            self.plugins = [name.strip() for name in self.plugins.split(",") if name.strip()]
+        if self.plugins is None:
+            return
+        if not (isinstance(self.plugins, list)
+                and all(isinstance(name, str) for name in self.plugins)):
+            raise ConfigurationError(
+                f"plugins must be a list of module names such as ['mypackage.nas']; got "
+                f"{self.plugins!r}")
+        self.plugins = self.plugins or None   # none given: recorded as before plug-ins
+        load_modules(self.plugins or ())
 
     def _check_callbacks(self) -> None:
         """Built-in training callbacks by canonical name; none where nothing trains."""
@@ -268,6 +312,14 @@ class RunConfig:
         return cls(**{key: value for key, value in data.items() if key in known})
 
 
+def usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity, where the system says)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:   # not on Linux
+        return os.cpu_count() or 1
+
+
 def default_journal(config: RunConfig) -> str:
     """``runs/<algorithm>-<date>-<time>.db``, a path no file has yet."""
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
@@ -288,19 +340,47 @@ def build_curator(config: RunConfig):
         kwargs["root"] = config.data_root
     if config.data_checksums is not None:
         from nord.data import FileCurator
-        from nord.data.download import read_checksums
         from nord.data.registry import curator_class
         if not issubclass(curator_class(config.dataset), FileCurator):
             raise ConfigurationError(
                 f"data_checksums (--data-checksums) checks a data set's files, and "
                 f"{config.dataset!r} is not read from files; leave it out")
-        try:
-            kwargs["checksums"] = read_checksums(config.data_checksums)
-        except OSError as error:
-            raise ConfigurationError(
-                f"cannot read the data checksums {config.data_checksums} (--data-checksums): "
-                f"{error.strerror or error}") from None
+        kwargs["checksums"] = checksum_table(config.data_checksums)
     return get_curator(config.dataset, **kwargs)
+
+
+def checksum_table(checksums: Union[str, Dict[str, str]]) -> Dict[str, str]:
+    """``data_checksums`` as the table of MD5s it names (a journal written before runs
+    recorded the table holds the file's path).
+
+    Raises:
+        ConfigurationError: the file cannot be read, or is not in md5sum's format.
+    """
+    if isinstance(checksums, dict):
+        return dict(checksums)
+    from nord.data.download import read_checksums
+    try:
+        return read_checksums(checksums)
+    except OSError as error:
+        raise ConfigurationError(
+            f"cannot read the data checksums {checksums} (--data-checksums): "
+            f"{error.strerror or error}") from None
+
+
+def recorded_data_settings(config: RunConfig) -> RunConfig:
+    """``config`` with its data settings as a journal records them: the folder as an absolute
+    path and the checksums as the MD5s themselves, so that a resume from another folder reads
+    the same files and an edited checksums file lets no other data in.
+
+    Raises:
+        ConfigurationError: the checksums file cannot be read.
+    """
+    changes: Dict[str, Any] = {}
+    if config.data_root is not None:
+        changes["data_root"] = os.path.abspath(os.path.expanduser(config.data_root))
+    if isinstance(config.data_checksums, str):
+        changes["data_checksums"] = checksum_table(config.data_checksums)
+    return replace(config, **changes) if changes else config
 
 
 def build_space(config: RunConfig, curator=None):
@@ -340,6 +420,30 @@ def ranks_per_network(config: RunConfig, world_size: int) -> int:
     return min(group_size(config), max(1, world_size - (1 if dedicated_root(config) else 0)))
 
 
+def check_groups(config: RunConfig, world_size: int) -> None:
+    """Refuse, on every rank before any work, groups that do not split the training ranks
+    evenly: every group trains each network together, so a smaller last group would train
+    with another global batch (and alone, with an evaluator that is not data-parallel).
+
+    Raises:
+        ConfigurationError: naming the ranks, the group size and what would fit.
+    """
+    if config.evaluation != "distributed" or world_size <= 1 or group_size(config) <= 1:
+        return
+    k = group_size(config)
+    training = world_size - 1   # rank 0 only dispatches (dedicated_root)
+    if k > training or training % k == 0:
+        return   # too large a group is refused by the layout itself, naming it
+    fitting = [n for n in range(2, training + 1) if training % n == 0]
+    sizes = f"--group-size {' or '.join(map(str, fitting))}" if fitting else "--group-size 1"
+    lower, upper = 1 + k * (training // k), 1 + k * (training // k + 1)
+    raise ConfigurationError(
+        f"--group-size {k} does not divide the {training} ranks that train networks "
+        f"(mpirun -np {world_size}: rank 0 only dispatches); each group of {k} ranks trains "
+        f"every network together, so they must split evenly. Launch with mpirun -np {lower} "
+        f"or -np {upper}, or use {sizes} with -np {world_size}")
+
+
 def dedicated_root(config: RunConfig) -> bool:
     """Rank 0 only dispatches when groups of several ranks train networks: otherwise the
     other ranks of rank 0's group would have nobody to train with."""
@@ -358,7 +462,7 @@ def build_evaluator(config: RunConfig, env, curator=None):
     from nord.evaluators.callbacks import make_callbacks
     training = dict(curator=curator, epochs=config.training_epochs, batch_size=config.batch_size,
                     lr=config.lr, optimizer=config.optimizer, device=config.device,
-                    seed=config.seed, threads=config.threads,
+                    seed=config.seed, threads=config.threads, max_params=config.max_params,
                     callbacks=make_callbacks(config.callbacks))
     if env.group.size > 1:
         from nord.evaluators.distributed import DistributedEvaluator
@@ -374,11 +478,14 @@ def describe_evaluation(config: RunConfig, world_size: int) -> Dict[str, Any]:
         from nord.benchmarks.nasbench201 import BenchmarkEvaluator
         return BenchmarkEvaluator(dataset=config.dataset).describe()
     ranks = ranks_per_network(config, world_size)
-    return {"evaluator": "DistributedEvaluator" if ranks > 1 else "LocalEvaluator",
-            "dataset": config.dataset, "epochs": config.training_epochs,
-            "batch_size": config.batch_size,
-            "optimizer": config.optimizer, "lr": config.lr, "seed": config.seed,
-            "ranks_per_network": ranks, "callbacks": list(config.callbacks)}
+    described = {"evaluator": "DistributedEvaluator" if ranks > 1 else "LocalEvaluator",
+                 "dataset": config.dataset, "epochs": config.training_epochs,
+                 "batch_size": config.batch_size,
+                 "optimizer": config.optimizer, "lr": config.lr, "seed": config.seed,
+                 "ranks_per_network": ranks, "callbacks": list(config.callbacks)}
+    if config.max_params is not None:
+        described["max_params"] = config.max_params
+    return described
 
 
 TEST_SELECTION = ("there is no validation split (valid_fraction=0 and the data set has no "
@@ -406,10 +513,38 @@ def describe_data(config: RunConfig, curator) -> Tuple[Dict[str, Any], List[str]
     dataset = {"name": config.dataset, "root": config.data_root, **described}
     dataset["name"] = config.dataset
     warnings = [TEST_SELECTION] if curator.n_valid == 0 else []
+    if curator.n_valid > curator.n_train:
+        warnings.append(
+            f"valid_fraction={config.valid_fraction} holds out {curator.n_valid} of the "
+            f"{curator.n_train + curator.n_valid} training images for validation: networks "
+            f"train on only {curator.n_train}, and their accuracies say little. 0.1 to 0.2 is "
+            "usual (--valid-fraction)")
     return dataset, warnings
 
 
-def _check_journal(config: RunConfig, resume: bool) -> Tuple[Optional[str], Optional[str]]:
+def shared_gpu_refusal_of_run(config: RunConfig, env) -> Optional[str]:
+    """Every rank (collective): why NCCL cannot place the run's data-parallel groups (two
+    ranks of a group on one GPU), or None. Opens no CUDA context."""
+    if config.evaluation == "benchmark" or ranks_per_network(config, env.size) < 2:
+        return None
+    import socket
+
+    from nord.evaluators.distributed import choose_backend, rank_placement
+    from nord.nn.training import resolve_device
+    from nord.parallel.placement import Placement, shared_gpu_refusal
+    backend = None
+    mine = Placement(env.rank, socket.gethostname(), None, None)
+    if env.group is not None:
+        device = resolve_device(config.device, env.local_rank)
+        backend = choose_backend(config.backend, device.type == "cuda")
+        mine = rank_placement(env.rank, backend, device, env.group.index)
+    everyone = env.allgather((mine, backend))
+    backend = next((name for _, name in everyone if name is not None), config.backend)
+    return shared_gpu_refusal([placement for placement, _ in everyone], backend)
+
+
+def _check_journal(config: RunConfig, resume: bool,
+                   world_size: int = 1) -> Tuple[Optional[str], Optional[str]]:
     """Rank 0, before the data is read: why the journal cannot be used (or None), and why
     there is nothing to do (or None): a resume of a finished run that is given no larger
     budget, which leaves the journal as it is (a job script may resume until done).
@@ -426,6 +561,10 @@ def _check_journal(config: RunConfig, resume: bool) -> Tuple[Optional[str], Opti
     try:
         with Journal(config.journal) as journal:
             stored = journal.check_start(known, resume, compare=("config",))
+            if stored is not None:
+                refusal = _ranks_refusal(config, stored.evaluator or {}, world_size)
+                if refusal is not None:
+                    return refusal, None
             if resume and stored is not None and journal.state() == "finished" and (
                     config.budget is None or config.budget <= stored.budget):
                 count = journal.count()
@@ -446,6 +585,25 @@ def _check_journal(config: RunConfig, resume: bool) -> Tuple[Optional[str], Opti
     return None, None
 
 
+def _ranks_refusal(config: RunConfig, stored: Dict[str, Any], world_size: int) -> Optional[str]:
+    """Why this launch cannot resume a run whose networks trained on another number of ranks
+    (the global batch would change), in the words of mpirun; None when it can."""
+    ranks = stored.get("ranks_per_network")
+    mine = describe_evaluation(config, world_size).get("ranks_per_network")
+    if not ranks or ranks == mine:
+        return None
+    if config.evaluation == "data-parallel":
+        launch = f"mpirun -np {ranks}"
+    elif ranks > 1:
+        launch = f"mpirun -np {1 + ranks} (rank 0 dispatches; or 1 + any multiple of {ranks})"
+    else:
+        launch = "mpirun with groups of one rank (--group-size 1), or without mpirun"
+    return (f"cannot resume '{config.journal}': this run trained each network on {ranks} "
+            f"rank{'s' if ranks > 1 else ''}, and this launch ({world_size} rank"
+            f"{'s' if world_size > 1 else ''}) would train each on {mine}, which changes what "
+            f"is measured: resume it under {launch}")
+
+
 # --- running ----------------------------------------------------------------------------------
 def run(config: RunConfig, resume: bool = False, progress: bool = True, stream=None):
     """Run (or resume) a search on every rank; returns the summary on rank 0, else None
@@ -455,27 +613,54 @@ def run(config: RunConfig, resume: bool = False, progress: bool = True, stream=N
         JournalError: the journal cannot be started or resumed (nothing was written).
         RunInterrupted: SIGINT or SIGTERM stopped the run; its journal says ``interrupted``.
     """
+    return _run(config, resume, progress, stream, record_data=True)
+
+
+def _run(config: RunConfig, resume: bool, progress: bool, stream, record_data: bool):
     from nord.parallel import interruptible
     with interruptible():   # the closing line and the ranks' exit happen before a second signal
-        return _run_with_environment(config, resume, progress, stream)
+        return _run_with_environment(config, resume, progress, stream, record_data)
 
 
-def _run_with_environment(config: RunConfig, resume: bool, progress: bool, stream):
+def _run_with_environment(config: RunConfig, resume: bool, progress: bool, stream,
+                          record_data: bool):
     from nord.parallel import Environment
     from nord.search.engine import RunInfo, run_search
     from nord.search.executors import MPIExecutor
     from nord.app.search_progress import SearchProgressView
     from nord.search.algorithms.registry import make_algorithm
 
+    from nord.parallel import launcher_world_size
+    check_groups(config, launcher_world_size() or 1)   # every rank alike, before MPI starts
     with Environment(group_size=group_size(config), dedicated_root=dedicated_root(config)) as env:
         journal = config.journal
         if env.is_root and journal is None:
             journal = default_journal(config)
             env.print(f"journal: {journal}")
+        elif (env.is_root and not resume and not os.path.exists(os.path.dirname(journal) or ".")
+              and os.path.exists(os.path.dirname(os.path.dirname(journal)) or ".")):
+            env.print(f"the journal's folder {os.path.dirname(journal)} does not exist: "
+                      "creating it")
         config = replace(config, journal=env.bcast(journal))   # the caller's config stays as given
-        refusal, done = env.bcast(_check_journal(config, resume) if env.is_root else None)
+        sharing = shared_gpu_refusal_of_run(config, env)        # collective, before the journal
+        refusal = None
+        if record_data:   # rank 0 reads the checksums file; every rank gets its MD5s
+            settled = None
+            if env.is_root:
+                try:
+                    settled = recorded_data_settings(config)
+                except ConfigurationError as error:
+                    refusal = str(error)
+            settled, refusal = env.bcast((settled, refusal))
+            if refusal is not None:
+                raise ConfigurationError(refusal)
+            config = settled
+        refusal, done = env.bcast(_check_journal(config, resume, env.size)
+                                  if env.is_root and sharing is None else (None, None))
         summary = None
-        if done is not None:
+        if sharing is not None:
+            refused = ConfigurationError(sharing)
+        elif done is not None:
             refused = None
             env.print(done)
         elif refusal is not None:
@@ -533,15 +718,27 @@ def _run_with_environment(config: RunConfig, resume: bool, progress: bool, strea
     return summary if env.is_root else None
 
 
-def resume(journal: str, progress: bool = True, stream=None, budget: Optional[int] = None):
+def resume(journal: str, progress: bool = True, stream=None, budget: Optional[int] = None,
+           **execution: Any):
     """Continue the run recorded in ``journal`` with the configuration stored there, and
     ``budget`` (evaluations in all) when given; what :func:`run` returns (None on rank 0
     too when the run is finished and the budget is not larger: nothing runs).
+
+    ``execution``: where it runs now, when it changes (``device``, ``threads``, ``backend``;
+    None keeps the journal's).
+
+    Raises:
+        ConfigurationError: a setting in ``execution`` other than those three.
 
     Rank 0 reads the journal (the other nodes of a cluster may not see its file) and sends
     the configuration to every rank.
     """
     from nord.parallel import Environment
+    unknown = sorted(set(execution) - set(RESUME_CHANGES))
+    if unknown:
+        raise ConfigurationError(
+            f"a resume may change only {', '.join(RESUME_CHANGES)} besides the budget (what a "
+            f"run measures stays as recorded); got {', '.join(unknown)}")
     with Environment() as env:
         stored = None
         error = None
@@ -554,23 +751,36 @@ def resume(journal: str, progress: bool = True, stream=None, budget: Optional[in
     if error is not None:
         raise JournalError(error)
     stored.journal = str(journal)
+    changes = {key: value for key, value in execution.items() if value is not None}
     if budget is not None:
-        stored = replace(stored, budget=budget)   # checked like any budget
-    return run(stored, resume=True, progress=progress, stream=stream)
+        changes["budget"] = budget
+    if changes:
+        stored = replace(stored, **changes)   # checked like any setting
+    # the settings as recorded: a journal from before runs recorded MD5s and absolute
+    # folders resumes with what it holds
+    return _run(stored, True, progress, stream, record_data=False)
 
 
-def stored_config(journal: str) -> RunConfig:
-    """The RunConfig a journal's run was started with (its last execution settings)."""
+def recorded_config(journal: str) -> Dict[str, Any]:
+    """The settings a journal's run was started with (its last execution settings), as
+    recorded: plain values, without checking them or importing the run's plug-ins."""
     from nord.journal import Journal
     with Journal(journal) as record:   # a missing path or a folder is named as such
         meta = record.metadata()
     config = meta.get("config") or {}
-    if "algorithm" not in config:
+    execution = {key: value for key, value in (meta.get("execution") or {}).items()
+                 if key in EXECUTION_FIELDS}
+    execution["budget"] = meta.get("budget")
+    return {**config, **execution}
+
+
+def stored_config(journal: str) -> RunConfig:
+    """The RunConfig a journal's run was started with (its last execution settings); its
+    plug-ins are imported."""
+    values = recorded_config(journal)
+    if "algorithm" not in values:
         raise JournalError(
             f"'{journal}' was not written by 'nord run' (no stored configuration), so it cannot "
             "be resumed from the command line; call run_search(..., resume=True) with the same "
             "algorithm, seed and space instead")
-    execution = {key: value for key, value in (meta.get("execution") or {}).items()
-                 if key in EXECUTION_FIELDS}
-    execution["budget"] = meta.get("budget")
-    return RunConfig.from_dict({**config, **execution})
+    return RunConfig.from_dict(values)

@@ -118,6 +118,9 @@ def closing_line(summary, signal: str = "accuracy", reported: str = "test accura
     if summary.epochs_trained is not None:
         trained = (f"; {summary.epochs_trained} epochs trained in {summary.legs} legs, "
                    f"checkpoints peaked at {_size(summary.checkpoint_peak_bytes or 0)}")
+        if summary.unusable_checkpoints:
+            trained += (f", {summary.unusable_checkpoints} could not be used (trained again "
+                        "from scratch; the journal's legs say why)")
     return (f"done: {summary.counts()} in {_duration(summary.wall_time)}; {found}{trained}"
             + (f"; journal {summary.journal}" if summary.journal else ""))
 

@@ -159,6 +159,8 @@ class ComparisonResult(JSONRecord):
         wall_time: seconds ``run_comparison`` took.
         processes: worker processes used.
         simulation: the simulated-time setting, or None for a budget of evaluations.
+        interrupted: the signal that stopped the comparison early (its runs are the seeds
+            that finished), or None.
     """
 
     dataset: str
@@ -172,6 +174,7 @@ class ComparisonResult(JSONRecord):
     processes: int = 1
     simulation: Optional[SimulatedSetting] = None
     limit: Optional[LatencyLimit] = None
+    interrupted: Optional[str] = None
 
     @property
     def algorithms(self) -> List[str]:
@@ -245,6 +248,11 @@ class ComparisonResult(JSONRecord):
                      f"{f', overhead {sim.overhead:g} s per evaluation' if sim.overhead else ''}"
                      "; returned architecture = best signal among those told; mean ± std over "
                      "seeds"]
+        if self.interrupted is not None:
+            done = {name: len(runs) for name, runs in self.runs.items()}
+            lines.append(f"interrupted by {self.interrupted}: only the seeds that finished ("
+                         + ", ".join(f"{name} {count}/{self.seeds}" for name, count
+                                     in done.items()) + ")")
         if self.limit is not None:
             lines.append(f"latency limit: cells slower than {self.limit.max_ms:g} ms on "
                          f"{self.limit.device} are failed evaluations, never returned")
@@ -316,7 +324,7 @@ class ComparisonResult(JSONRecord):
         data = {
             "benchmark": "nasbench201", "dataset": self.dataset, "budget": self.budget,
             "seeds": self.seeds, "base_seed": self.base_seed, "processes": self.processes,
-            "wall_time": self.wall_time,
+            "wall_time": self.wall_time, "interrupted": self.interrupted,
             "max_latency": None if self.limit is None else self.limit.to_dict(),
             "protocol": ("returned architecture: best search signal (12-epoch validation "
                          "accuracy) among those evaluated, first found on ties; reported: its "
@@ -390,10 +398,15 @@ def _run_chunk(job: Tuple[str, str, Optional[int], List[int], Optional[LatencyLi
     return algorithm, runs, seconds
 
 
+CHUNK_SEEDS = 25
+"""The most seeds in one job: progress is said, and an interrupted comparison keeps its
+finished seeds, at least that often."""
+
+
 def chunks(seeds: Sequence[int], processes: int) -> List[List[int]]:
-    """Seeds split into jobs: all at once in one process, else about four jobs per process
-    (so that the workers finish together)."""
-    size = max(1, math.ceil(len(seeds) / (4 * processes))) if processes > 1 else len(seeds)
+    """Seeds split into jobs: about four jobs per process (so that the workers finish
+    together), of at most CHUNK_SEEDS seeds."""
+    size = max(1, min(CHUNK_SEEDS, math.ceil(len(seeds) / (4 * processes))))
     return [list(seeds[start:start + size]) for start in range(0, len(seeds), size)]
 
 
@@ -488,8 +501,16 @@ def run_comparison(dataset: str = "cifar10", algorithms: Union[str, Sequence[str
         if progress is not None:
             progress(name, len(runs[name]), seeds)
 
-    for outcome in ProcessPool(processes).map(_run_chunk, jobs):
-        collect(*outcome)
+    interrupted = None
+    try:
+        for outcome in ProcessPool(processes).map(_run_chunk, jobs):
+            collect(*outcome)
+    except KeyboardInterrupt as stop:   # RunInterrupted too: keep the seeds that finished
+        if not any(runs.values()):
+            raise
+        interrupted = getattr(stop, "signal_name", "SIGINT")
+        logger.info("comparison interrupted by %s; %d seeds finished", interrupted,
+                    sum(map(len, runs.values())))
     for name in names:
         runs[name].sort(key=lambda run: run.seed)
     wall_time = time.perf_counter() - started
@@ -500,4 +521,4 @@ def run_comparison(dataset: str = "cifar10", algorithms: Union[str, Sequence[str
                             runs=runs, seconds=seconds,
                             descriptions={n: ALGORITHMS.entry(n).description for n in names},
                             wall_time=wall_time, processes=processes, simulation=simulation,
-                            limit=limit)
+                            limit=limit, interrupted=interrupted)

@@ -84,6 +84,14 @@ class FileCurator(DataCurator):
         self.own_checksums = checksums is not None
         self.verify = bool(verify)
         self.timeout = float(timeout)
+        self.files: Dict[str, str] = {}   # each file read (relative to root) -> its MD5
+
+    def describe(self) -> Dict[str, object]:
+        """:meth:`DataCurator.describe`, with ``files``: the MD5 of every file the data was
+        read from (by path below ``root``): what a run records, so that a resume on other
+        data is refused, naming the file. Loads the data set."""
+        described = super().describe()
+        return {**described, "files": dict(self.files)}
 
     def urls(self) -> Tuple[str, ...]:
         """Base URLs that downloads try, in order."""
@@ -95,6 +103,13 @@ class FileCurator(DataCurator):
                 f"{MIRROR_HINT})")
 
     def _verify(self, path: Path) -> None:
+        """Note the MD5 of a file that is read (:attr:`files`) and check it against the table."""
+        got = file_md5(path)
+        try:
+            name = path.resolve().relative_to(self.root.resolve()).as_posix()
+        except ValueError:
+            name = str(path)
+        self.files[name] = got
         if not self.verify:
             return
         expected = self.checksums.get(path.name)
@@ -104,8 +119,13 @@ class FileCurator(DataCurator):
                 raise ConfigurationError(
                     f"{path} is read, but the checksums given (--data-checksums, checksums= in Python) "
                     f"have no MD5 for {path.name}; add a line '<md5>  {path.name}' as md5sum writes it")
+            if not self.own_checksums:
+                logger.warning(
+                    "%s has no official MD5 (the %s table names only the files as downloaded, "
+                    "%s), so it was read unchecked; a run records its MD5 %s. Keep the "
+                    "downloaded files, or check it with --data-checksums FILE", path, self.name,
+                    ", ".join(sorted(self.default_checksums)), got)
             return
-        got = file_md5(path)
         if got != expected.lower():
             if self.own_checksums:
                 what = (f"differs from {expected}, its MD5 in the checksums given (--data-checksums, "

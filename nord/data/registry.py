@@ -19,7 +19,9 @@ from nord.registry import Registry
 __all__ = ["CURATORS", "register_curator", "list_curators", "get_curator", "curator_class"]
 
 CURATORS: Registry[Union[str, type]] = Registry(
-    "data set", hint="Register yours with nord.data.register_curator(name, cls)",
+    "data set",
+    hint="Register yours with nord.data.register_curator(name, cls) (for nord run: in a "
+         "module given to --plugin, or an entry point of 'nord.datasets')",
     plugins="nord.datasets")
 """Data set name -> its DataCurator class (or the class's dotted import path)."""
 

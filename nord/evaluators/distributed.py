@@ -31,6 +31,7 @@ from nord.evaluators.result import EvaluationResult
 from nord.nn.training import resolve_device
 from nord.parallel import import_mpi, launched_by_mpi, launcher_local_rank, wait_for_message
 from nord.parallel.hosts import master_address
+from nord.parallel.placement import Placement, physical_gpu, shared_gpu_refusal, visible_gpus
 from nord.parallel.launcher import (cores_are_shared, cores_of_this_process, launcher_local_size,
                                     mpi_yields_when_idle)
 
@@ -75,7 +76,8 @@ class DistributedEvaluator(LocalEvaluator):
             comm = environment.group.comm
         self._environment_local_rank = environment.local_rank if environment is not None else None
         self.comm = comm if comm is not None else _world_comm()
-        self.backend = _choose_backend(backend) if self.comm is not None else "local"
+        self.backend = (choose_backend(backend, resolve_device(self.device).type == "cuda")
+                        if self.comm is not None else "local")
         self.scale_lr = bool(scale_lr)
         self.timeout = float(timeout)
         self._started = False
@@ -203,9 +205,18 @@ class DistributedEvaluator(LocalEvaluator):
         return _GradientAveraging(optimizer, self._size())
 
     # --- start-up -------------------------------------------------------------------------
+    def placement(self) -> Placement:
+        """Where this rank trains; its GPU is None unless its backend uses NCCL there."""
+        device = resolve_device(self.device, self._local_rank())
+        return rank_placement(self._rank(), self.backend, device, group=0)
+
     def _start(self) -> None:
         if self._started:
             return
+        # collective: the group's ranks learn together whether NCCL can place them
+        refusal = shared_gpu_refusal(self.comm.allgather(self.placement()), self.backend)
+        if refusal is not None:
+            raise ConfigurationError(refusal)
         device = resolve_device(self.device, self._local_rank())
         if device.type == "cuda":
             # NCCL (Horovod's and torch's) works on the current device: make it this rank's
@@ -384,17 +395,54 @@ def _world_comm():
     return world if world.Get_size() > 1 else None
 
 
-def _choose_backend(backend: str) -> str:
-    if backend in ("auto", "horovod"):
-        try:
-            import horovod.torch  # noqa: F401
-            return "horovod"
-        except ImportError as error:
-            if backend == "horovod":
-                raise MissingDependencyError(
-                    "backend='horovod' needs Horovod built with PyTorch and MPI; run "
-                    "scripts/build_horovod.sh, or use backend='torch'") from error
-    return "torch"
+def choose_backend(backend: str, on_gpu: bool = False) -> str:
+    """'horovod' or 'torch' for the backend asked for (``auto_backend`` decides 'auto')."""
+    if backend == "torch":
+        return "torch"
+    try:
+        import horovod.torch as hvd
+    except ImportError as error:
+        if backend == "horovod":
+            raise MissingDependencyError(
+                "backend='horovod' needs Horovod built with PyTorch and MPI; run "
+                "scripts/build_horovod.sh, or use backend='torch'") from error
+        return "torch"
+    if backend == "horovod":
+        return "horovod"
+    return auto_backend(True, bool(hvd.nccl_built()), on_gpu)
+
+
+def auto_backend(horovod_installed: bool, horovod_has_nccl: bool, on_gpu: bool) -> str:
+    """What backend='auto' trains with: Horovod where it is installed, except on GPUs
+    when it was built without NCCL (its operations would then stage every gradient through
+    the host), where torch.distributed's NCCL is used."""
+    if not horovod_installed or (on_gpu and not horovod_has_nccl):
+        return "torch"
+    return "horovod"
+
+
+def uses_nccl(backend: str, device: torch.device) -> bool:
+    """Whether data-parallel training on ``device`` goes through NCCL: torch.distributed on
+    a GPU does; Horovod does where it was built with NCCL."""
+    if device.type != "cuda":
+        return False
+    if backend == "torch":
+        return True
+    if backend == "horovod":
+        import horovod.torch as hvd
+        return bool(hvd.nccl_built())
+    return False
+
+
+def rank_placement(rank: int, backend: str, device: torch.device,
+                   group: Optional[int]) -> Placement:
+    """This rank's :class:`Placement`: its physical GPU only where NCCL will use it. Opens
+    no CUDA context (it reads the GPU count and CUDA_VISIBLE_DEVICES)."""
+    gpu = None
+    if uses_nccl(backend, device):
+        gpu = physical_gpu(device.index or 0, visible_gpus())
+    seen = torch.cuda.device_count() if device.type == "cuda" else 1
+    return Placement(rank, socket.gethostname(), gpu, group, seen)
 
 
 def _start_horovod(comm) -> None:

@@ -13,10 +13,13 @@ Details (the protocol, epochs, legs and checkpoints, failures, the hooks): docs/
 """
 from __future__ import annotations
 
+import contextlib
 import gc
 import logging
 import os
+import pickle
 import time
+import traceback
 from typing import Any, Dict, List, Optional, Sequence
 
 import torch
@@ -28,13 +31,15 @@ from nord.errors import ConfigurationError, NordError
 from nord.evaluators.base import Evaluator, Leg
 from nord.evaluators.callbacks import TrainingCallback, TrainingState, run_callbacks
 from nord.evaluators.result import EpochRecord, EvaluationResult
+from nord.nn.memory import check_fits, estimate_memory
 from nord.nn.network import NeuralNet
 from nord.nn.training import (ProgressBar, make_optimizer, optimizer_class, resolve_device,
                            test_counts, train_epoch)
 
 logger = logging.getLogger(__name__)
 
-CHECKPOINT_FORMAT = "nord.checkpoint/1"
+CHECKPOINT_FORMAT = "nord.checkpoint/2"
+_READABLE_FORMATS = ("nord.checkpoint/1", CHECKPOINT_FORMAT)
 
 
 class CheckpointError(NordError):
@@ -64,6 +69,9 @@ class LocalEvaluator(Evaluator):
             it); off by default so that memory is freed after each evaluation.
         callbacks: :class:`~nord.evaluators.callbacks.TrainingCallback` s called every epoch
             (and every ``every_steps`` steps).
+        max_params: refuse (as a failed evaluation) a network with more trainable parameters;
+            None: no limit. A network that would not fit the free memory of its device (or
+            host) is refused either way, before anything is allocated (``nord.nn.memory``).
     """
 
     trains_in_legs = True
@@ -73,8 +81,10 @@ class LocalEvaluator(Evaluator):
                  data_fraction: float = 1.0, test_batch_size: int = 1024, device="auto",
                  seed: int = 0, threads: Optional[int] = None, progress: bool = False,
                  check_every: Optional[int] = None, keep_model: bool = False,
-                 callbacks: Sequence[TrainingCallback] = ()):
+                 callbacks: Sequence[TrainingCallback] = (), max_params: Optional[int] = None):
         check_int(epochs, "epochs", 0)
+        if max_params is not None:
+            check_int(max_params, "max_params", 1)
         for name, size in (("batch_size", batch_size), ("test_batch_size", test_batch_size)):
             check_int(size, name, 1, rule="an integer >= 1: batch sizes count samples")
         if not 0 < data_fraction <= 1:
@@ -103,6 +113,7 @@ class LocalEvaluator(Evaluator):
         self.check_every = check_every
         self.keep_model = keep_model
         self.callbacks: List[TrainingCallback] = list(callbacks)
+        self.max_params = max_params
         self.model: Optional[torch.nn.Module] = None
 
     # --- hooks for distributed subclasses -----------------------------------------------
@@ -147,7 +158,8 @@ class LocalEvaluator(Evaluator):
                 "optimizer": self.optimizer if isinstance(self.optimizer, str) else self.optimizer.__name__,
                 "lr": self.lr, "optimizer_kwargs": self.optimizer_kwargs,
                 "data_fraction": self.data_fraction, "seed": self.seed, "ranks": self._size(),
-                "callbacks": [callback.describe() for callback in self.callbacks]}
+                "callbacks": [callback.describe() for callback in self.callbacks],
+                **({"max_params": self.max_params} if self.max_params is not None else {})}
 
     def _evaluate(self, descriptor: NeuralDescriptor, leg: Leg = Leg()) -> EvaluationResult:
         target = self.epochs if leg.epochs is None else int(leg.epochs)
@@ -204,7 +216,8 @@ class LocalEvaluator(Evaluator):
                 error = None
                 try:
                     if root:
-                        save_checkpoint(leg.checkpoint, descriptor, model, optimizer, target)
+                        save_checkpoint(leg.checkpoint, descriptor, model, optimizer, target,
+                                        device)
                 except Exception as failure:  # noqa: BLE001 - every rank must learn of it
                     error = failure
                 self._agree(error)
@@ -234,16 +247,40 @@ class LocalEvaluator(Evaluator):
 
     # --- parts ---------------------------------------------------------------------------
     def _build(self, descriptor, curator, device):
-        torch.manual_seed(self.seed)  # equal initial weights for equal seeds, on every rank
+        """The network and its optimizer, built on ``device`` (never on the host first), once
+        the meta-device estimate says that it fits."""
         model = optimizer = error = None
         try:
-            model = NeuralNet(descriptor, curator.input_shape, curator.num_classes).to(device)
+            self._refuse_if_too_large(descriptor, curator, device)
+            torch.manual_seed(self.seed)  # equal initial weights for equal seeds, on every rank
+            with device:
+                model = NeuralNet(descriptor, curator.input_shape, curator.num_classes)
             optimizer = make_optimizer(self.optimizer, model.parameters(),
                                        self._learning_rate(), **self.optimizer_kwargs)
         except Exception as failure:  # noqa: BLE001 - every rank must learn of it
             error = failure
         self._agree(error)
         return model, optimizer
+
+    def _refuse_if_too_large(self, descriptor, curator, device) -> None:
+        """Raise CandidateTooLargeError above ``max_params`` or the device's free memory."""
+        try:
+            need = estimate_memory(descriptor, curator.input_shape, curator.num_classes,
+                                   self.batch_size, self.optimizer, **self.optimizer_kwargs)
+        except Exception as error:  # noqa: BLE001 - building it for real says what is wrong
+            logger.debug("no memory estimate for %s: %s", descriptor.hash, error)
+            return
+        check_fits(need, device, self.max_params)
+
+    def _failure(self, error: BaseException, descriptor_hash: str) -> EvaluationResult:
+        """The failed result, once the tensors the failure's traceback holds are freed (a
+        CUDA out-of-memory must leave room for the next candidate)."""
+        result = super()._failure(error, descriptor_hash)
+        traceback.clear_frames(error.__traceback__)
+        gc.collect()
+        if torch.cuda.is_available() and torch.cuda.is_initialized():
+            torch.cuda.empty_cache()
+        return result
 
     def _resume(self, path, descriptor, model, optimizer, curator, device):
         """Load a checkpoint into a fresh model and optimizer: the epochs it holds, a note
@@ -299,45 +336,97 @@ class LocalEvaluator(Evaluator):
 
 
 def save_checkpoint(path: str, descriptor: NeuralDescriptor, model, optimizer,
-                    epochs: int) -> None:
-    """Write a checkpoint atomically: a reader sees the old file or the whole new one."""
+                    epochs: int, device: Optional[torch.device] = None) -> None:
+    """Write a checkpoint atomically: a reader sees the old file or the whole new one.
+
+    It holds only what ``torch.load(weights_only=True)`` accepts (tensors, numbers, strings
+    and containers of them): the random generators' states as CPU byte tensors, the CPU's
+    and, when training on a GPU, that one GPU's (``device``; other GPUs are not touched).
+    """
+    device = _device_of(model) if device is None else torch.device(device)
     state = {"format": CHECKPOINT_FORMAT, "architecture": descriptor.hash, "epochs": int(epochs),
              "model": model.state_dict(), "optimizer": optimizer.state_dict(),
              "torch_rng": torch.get_rng_state(),
-             "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None}
+             "cuda_rng": torch.cuda.get_rng_state(device) if device.type == "cuda" else None}
     folder = os.path.dirname(os.path.abspath(path))
     os.makedirs(folder, exist_ok=True)
     partial = f"{path}.{os.getpid()}.partial"
-    torch.save(state, partial)
-    os.replace(partial, path)
+    try:
+        torch.save(state, partial)
+        os.replace(partial, path)
+    except BaseException:   # a full disk, a signal: no half-written file stays behind
+        with contextlib.suppress(OSError):
+            os.remove(partial)
+        raise
 
 
-def load_checkpoint(path: str, descriptor: NeuralDescriptor, model, optimizer, device) -> int:
+def load_checkpoint(path: str, descriptor: NeuralDescriptor, model, optimizer,
+                    device=None) -> int:
     """Load a checkpoint into ``model`` and ``optimizer``; returns the epochs it holds.
+
+    The file is read with ``weights_only=True``, so a checkpoint that carries any other
+    pickled object is refused, never run: a checkpoint folder on a shared file system is
+    not a way to run code in the search process. Tensors are read onto the CPU and copied to
+    the model's device; the random generators' states are restored as CPU tensors, the
+    GPU's only for ``device`` (the model's by default).
 
     Raises:
         FileNotFoundError: there is no such file.
-        CheckpointError: it is damaged, of another format, or of another architecture.
+        CheckpointError: it is damaged, of another format, of another architecture, or
+            holds objects other than tensors and plain values.
     """
     if not os.path.exists(path):
         raise FileNotFoundError(path)
+    device = _device_of(model) if device is None else torch.device(device)
     try:
-        state = torch.load(path, map_location=device, weights_only=False)
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError as error:
+        raise CheckpointError(
+            "it holds objects other than tensors and plain values, which are refused unrun "
+            f"(torch.load(weights_only=True)): {_unsupported(error)}") from error
     except Exception as error:  # noqa: BLE001 - any unreadable file is a damaged checkpoint
-        raise CheckpointError(f"it does not load: {type(error).__name__}: {error}") from error
-    if not isinstance(state, dict) or state.get("format") != CHECKPOINT_FORMAT:
+        raise CheckpointError(f"it does not load: {type(error).__name__}: "
+                              f"{_first_line(error)}") from error
+    if not isinstance(state, dict) or state.get("format") not in _READABLE_FORMATS:
         raise CheckpointError(f"it is not a {CHECKPOINT_FORMAT} file")
     if state.get("architecture") != descriptor.hash:
         raise CheckpointError("it holds another architecture")
     try:
         model.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
-        torch.set_rng_state(state["torch_rng"].cpu())
-        if state.get("cuda_rng") is not None and torch.cuda.is_available():
-            torch.cuda.set_rng_state_all(state["cuda_rng"])
+        torch.set_rng_state(_byte_tensor(state["torch_rng"]))
+        cuda_rng = state.get("cuda_rng")
+        if isinstance(cuda_rng, (list, tuple)):   # the first format kept every GPU's state
+            cuda_rng = cuda_rng[device.index or 0] if device.type == "cuda" and cuda_rng else None
+        if cuda_rng is not None and device.type == "cuda":
+            torch.cuda.set_rng_state(_byte_tensor(cuda_rng), device)
         return int(state["epochs"])
     except Exception as error:  # noqa: BLE001 - a damaged checkpoint is retrained
         raise CheckpointError(f"its contents do not fit: {type(error).__name__}: {error}") from error
+
+
+def _byte_tensor(state) -> torch.Tensor:
+    """A generator state as the CPU ByteTensor that ``set_rng_state`` takes."""
+    if not isinstance(state, torch.Tensor):
+        raise TypeError(f"a random generator's state must be a tensor; got {type(state).__name__}")
+    return state.detach().to("cpu", torch.uint8)
+
+
+def _device_of(model) -> torch.device:
+    parameter = next(iter(model.parameters()), None)
+    return parameter.device if parameter is not None else torch.device("cpu")
+
+
+def _unsupported(error: BaseException) -> str:
+    """The line of torch's refusal that names what was refused, else its first line."""
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    named = [line for line in lines if "Unsupported" in line or "GLOBAL" in line]
+    return (named or lines or [type(error).__name__])[0]
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
 
 
 NeuralEvaluator = LocalEvaluator

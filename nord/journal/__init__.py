@@ -10,10 +10,10 @@ from nord.journal.listing import list_runs
 from nord.journal.records import (CandidateRecord, EvaluationRecord, LegRecord, RunRecord,
                                   evaluation_result)
 from nord.journal.schema import SCHEMA_VERSION
-from nord.journal.store import CHECKPOINT_SECONDS, STATUSES, Journal
+from nord.journal.store import STATUSES, Journal
 from nord.journal.versions import package_versions
 from nord.journal.writers import HEARTBEAT_SECONDS, Writer
 
 __all__ = ["Journal", "RunRecord", "CandidateRecord", "EvaluationRecord", "LegRecord", "Writer",
            "list_runs", "evaluation_result", "package_versions", "SCHEMA_VERSION", "STATUSES",
-           "HEARTBEAT_SECONDS", "CHECKPOINT_SECONDS"]
+           "HEARTBEAT_SECONDS"]

@@ -16,11 +16,26 @@ from nord.journal.store import Journal
 
 __all__ = ["list_runs"]
 
+_SQLITE_HEADER = b"SQLite format 3\x00"
+_COMPANIONS = ("-wal", "-shm", "-journal")   # SQLite's files beside a database
+
+
+def _is_sqlite(path: Path) -> bool:
+    """Whether ``path`` is an SQLite database file (by its header, whatever its name)."""
+    if path.name.endswith(_COMPANIONS) or not path.is_file():
+        return False
+    try:
+        with open(path, "rb") as file:
+            return file.read(len(_SQLITE_HEADER)) == _SQLITE_HEADER
+    except OSError:
+        return False
+
 
 def list_runs(paths: Union[str, os.PathLike, Iterable[Union[str, os.PathLike]]],
               pattern: str = "*.db") -> Tuple[List[Dict[str, Any]], List[Tuple[Path, str]]]:
     """Every nord journal among ``paths`` (files, or folders searched with their sub-folders
-    for ``pattern``), oldest run first.
+    for files named by ``pattern`` and for SQLite files of any name, e.g. ``run.sqlite`` or
+    ``run``), oldest run first.
 
     Returns:
         ``(runs, skipped)``: each run is :meth:`Journal.summary` (path, metadata, counts, best
@@ -35,7 +50,9 @@ def list_runs(paths: Union[str, os.PathLike, Iterable[Union[str, os.PathLike]]],
     files: List[Path] = []
     for path in map(Path, paths):
         if path.is_dir():
-            files.extend(sorted(path.rglob(pattern)))
+            named = set(path.rglob(pattern))
+            files.extend(sorted(named | {found for found in path.rglob("*")
+                                         if found not in named and _is_sqlite(found)}))
         elif path.is_file():
             files.append(path)
         else:

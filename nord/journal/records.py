@@ -72,6 +72,9 @@ class RunRecord:
             theirs = plain(getattr(stored, name))
             if name == "batch_size" and mine is None:
                 continue
+            if (name == "dataset" and isinstance(theirs, dict) and isinstance(mine, dict)
+                    and "files" not in theirs):   # recorded before runs noted their files
+                mine = {key: value for key, value in mine.items() if key != "files"}
             if mine != theirs:
                 found.append(_first_difference(name, theirs, mine))
         return found

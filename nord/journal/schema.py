@@ -11,7 +11,7 @@ import sqlite3
 import time
 
 __all__ = ["SCHEMA_VERSION", "SCHEMA", "RESULT_COLUMNS", "EVALUATION_COLUMNS", "LEG_COLUMNS",
-           "JSON_RUN_COLUMNS", "create_tables"]
+           "JSON_RUN_COLUMNS", "add_missing", "create_tables"]
 
 SCHEMA_VERSION = 2
 
@@ -54,7 +54,8 @@ CREATE TABLE run (
     status_detail TEXT NOT NULL DEFAULT '',
     resumed INTEGER NOT NULL DEFAULT 0,
     writer TEXT NOT NULL DEFAULT 'null',
-    heartbeat REAL
+    heartbeat REAL,
+    recorded_results INTEGER
 );
 CREATE TABLE candidates (
     candidate INTEGER PRIMARY KEY,
@@ -118,7 +119,25 @@ CREATE TABLE legs (
     result TEXT,
     detail TEXT NOT NULL DEFAULT ''
 );
+CREATE TABLE attempts (
+    candidate INTEGER PRIMARY KEY,
+    count INTEGER NOT NULL,
+    started REAL NOT NULL
+);
 """
+ATTEMPTS_TABLE = SCHEMA[SCHEMA.index("CREATE TABLE attempts"):].split(";")[0]
+
+
+def add_missing(connection: sqlite3.Connection) -> None:
+    """Add to a journal written before them the columns and tables added to the schema since
+    (within a transaction of the caller's): a resumed run keeps them up to date."""
+    columns = {row[1] for row in connection.execute("PRAGMA table_info(run)")}
+    if "recorded_results" not in columns:   # NULL: how many results it had is not known
+        connection.execute("ALTER TABLE run ADD COLUMN recorded_results INTEGER")
+    tables = {row[0] for row in connection.execute(
+        "SELECT name FROM sqlite_master WHERE type='table'")}
+    if "attempts" not in tables:
+        connection.execute(ATTEMPTS_TABLE)
 
 
 def create_tables(connection: sqlite3.Connection) -> None:

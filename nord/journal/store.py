@@ -21,24 +21,26 @@ import sqlite3
 import threading
 import time
 from pathlib import Path
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Set, Tuple, Union
 
 from nord.errors import DiskFullError, JournalError, JournalInUseError
 from nord.journal.records import (CandidateRecord, EvaluationRecord, LegRecord, RunRecord,
                                   evaluation_row, leg_row)
 from nord.journal.schema import (EVALUATION_COLUMNS, JSON_RUN_COLUMNS, LEG_COLUMNS,
-                                 RESULT_COLUMNS, SCHEMA_VERSION, create_tables)
+                                 RESULT_COLUMNS, SCHEMA_VERSION, add_missing,
+                                 create_tables)
 from nord.journal.versions import package_versions
 from nord.journal.writers import HEARTBEAT_SECONDS, Writer
 from nord.jsonable import dumps
 
-__all__ = ["Journal", "STATUSES", "CHECKPOINT_SECONDS"]
+__all__ = ["Journal", "STATUSES"]
 
 logger = logging.getLogger(__name__)
 
 STATUSES = ("running", "finished", "interrupted", "failed", "crashed")
-CHECKPOINT_SECONDS = 1.0
-"""The longest time committed rows stay in the ``-wal`` file only (docs/journal.md)."""
+RESERVE_BYTES = 256 * 1024
+"""Disk held beside a journal being written (``RUN.db-reserve``), given back to write the
+run's final status when the disk is full."""
 
 
 def _real(value: Optional[float]) -> float:
@@ -75,8 +77,8 @@ class Journal:
         self._writer: Optional[Writer] = None
         self._heartbeat: Optional[threading.Thread] = None
         self._stop_heartbeat = threading.Event()
-        self._checkpointed = 0.0
         self._version = SCHEMA_VERSION
+        self._attempted: Set[int] = set()   # candidates this writer handed out (release_attempts)
 
     # --- opening ----------------------------------------------------------------------------
     def __enter__(self) -> "Journal":
@@ -105,7 +107,8 @@ class Journal:
             self._heartbeat = None
         if self._connection is not None:
             if self._writing:
-                self._checkpoint(force=True)
+                self._checkpoint()
+                self._release_reserve()
             self._connection.close()
             self._connection = None
         self._writing = False
@@ -124,10 +127,15 @@ class Journal:
             raise JournalError(f"no journal at '{self.path}': the path {what}; check the path, "
                                "or start a run that writes it")
         new = not self.path.exists()
+        connection = None
+        if create:
+            self._make_folder()
         try:
-            if create:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-            connection = sqlite3.connect(str(self.path), timeout=30.0, isolation_level=None)
+            if not create and read_only(self.path):
+                connection = self._connect_read_only()
+            else:
+                connection = sqlite3.connect(str(self.path), timeout=30.0,
+                                             isolation_level=None)
             connection.row_factory = sqlite3.Row
             tables = {row[0] for row in connection.execute(
                 "SELECT name FROM sqlite_master WHERE type='table'")}
@@ -135,6 +143,8 @@ class Journal:
             # death of the process (docs/journal.md)
             connection.execute("PRAGMA synchronous=NORMAL")
         except (OSError, sqlite3.DatabaseError) as error:
+            if connection is not None:   # the file stays unheld (a folder can be unmounted)
+                connection.close()
             if new:
                 raise JournalError(
                     f"cannot create a journal at '{self.path}' ({error}); give a path in a "
@@ -173,6 +183,42 @@ class Journal:
             raise
         self._connection = connection
         return connection
+
+    def _make_folder(self) -> None:
+        """Create the journal's own folder when it is missing, and no more: a path whose
+        folder's folder is missing too is more likely a typo than a wish for new folders."""
+        folder = self.path.parent
+        if folder.exists():
+            return
+        if not folder.parent.exists():
+            missing = next(parent for parent in reversed(folder.parents)
+                           if not parent.exists()) if folder.parents else folder
+            raise JournalError(
+                f"cannot create a journal at '{self.path}': the folder '{missing}' does not "
+                f"exist (nord creates at most the journal's own folder, '{folder}'); check "
+                f"the path, or create the folders first (mkdir -p {folder})")
+        try:
+            folder.mkdir()
+        except OSError as error:
+            raise JournalError(
+                f"cannot create a journal at '{self.path}': its folder cannot be created "
+                f"({error.strerror or error}); give a path in a folder this process can "
+                "write") from error
+        logger.info("created the folder %s for the journal", folder)
+
+    def _connect_read_only(self) -> sqlite3.Connection:
+        """A connection to a journal that cannot be written (a read-only file system or
+        file): WAL mode needs a ``-shm`` file beside it, so the file is read as immutable,
+        the main file alone, which holds every committed row (the writer checkpoints after
+        each commit)."""
+        wal = Path(f"{self.path}-wal")
+        if wal.is_file() and wal.stat().st_size > 0:
+            logger.warning("'%s' is read-only and has a '-wal' file: rows that were never "
+                           "checkpointed (a run killed before nord checkpointed each commit) "
+                           "are not read; copy both files somewhere writable to read them",
+                           self.path)
+        uri = f"{Path(os.path.abspath(self.path)).as_uri()}?mode=ro&immutable=1"
+        return sqlite3.connect(uri, uri=True, timeout=30.0, isolation_level=None)
 
     def _damaged(self, error: BaseException) -> JournalError:
         return JournalError(
@@ -230,6 +276,13 @@ class Journal:
                     f"there is no journal at '{self.path}' to resume; check the path (a new run "
                     "is started without --resume)")
             return None
+        if read_only(self.path):
+            raise JournalError(
+                f"cannot {'resume' if resume else 'start a run in'} '{self.path}': the file is "
+                "read-only (its file system, folder or file cannot be written), and a run "
+                f"writes its journal. Copy it somewhere writable ('nord export {self.path} "
+                "COPY.db') and resume the copy; reading commands (list, report, config, "
+                "export) work on it as it is")
         try:
             holds_run = self.exists()
         except JournalError as unreadable:
@@ -262,11 +315,22 @@ class Journal:
         differences = record.differences(stored, compare)
         if differences:
             name, theirs, mine = differences[0]
+            if name.startswith("dataset.files"):
+                raise JournalError(_data_changed(self.path, name, theirs, mine))
             raise JournalError(
                 f"cannot resume '{self.path}': its run has {name}={dumps(theirs)}, this one "
                 f"{name}={dumps(mine)}. Resume with the settings the run was started with (only "
                 "the budget and where it runs may change), or give a new journal path")
         recorded = self.count()
+        claimed = meta.get("recorded_results")
+        if claimed is not None and recorded < claimed:
+            raise JournalError(
+                f"cannot resume '{self.path}': its run recorded {claimed} results, but the file "
+                f"holds {recorded}; the rest were lost (a copy of the file made without its "
+                f"'-wal' file by an older nord, or one taken while a checkpoint wrote it). "
+                f"Resuming would start those evaluations over: resume the original file, or "
+                f"copy RUN.db together with RUN.db-wal ('nord export' makes a whole copy); the "
+                f"file was left untouched")
         # candidates proposed but not evaluated when the run stopped are evaluated first
         proposed = max(recorded, self._query("SELECT COUNT(*) FROM candidates")[0][0])
         if record.budget and record.budget < proposed:   # 0: not known yet
@@ -322,6 +386,7 @@ class Journal:
                             f"another process started a run in '{self.path}' just now")
                     self._insert_run(connection, record, now)
                 else:
+                    add_missing(connection)
                     meta = dict(connection.execute(
                         "SELECT writer, heartbeat FROM run WHERE id = 1").fetchone())
                     other = Writer.from_json(json.loads(meta["writer"]))
@@ -340,7 +405,8 @@ class Journal:
         except sqlite3.OperationalError as error:
             raise self._write_error(error) from error
         self._writing = True
-        self._checkpointed = time.monotonic()
+        self._reserve()
+        self._checkpoint()   # the run row too is in RUN.db at once
         self._start_heartbeat()
         return stored
 
@@ -361,6 +427,31 @@ class Journal:
         connection.execute(
             f"INSERT INTO run ({', '.join(values)}) VALUES ({', '.join('?' * len(values))})",
             list(values.values()))
+
+    @property
+    def _reserve_path(self) -> Path:
+        return Path(f"{self.path}-reserve")
+
+    def _reserve(self) -> None:
+        """Hold RESERVE_BYTES of the disk beside the journal while writing it, so that a full
+        disk still lets the run write how it ended (:meth:`finish` frees them first)."""
+        try:
+            with open(self._reserve_path, "wb") as reserve:
+                reserve.write(bytes(RESERVE_BYTES))
+        except OSError as error:   # no room even for that: the status may not be written
+            logger.debug("no reserve beside %s: %s", self.path, error)
+            self._reserve_path.unlink(missing_ok=True)
+
+    def _release_reserve(self) -> bool:
+        """Give the reserve back to the disk; whether there was one."""
+        try:
+            self._reserve_path.unlink()
+            return True
+        except FileNotFoundError:
+            return False
+        except OSError as error:
+            logger.debug("reserve beside %s not removed: %s", self.path, error)
+            return False
 
     def _start_heartbeat(self) -> None:
         self._stop_heartbeat.clear()
@@ -393,9 +484,10 @@ class Journal:
     def record(self, candidates: Iterable[CandidateRecord] = (),
                evaluations: Iterable[EvaluationRecord] = (),
                epochs: Iterable[Tuple[int, Any, Optional[int]]] = (),
-               legs: Iterable[LegRecord] = ()) -> None:
+               legs: Iterable[LegRecord] = (), attempts: Iterable[int] = ()) -> None:
         """Record proposed candidates, told results, finished epochs (``(candidate,
-        EpochRecord, worker_rank)``) and legs of training, in one commit.
+        EpochRecord, worker_rank)``), legs of training and the candidates handed out for
+        evaluation (``attempts``: their numbers; see :meth:`attempts`), in one commit.
 
         One transaction keeps the file a consistent prefix of the run whenever the process
         dies: a result is never on disk without the proposals made before it.
@@ -412,7 +504,8 @@ class Journal:
         epoch_rows = [(candidate, e.epoch, e.train_loss, e.valid_accuracy, e.valid_loss,
                        e.seconds, dumps(e.metrics), rank, now) for candidate, e, rank in epochs]
         leg_rows = [leg_row(leg) for leg in legs]
-        if not (candidate_rows or evaluation_rows or epoch_rows or leg_rows):
+        attempt_rows = [(number, now) for number in attempts]
+        if not (candidate_rows or evaluation_rows or epoch_rows or leg_rows or attempt_rows):
             return
         connection = self._require_writer()
         try:
@@ -432,8 +525,14 @@ class Journal:
                 connection.executemany(
                     f"INSERT OR REPLACE INTO legs ({', '.join(LEG_COLUMNS)}) VALUES "
                     f"({', '.join('?' * len(LEG_COLUMNS))})", leg_rows)
-                connection.execute("UPDATE run SET updated = ?, heartbeat = ? WHERE id = 1",
-                                   (now, now))
+                connection.executemany(
+                    "INSERT INTO attempts (candidate, count, started) VALUES (?, 1, ?) ON "
+                    "CONFLICT (candidate) DO UPDATE SET count = count + 1, started = "
+                    "excluded.started", attempt_rows)
+                # the run says how many results it has: a copy that lost some is caught
+                connection.execute(
+                    "UPDATE run SET updated = ?, heartbeat = ?, recorded_results = (SELECT "
+                    "COUNT(*) FROM evaluations) WHERE id = 1", (now, now))
                 connection.execute("COMMIT")
             except BaseException:
                 if connection.in_transaction:
@@ -445,18 +544,49 @@ class Journal:
                 "a journal is written by one process, once per candidate") from error
         except sqlite3.OperationalError as error:
             raise self._write_error(error) from error
+        self._attempted.update(number for number, _ in attempt_rows)
         self._checkpoint()
 
-    def _checkpoint(self, force: bool = False) -> None:
-        """Fold the write-ahead log into the main file (at most every CHECKPOINT_SECONDS)."""
-        if self._connection is None or (
-                not force and time.monotonic() - self._checkpointed < CHECKPOINT_SECONDS):
+    def attempts(self) -> Dict[int, int]:
+        """Candidate -> how often its evaluation was handed out and the process that ran the
+        run died before its result was recorded (``kill -9``, the out-of-memory killer, a
+        lost host; also a SIGTERM, as mpirun ends the other ranks when one dies), for the
+        candidates without a result. A stop that the run survived to mark (Ctrl-C, an error)
+        is not counted: see :meth:`release_attempts`."""
+        if self._version == 1 or "attempts" not in {row[0] for row in self._query(
+                "SELECT name FROM sqlite_master WHERE type='table'")}:
+            return {}
+        rows = self._query("SELECT candidate, count FROM attempts WHERE count > 0 AND candidate "
+                           "NOT IN (SELECT candidate FROM evaluations)")
+        return {row[0]: row[1] for row in rows}
+
+    def release_attempts(self) -> None:
+        """Take back the attempts this writer recorded for candidates still without a result:
+        the run stops (Ctrl-C, an error of its own) and those evaluations did not kill it."""
+        if not self._attempted:
+            return
+        numbers = sorted(self._attempted)
+        self._attempted.clear()
+        self._write(
+            f"UPDATE attempts SET count = count - 1 WHERE candidate IN "
+            f"({', '.join('?' * len(numbers))}) AND candidate NOT IN (SELECT candidate FROM "
+            "evaluations)", numbers)
+
+    def _checkpoint(self) -> None:
+        """Fold the write-ahead log into the main file, so that ``RUN.db`` alone holds every
+        committed row (people copy the file, not its ``-wal``). FULL waits for readers of an
+        older snapshot (their busy timeout) instead of leaving frames behind."""
+        if self._connection is None:
             return
         try:
-            self._connection.execute("PRAGMA wal_checkpoint(PASSIVE)")
-        except sqlite3.Error as error:  # readers or a full disk: the rows are safe in the WAL
-            logger.debug("checkpoint of %s skipped: %s", self.path, error)
-        self._checkpointed = time.monotonic()
+            busy, _, _ = self._connection.execute("PRAGMA wal_checkpoint(FULL)").fetchone()
+        except sqlite3.Error as error:  # a full disk: the rows are safe in the WAL
+            logger.warning("checkpoint of %s failed: %s; its rows are in %s-wal until the next "
+                           "one", self.path, error, self.path)
+            return
+        if busy:
+            logger.warning("checkpoint of %s incomplete (a reader held it); its last rows are "
+                           "in %s-wal until the next one", self.path, self.path)
 
     def finish(self, status: str, detail: str = "") -> None:
         """End the writing: mark the run ``status`` (with ``detail``) and release it.
@@ -469,16 +599,24 @@ class Journal:
             raise JournalError(f"a run's status is one of {STATUSES}; got {status!r}")
         self._require_writer()
         self._stop_heartbeat.set()
-        self._write("UPDATE run SET status = ?, status_detail = ?, updated = ?, writer = 'null' "
-                    "WHERE id = 1", (status, detail, time.time()))
+        query = ("UPDATE run SET status = ?, status_detail = ?, updated = ?, writer = 'null' "
+                 "WHERE id = 1")
+        try:
+            self._write(query, (status, detail, time.time()))
+        except DiskFullError:
+            if not self._release_reserve():
+                raise
+            self._write(query, (status, detail, time.time()))   # in the room the reserve held
         self._writing = False
-        self._checkpoint(force=True)
+        self._release_reserve()
+        self._checkpoint()
 
     def set_budget(self, budget: int) -> None:
         """Record a new budget for the run being written (a resumed run that was extended)."""
         self._require_writer()
         self._write("UPDATE run SET budget = ?, updated = ? WHERE id = 1",
                     (int(budget), time.time()))
+        self._checkpoint()
 
     def export(self, destination: Union[str, os.PathLike]) -> Path:
         """Write a consistent copy of the journal to ``destination`` (SQLite's backup API).
@@ -586,11 +724,20 @@ class Journal:
         except (TypeError, ValueError) as error:
             raise self._damaged(error) from error
 
-    def evaluations(self, generation: Optional[int] = None) -> List[Dict[str, Any]]:
-        """Every evaluation as a dict, in the order told (by ``sequence``).
+    def evaluations(self, generation: Optional[int] = None, told: bool = False
+                    ) -> List[Dict[str, Any]]:
+        """Every evaluation as a dict, in the order told (by ``sequence``), each with its
+        architecture's one result: the one at the furthest epoch it reached.
+
+        Without a scheduler that is the result told. With one, a candidate can train on after
+        it was told (an ASHA promotion): its row then carries its furthest leg's result
+        (accuracy, reported accuracy, epochs, loss, times, metrics), and ``told_epochs`` the
+        epochs it had when told; earlier legs are its learning curve. Cached repeats follow
+        the candidate they reused.
 
         Args:
             generation: only that generation's evaluations.
+            told: the results exactly as the algorithm was told them (what a resume replays).
 
         Each dict has the columns of the ``evaluations`` table (docs/journal.md); ``genome``
         and ``metrics`` are decoded, ``cached`` says whether the result was reused, NaN
@@ -601,9 +748,10 @@ class Journal:
             query, params = query + " WHERE generation = ?", (generation,)
         rows = self._query(query + " ORDER BY sequence", params)
         try:
-            return [self._evaluation_dict(row) for row in rows]
+            rows = [self._evaluation_dict(row) for row in rows]
         except (TypeError, ValueError, KeyError) as error:
             raise self._damaged(error) from error
+        return rows if told else self._furthest(rows)
 
     def _evaluation_dict(self, row: sqlite3.Row) -> Dict[str, Any]:
         data = dict(row)
@@ -651,15 +799,19 @@ class Journal:
             raise self._damaged(error) from error
         return rows
 
-    def final_evaluations(self) -> List[Dict[str, Any]]:
-        """:meth:`evaluations`, each with the result its architecture ended the run with.
+    def unusable_checkpoints(self) -> int:
+        """Legs that were to resume from a checkpoint that could not be used, and trained
+        again from scratch (their ``detail`` says why)."""
+        if self._version == 1:
+            return 0
+        return self._query("SELECT COUNT(*) FROM legs WHERE detail != ''")[0][0]
 
-        Without a scheduler that is the result told. With one, a candidate can train on after
-        it was told (an ASHA promotion): its row then carries its furthest leg's result
-        (accuracy, reported accuracy, epochs, loss, times, metrics), and ``told_epochs`` the
-        epochs it had when told; cached repeats follow the candidate they reused.
-        """
-        rows = self.evaluations()
+    def final_evaluations(self) -> List[Dict[str, Any]]:
+        """:meth:`evaluations` (each architecture with its final result)."""
+        return self.evaluations()
+
+    def _furthest(self, rows: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
+        """``rows`` with the results of their furthest legs (see :meth:`evaluations`)."""
         furthest: Dict[int, Dict[str, Any]] = {}
         for leg in self.legs():
             if leg["ended_event"] is None or leg["result"] is None:
@@ -688,7 +840,7 @@ class Journal:
     def best(self, count: Optional[int] = None
              ) -> Union[Optional[Dict[str, Any]], List[Dict[str, Any]]]:
         """The evaluation with the highest search accuracy (earliest on ties), or None. With
-        a scheduler, results are final (:meth:`final_evaluations`) and ranked first by the
+        a scheduler, results are final (:meth:`evaluations`) and ranked first by the
         epochs trained: a candidate stopped after one epoch is never compared with one
         trained to the end.
 
@@ -696,7 +848,7 @@ class Journal:
             count: return a list of the ``count`` best instead. Cached repeats of an
                 architecture are left out of the list, so each architecture appears once.
         """
-        rows = [row for row in self.final_evaluations()
+        rows = [row for row in self.evaluations()
                 if row["status"] == "ok" and math.isfinite(row["accuracy"])]
         scheduled = bool(rows) and "told_epochs" in rows[0]
 
@@ -718,6 +870,9 @@ class Journal:
             " MAX(CASE WHEN status = 'ok' THEN accuracy END), MIN(started), MAX(ended)"
             " FROM evaluations")[0]
         total, ok, failed, cached_count, best, first, last = counts
+        if self.legs():   # a promoted candidate's result is its furthest leg's, not the told one
+            top = self.best()
+            best = None if top is None else top["accuracy"]
         return {
             "path": str(self.path), **meta, "state": self.state(),
             "evaluations": total, "ok": ok or 0, "failed": failed or 0,
@@ -727,6 +882,38 @@ class Journal:
 
     def __repr__(self) -> str:
         return f"Journal({str(self.path)!r})"
+
+
+def read_only(path: Path) -> bool:
+    """Whether ``path`` (an existing file) cannot be written: a read-only file system (also
+    for root), or a file or folder this process may not write."""
+    try:
+        if os.statvfs(path).f_flag & os.ST_RDONLY:
+            return True
+    except (OSError, AttributeError):   # AttributeError: no statvfs (Windows)
+        pass
+    return not (os.access(path, os.W_OK) and os.access(path.parent, os.W_OK))
+
+
+def _data_changed(path: Path, name: str, theirs: Any, mine: Any) -> str:
+    """Why a resume on data other than the run's is refused, naming the file."""
+    if isinstance(theirs, dict) or isinstance(mine, dict):   # the files read differ
+        theirs, mine = theirs or {}, mine or {}
+        file = sorted(set(theirs) ^ set(mine), key=str)[0]
+        what = (f"the run read {file}, and this one does not" if file in theirs
+                else f"this run reads {file}, which the run did not")
+    else:
+        file = name[len("dataset.files."):]
+        if theirs and mine:
+            what = f"the run trained on {file} with MD5 {theirs}; that file now has MD5 {mine}"
+        elif theirs:
+            what = f"the run read {file} (MD5 {theirs}), and this one does not find it"
+        else:
+            what = f"this run reads {file} (MD5 {mine}), which the run did not"
+    return (f"cannot resume '{path}': {what}. The data changed since the run started, and one "
+            "journal must not mix two data sets: put the run's files back (its journal records "
+            "their MD5s in the run's dataset), or start a new journal; the journal was left "
+            "untouched")
 
 
 def _ago(moment: Optional[float]) -> str:

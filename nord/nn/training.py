@@ -22,6 +22,7 @@ from torch import nn
 
 from nord.checks import check_device
 from nord.errors import ConfigurationError, DistributedError, NordError
+from nord.parallel.placement import gpu_for_rank
 from nord.progress import ProgressDisplay
 
 OPTIMIZERS = {
@@ -41,7 +42,9 @@ def resolve_device(device: Union[str, torch.device, None] = "auto",
     """'cpu', 'cuda', 'cuda:N', a torch.device, or 'auto' (a GPU when there is one).
 
     With 'auto' or 'cuda' and several GPUs, rank ``local_rank`` on a host takes GPU
-    ``local_rank % count``, so ranks on one machine do not share a GPU.
+    ``local_rank % count`` of those CUDA_VISIBLE_DEVICES lets it see, so ranks on one machine
+    do not share a GPU while there are enough (``nord.parallel.placement``). Nothing here
+    opens a CUDA context: a rank that only dispatches can resolve its device freely.
     """
     if isinstance(device, torch.device):
         return device
@@ -56,7 +59,7 @@ def resolve_device(device: Union[str, torch.device, None] = "auto",
             f"device {device!r} was asked for but CUDA is not available on this machine; "
             "use the CPU (--device cpu, device='cpu') or 'auto'")
     count = torch.cuda.device_count()
-    index = int(name.split(":")[1]) if ":" in name else local_rank % count
+    index = int(name.split(":")[1]) if ":" in name else gpu_for_rank(local_rank, count)
     if not 0 <= index < count:
         raise ConfigurationError(
             f"device {device!r}: this machine has {count} GPU(s), cuda:0 to cuda:{count - 1}")

@@ -1,4 +1,5 @@
-"""Signals that end a run cleanly: SIGINT and SIGTERM become :class:`~nord.errors.RunInterrupted`.
+"""Signals that end a run cleanly: SIGINT, SIGTERM and SIGHUP (an ssh session that drops)
+become :class:`~nord.errors.RunInterrupted`.
 
 A run wrapped in :func:`interruptible` records that it was interrupted, and how to go on,
 instead of dying half-written::
@@ -19,6 +20,9 @@ from nord.errors import RunInterrupted
 
 __all__ = ["interruptible", "reclaim_signals"]
 
+STOPPING = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP")
+                 if hasattr(signal, name))   # no SIGHUP on Windows
+
 
 def reclaim_signals() -> None:
     """Give SIGINT and SIGTERM back to the handlers Python believes are set.
@@ -28,7 +32,7 @@ def reclaim_signals() -> None:
     """
     if threading.current_thread() is not threading.main_thread():
         return
-    for number in (signal.SIGINT, signal.SIGTERM):
+    for number in STOPPING:
         handler = signal.getsignal(number)
         if handler is not None:
             signal.signal(number, handler)
@@ -36,7 +40,8 @@ def reclaim_signals() -> None:
 
 @contextlib.contextmanager
 def interruptible() -> Iterator[None]:
-    """Inside, SIGINT and SIGTERM raise :class:`~nord.errors.RunInterrupted` in the main thread.
+    """Inside, SIGINT, SIGTERM and SIGHUP raise :class:`~nord.errors.RunInterrupted` in the
+    main thread (SIGHUP: the terminal or ssh session of the run went away).
 
     A run then ends cleanly: its journal says ``interrupted`` and how to go on. Under mpirun
     (which forwards SIGINT and SIGTERM to every rank as SIGTERM) and srun every rank gets the
@@ -54,8 +59,8 @@ def interruptible() -> Iterator[None]:
         signal.signal(signum, signal.SIG_IGN if signum == signal.SIGTERM else previous[signum])
         raise RunInterrupted(signal.Signals(signum).name)
 
-    for number, default in ((signal.SIGINT, signal.default_int_handler),
-                            (signal.SIGTERM, signal.SIG_DFL)):
+    for number in STOPPING:
+        default = signal.default_int_handler if number == signal.SIGINT else signal.SIG_DFL
         if signal.getsignal(number) is default:
             previous[number] = default
             signal.signal(number, stop)

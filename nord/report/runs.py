@@ -22,11 +22,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
-from nord.errors import ConfigurationError
+from nord.errors import ConfigurationError, JournalError
 from nord.journal import Journal, list_runs
 from nord.report.protocol import Protocol, protocol_of
 
-__all__ = ["RunData", "load_run", "load_runs", "run_numbers", "is_multi_objective",
+__all__ = ["measured_on", "RunData", "load_run", "load_runs", "run_numbers", "is_multi_objective",
            "accuracies_by_generation", "generation_stats", "journal_paths", "slug"]
 
 logger = logging.getLogger(__name__)
@@ -242,11 +242,15 @@ def load_runs(paths: Union[PathLike, Iterable[PathLike]],
         ConfigurationError: ``labels`` does not have one label per journal.
         JournalError: a file is missing or is not a journal.
     """
+    if not isinstance(paths, (str, os.PathLike)):
+        paths = list(paths)   # read twice: for the files, and for those named on their own
     files = journal_paths(paths, skipped, once=labels is None)
     if labels is not None and len(labels) != len(files):
         raise ConfigurationError(
             f"labels must name every run: {len(files)} journals but {len(labels)} labels "
             f"({list(labels)})")
+    given = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
+    named = {os.path.realpath(path) for path in given if not Path(path).is_dir()}
     runs: List[RunData] = []
     taken: set = set()   # file-name forms of the labels, which must differ too
     for index, path in enumerate(files):
@@ -255,9 +259,30 @@ def load_runs(paths: Union[PathLike, Iterable[PathLike]],
         while slug(label) in taken:
             number += 1
             label = f"{base}-{number}"
+        try:
+            run = load_run(path, label=label, best_count=best_count)
+        except JournalError as error:
+            if skipped is None or os.path.realpath(path) in named:
+                raise
+            skipped.append((path, str(error)))   # found in a folder: left out, with a note
+            continue
         taken.add(slug(label))
-        runs.append(load_run(path, label=label, best_count=best_count))
+        runs.append(run)
+    if not runs:
+        raise ConfigurationError(
+            "none of the journals found could be read (each is named with its reason); give "
+            "readable run journals")
     return runs
+
+
+def measured_on(run: RunData) -> str:
+    """What a run's accuracies measure, in words: its data set, and whether its networks
+    were trained by the run or looked up in a benchmark's table."""
+    meta = run.metadata
+    dataset = (meta.get("dataset") or {}).get("name") or "no data set"
+    evaluator = (meta.get("evaluator") or {}).get("evaluator") or ""
+    how = "NAS-Bench-201's table" if "Benchmark" in evaluator else "trained by the run"
+    return f"{dataset}, {how}"
 
 
 def is_multi_objective(metadata: Mapping[str, Any]) -> bool:

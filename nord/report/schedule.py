@@ -85,8 +85,9 @@ def schedule_numbers(run) -> Optional[Dict[str, Any]]:
     Keys: ``scheduler`` (its name), ``max_epochs``, ``candidates`` (candidates trained),
     ``epochs_trained`` (epochs of every ok leg), ``epochs_full`` (candidates x
     ``max_epochs``: what the same candidates would have cost without a scheduler),
-    ``fraction`` (trained / full), ``states`` (candidates per :data:`STATES` entry) and
-    ``legs``.
+    ``fraction`` (trained / full), ``states`` (candidates per :data:`STATES` entry),
+    ``legs`` and ``unusable_checkpoints`` (legs that could not resume their checkpoint and
+    trained again from scratch).
     """
     if not run.legs:
         return None
@@ -102,6 +103,7 @@ def schedule_numbers(run) -> Optional[Dict[str, Any]]:
         "max_epochs": max_epochs,
         "candidates": len(fates),
         "legs": len(run.legs),
+        "unusable_checkpoints": sum(bool(leg.get("detail")) for leg in run.legs),
         "epochs_trained": trained,
         "epochs_full": full,
         "fraction": trained / full if full else None,

@@ -30,7 +30,7 @@ from nord.report.pareto import hypervolume, pareto_indices
 from nord.report.plots import (plot_accuracy, plot_comparison, plot_parameters, plot_pareto,
                                plot_wall_time, run_colour)
 from nord.report.runs import (RunData, best_entry, dumps, is_multi_objective, load_runs,
-                              run_numbers)
+                              measured_on, run_numbers)
 from nord.report.schedule import STATES, schedule_numbers
 from nord.version import __version__
 
@@ -248,6 +248,7 @@ def write_report(journal_paths: Union[PathLike, Iterable[PathLike]], out_dir: Pa
                "nord_version": _nord_version(), "page": page_path.name,
                "selected_on_test": [n["label"] for n in numbers
                                     if n["protocol"]["selected_on_test"]],
+               "unlike": unlike_runs(runs),
                "files": files,
                "pareto": pareto_info or None, "definitions": DEFINITIONS, "runs": numbers,
                "skipped": [{"path": str(path), "reason": reason} for path, reason in left_out]}
@@ -257,6 +258,15 @@ def write_report(journal_paths: Union[PathLike, Iterable[PathLike]], out_dir: Pa
                          encoding="utf-8")
     logger.info("report on %d runs written to %s", len(runs), page_path)
     return page_path
+
+
+def unlike_runs(runs: Sequence[RunData]) -> Dict[str, List[str]]:
+    """What the runs measure -> their labels, when they do not all measure the same thing
+    (their accuracies then share the plots' axes without comparing); empty when they do."""
+    groups: Dict[str, List[str]] = {}
+    for run in runs:
+        groups.setdefault(measured_on(run), []).append(run.label)
+    return groups if len(groups) > 1 else {}
 
 
 def _nord_version() -> Optional[str]:
@@ -282,6 +292,12 @@ def _page(title: str, runs: List[RunData], numbers: List[Dict[str, Any]],
         for warning in protocol["warnings"]:
             if not protocol["selected_on_test"]:
                 page.warning(f"{n['label']}: {warning}")
+    unlike = unlike_runs(runs)
+    if unlike:
+        page.warning("These runs measure different things, so their accuracies do not compare, "
+                     "though the plots share their axes: " + "; ".join(
+                         f"{', '.join(labels)}: {what}" for what, labels in unlike.items())
+                     + ". Report like runs together (nord report with the journals of one).")
     running = [n["label"] for n in numbers if n["status"] == "running"]
     if running:
         page.paragraph(f"Still running: {', '.join(running)}; their figures are a snapshot.")
@@ -399,13 +415,25 @@ def _page(title: str, runs: List[RunData], numbers: List[Dict[str, Any]],
             fraction = numbers_of["fraction"]
             rows.append([n["label"], _plain(numbers_of["scheduler"]),
                          _plain(numbers_of["max_epochs"]), _count(numbers_of["candidates"]),
-                         _count(numbers_of["legs"]), _count(numbers_of["epochs_trained"]),
+                         _count(numbers_of["legs"]),
+                         _count(numbers_of["unusable_checkpoints"]),
+                         _count(numbers_of["epochs_trained"]),
                          _count(numbers_of["epochs_full"]),
                          "n/a" if fraction is None else f"{100 * fraction:.1f} %"]
                         + [_count(numbers_of["states"][state]) for state in STATES])
-        page.table(["run", "scheduler", "max epochs", "candidates", "legs", "epochs trained",
-                    "epochs of a full search", "trained / full"] + list(STATES), rows,
-                   align=["left", "left"] + ["right"] * (6 + len(STATES)))
+        page.table(["run", "scheduler", "max epochs", "candidates", "legs",
+                    "checkpoints unusable", "epochs trained", "epochs of a full search",
+                    "trained / full"] + list(STATES), rows,
+                   align=["left", "left"] + ["right"] * (7 + len(STATES)))
+        retrained = [(n["label"], n["schedule"]["unusable_checkpoints"]) for _, n in scheduled
+                     if n["schedule"]["unusable_checkpoints"]]
+        if retrained:
+            page.paragraph(
+                "Checkpoints that could not be used: "
+                + "; ".join(f"{label}: {count} leg(s)" for label, count in retrained)
+                + ". Each of these legs trained its candidate again from scratch instead of "
+                "resuming it, so its learning curve restarts and the scheduler's saving is lost "
+                "(the journal's legs say why).")
     page.heading("Wall time")
     page.image(files["wall_time"], "total wall time, and evaluations finished against wall time",
                1200)

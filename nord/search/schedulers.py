@@ -511,7 +511,9 @@ class _SyncBrackets(SuccessiveHalving):
 
 
 SCHEDULERS: Registry[type] = Registry(
-    "scheduler", hint="Register yours with nord.search.schedulers.register_scheduler(name, cls)",
+    "scheduler",
+    hint="Register yours with nord.search.schedulers.register_scheduler(name, cls) (for nord "
+         "run: in a module given to --plugin, or an entry point of 'nord.schedulers')",
     plugins="nord.schedulers", base=Scheduler)
 """Scheduler name -> its Scheduler subclass."""
 

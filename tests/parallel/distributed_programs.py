@@ -16,6 +16,10 @@ from nord.parallel.environment import Environment
 from nord.evaluators.distributed import DistributedEvaluator
 from nord.evaluators.local import LocalEvaluator
 
+CPU = "cpu"
+"""Every check compares CPU numbers (and puts several ranks on one host, which NCCL refuses on
+one GPU): pinned to the CPU. tests/unit/test_gpu.py covers data-parallel training on CUDA."""
+
 
 def network(width=6, kernel=3):
     d = NeuralDescriptor()
@@ -33,10 +37,11 @@ def require(condition, message):
 def fixed_weights(env, backend):
     """Test accuracy of untrained (seeded) weights equals LocalEvaluator's exactly."""
     curator = Digits(seed=0)
-    distributed = DistributedEvaluator(env, curator=curator, backend=backend, epochs=0, seed=5,
-                                       test_batch_size=37)
+    distributed = DistributedEvaluator(env, curator=curator, backend=backend, device=CPU,
+                                       epochs=0, seed=5, test_batch_size=37)
     result = distributed.descriptor_evaluate(network() if env.is_root else None)
-    local = LocalEvaluator(curator=curator, epochs=0, seed=5).descriptor_evaluate(network())
+    local = LocalEvaluator(curator=curator, epochs=0, seed=5,
+                           device=CPU).descriptor_evaluate(network())
     require(result.ok, result.error)
     require(result.accuracy == local.accuracy,
             f"distributed accuracy {result.accuracy} != local {local.accuracy}")
@@ -47,8 +52,8 @@ def fixed_weights(env, backend):
 def trained_identical(env, backend):
     """After training, parameters and results are identical on every rank."""
     curator = Digits(seed=0)
-    evaluator = DistributedEvaluator(env, curator=curator, backend=backend, epochs=2, seed=1,
-                                     batch_size=32, keep_model=True)
+    evaluator = DistributedEvaluator(env, curator=curator, backend=backend, device=CPU,
+                                     epochs=2, seed=1, batch_size=32, keep_model=True)
     result = evaluator.descriptor_evaluate(network() if env.is_root else None)
     require(result.ok, result.error)
     flat = torch.cat([p.detach().reshape(-1) for p in evaluator.model.parameters()]).numpy()
@@ -57,7 +62,8 @@ def trained_identical(env, backend):
     results = env.allgather(result.to_dict())
     require(all(r == results[0] for r in results), f"results differ between ranks: {results}")
     require(result.accuracy > 0.3, f"training did not learn: {result.accuracy}")
-    scaled = DistributedEvaluator(env, curator=curator, backend=backend, lr=0.01, scale_lr=True)
+    scaled = DistributedEvaluator(env, curator=curator, backend=backend, device=CPU, lr=0.01,
+                                  scale_lr=True)
     require(abs(scaled._learning_rate() - 0.01 * env.size) < 1e-12, "lr not scaled by the ranks")
     require(evaluator._learning_rate() == evaluator.lr, "lr scaled without scale_lr")
     env.log(f"identical after training on {env.size} ranks: accuracy {result.accuracy}")
@@ -70,7 +76,7 @@ def uneven_data(env, backend):
     x = rng.normal(size=(n_train + 13, 1, 6, 6)).astype("float32")
     y = rng.integers(0, 3, n_train + 13)
     curator = TensorCurator(x[:n_train], y[:n_train], x[n_train:], y[n_train:])
-    evaluator = DistributedEvaluator(env, curator=curator, backend=backend, epochs=2,
+    evaluator = DistributedEvaluator(env, curator=curator, backend=backend, device=CPU, epochs=2,
                                      batch_size=3, test_batch_size=4)
     result = evaluator.descriptor_evaluate(network(3) if env.is_root else None)
     require(result.ok, result.error)
@@ -80,15 +86,16 @@ def uneven_data(env, backend):
 
 def failing_network(env, backend):
     """A failing network is 'failed' on every rank, and the next one is evaluated."""
-    evaluator = DistributedEvaluator(env, curator=Digits(seed=0), backend=backend, epochs=1)
+    evaluator = DistributedEvaluator(env, curator=Digits(seed=0), backend=backend, device=CPU,
+                                     epochs=1)
     bad = NeuralDescriptor()
     bad.add_layer_sequential("conv2d", {"out_channels": 4, "kernel_size": 50})
     result = evaluator.descriptor_evaluate(bad if env.is_root else None)
     statuses = env.allgather((result.status, result.error))
     require(all(s == ("failed", statuses[0][1]) for s in statuses), f"statuses: {statuses}")
     require("ShapeError" in statuses[0][1], statuses[0][1])
-    diverging = DistributedEvaluator(env, curator=Digits(seed=0), backend=backend, epochs=1,
-                                     optimizer="sgd", lr=1e12)
+    diverging = DistributedEvaluator(env, curator=Digits(seed=0), backend=backend, device=CPU,
+                                     epochs=1, optimizer="sgd", lr=1e12)
     result = diverging.descriptor_evaluate(network() if env.is_root else None)
     statuses = env.allgather(result.status)
     require(statuses == ["failed"] * env.size, f"diverging statuses: {statuses}")
@@ -109,7 +116,7 @@ def rank_specific_failure(env, backend):
                     RuntimeError("simulated out of memory")))
             return optimizer
 
-    evaluator = FailsOnLastRank(env, curator=Digits(seed=0), backend=backend, epochs=1)
+    evaluator = FailsOnLastRank(env, curator=Digits(seed=0), backend=backend, device=CPU, epochs=1)
     result = evaluator.descriptor_evaluate(network() if env.is_root else None)
     statuses = env.allgather((result.status, result.error))
     require(all(s == statuses[0] for s in statuses), f"not consistent: {statuses}")
@@ -146,7 +153,8 @@ def backward_failure(env, backend):
     d = NeuralDescriptor()
     d.add_layer_sequential("conv2d", {"out_channels": 4, "kernel_size": 3})
     d.add_layer_sequential("fails_backward")
-    evaluator = DistributedEvaluator(env, curator=Digits(seed=0), backend=backend, epochs=1,
+    evaluator = DistributedEvaluator(env, curator=Digits(seed=0), backend=backend, device=CPU,
+                                     epochs=1,
                                      timeout=60)
     result = evaluator.descriptor_evaluate(d if env.is_root else None)
     statuses = env.allgather((result.status, result.error))
@@ -177,7 +185,8 @@ def nan_on_one_rank(env, backend):
     d.add_layer_sequential("conv2d", {"out_channels": 4, "kernel_size": 3})
     d.add_layer_sequential("nan_on_last_rank")
     for check_every in (1, 3):
-        evaluator = DistributedEvaluator(env, curator=Digits(seed=0), backend=backend, epochs=1,
+        evaluator = DistributedEvaluator(env, curator=Digits(seed=0), backend=backend, device=CPU,
+                                         epochs=1,
                                          batch_size=32, check_every=check_every)
         result = evaluator.descriptor_evaluate(d if env.is_root else None)
         statuses = env.allgather((result.status, result.error))
@@ -208,13 +217,14 @@ def failure_between_checks(env, backend):
             return optimizer
 
     evaluator = FailsAtSecondStepOnLastRank(env, curator=Digits(seed=0), backend=backend,
+                                            device=CPU,
                                             epochs=1, batch_size=32, check_every=5)
     result = evaluator.descriptor_evaluate(network() if env.is_root else None)
     statuses = env.allgather((result.status, result.error))
     require(all(s == statuses[0] for s in statuses), f"not consistent: {statuses}")
     require(statuses[0][0] == "failed" and "second step" in statuses[0][1]
             and f"rank {env.size - 1}" in statuses[0][1], statuses[0][1])
-    plain = DistributedEvaluator(env, curator=Digits(seed=0), backend=backend, epochs=1,
+    plain = DistributedEvaluator(env, curator=Digits(seed=0), backend=backend, device=CPU, epochs=1,
                                  check_every=5)
     after = plain.descriptor_evaluate(network() if env.is_root else None)
     require(after.ok, f"the evaluator did not recover: {after.error}")
@@ -267,7 +277,7 @@ def one_collective_per_step(env, backend):
     import os
     import tempfile
     curator = Digits(seed=0, valid_fraction=0)
-    evaluator = DistributedEvaluator(env, curator=curator, backend=backend, epochs=1,
+    evaluator = DistributedEvaluator(env, curator=curator, backend=backend, device=CPU, epochs=1,
                                      batch_size=64)
     evaluator.descriptor_evaluate(network() if env.is_root else None)  # starts the backend
     evaluator.comm = counting = CountingComm(evaluator.comm)
@@ -324,7 +334,8 @@ def horovod_alone_is_refused(env, backend):
     """Horovod started with fewer ranks than the group (its Gloo controller under mpirun,
     without horovodrun's rendezvous) is an error on every rank, not each rank training alone."""
     from nord.errors import DistributedError
-    evaluator = DistributedEvaluator(env, curator=Digits(seed=0), backend=backend, epochs=1)
+    evaluator = DistributedEvaluator(env, curator=Digits(seed=0), backend=backend, device=CPU,
+                                     epochs=1)
     try:
         evaluator.descriptor_evaluate(network() if env.is_root else None)
     except DistributedError as error:
@@ -336,7 +347,8 @@ def horovod_alone_is_refused(env, backend):
 
 def serve_and_release(env, backend):
     """Only the root drives; the others serve until released."""
-    evaluator = DistributedEvaluator(env, curator=Digits(seed=0), backend=backend, epochs=1)
+    evaluator = DistributedEvaluator(env, curator=Digits(seed=0), backend=backend, device=CPU,
+                                     epochs=1)
     if env.is_root:
         results = [evaluator.descriptor_evaluate(network(w)) for w in (2, 4, 6)]
         evaluator.release()
@@ -353,6 +365,7 @@ def groups_of_one(env, backend):
     """With groups of 1, every rank evaluates its own network at the same time."""
     with Environment(group_size=1) as grouped:
         evaluator = DistributedEvaluator(grouped, curator=Digits(seed=0), backend=backend,
+                                         device=CPU,
                                          epochs=1, seed=0)
         descriptor = network(width=2 + grouped.group.index)
         result = evaluator.descriptor_evaluate(descriptor)
@@ -360,7 +373,7 @@ def groups_of_one(env, backend):
         if grouped.is_root:
             require(len(results) == grouped.size, results)
             require(len({h for _, h, _ in results}) == grouped.size, "hashes not distinct")
-            local = LocalEvaluator(curator=Digits(seed=0), epochs=1, seed=0)
+            local = LocalEvaluator(curator=Digits(seed=0), epochs=1, seed=0, device=CPU)
             for index, digest, record in results:
                 expected = local.descriptor_evaluate(network(width=2 + index))
                 require(record["accuracy"] == expected.accuracy,
@@ -372,6 +385,7 @@ def groups_of_two(env, backend):
     """3 ranks in groups of 2 and 1: each group trains its own network data-parallel."""
     with Environment(group_size=2) as grouped:
         evaluator = DistributedEvaluator(grouped, curator=Digits(seed=0), backend=backend,
+                                         device=CPU,
                                          epochs=1, seed=0)
         descriptor = network(width=3 + grouped.group.index)
         result = evaluator.descriptor_evaluate(descriptor if grouped.group.is_root else None)

@@ -233,3 +233,34 @@ def test_a_refused_resume_ends_the_job_without_a_hang(tmp_path):
     assert "its run has seed=0, this one seed=1" in run.output
     with Journal(tmp_path / "run.db") as journal:   # the refusal left the run as it was
         assert journal.state() == "finished" and journal.metadata()["resumed"] == 0
+
+
+@pytest.mark.mpi
+def test_groups_that_do_not_divide_the_training_ranks_are_refused_before_any_work(tmp_path):
+    """-np 4 keeps rank 0 for dispatch: 3 training ranks do not split into groups of 2."""
+    run = run_mpi(["-m", "nord", "run", "--evaluation", "distributed", "--group-size", "2",
+                   "--mode", "async", "--budget", "2", "--epochs", "1", "--threads", "1",
+                   "--journal", tmp_path / "run.db"], np=4, timeout=120)
+    assert not run.timed_out and run.returncode == 2, run.output
+    assert run.output.count("--group-size 2 does not divide the 3 ranks that train") == 1
+    assert "mpirun -np 3 or -np 5, or use --group-size 3 with -np 4" in run.output
+    assert "Traceback" not in run.output and "LocalEvaluator" not in run.output
+    assert not (tmp_path / "run.db").exists()
+
+
+@pytest.mark.mpi
+def test_a_data_parallel_run_resumed_without_mpirun_says_how_to_launch_it(tmp_path):
+    journal = tmp_path / "run.db"
+    run = run_mpi(["-m", "nord", "run", "--evaluation", "data-parallel", "--budget", "1",
+                   "--epochs", "1", "--threads", "1", "--space-params",
+                   '{"layers": 1, "channels": [2, 4]}', "--journal", journal], np=2,
+                  timeout=180)
+    assert run.returncode == 0, run.output
+    before = journal.read_bytes()
+    done = subprocess.run([sys.executable, "-m", "nord", "resume", str(journal), "--budget", "2"],
+                          capture_output=True, text=True, timeout=120, cwd=str(REPO),
+                          env=dict(os.environ, PYTHONPATH=str(REPO)))
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert ("this run trained each network on 2 ranks, and this launch (1 rank) would train "
+            "each on 1" in done.stderr and "resume it under mpirun -np 2" in done.stderr)
+    assert journal.read_bytes() == before

@@ -29,8 +29,8 @@ def test_run_on_the_benchmark_then_resume_and_list(tmp_path, capsys):
         assert record.metadata()["resumed"] == 0
     assert f"extend it: nord resume {journal} --budget N, with N > 25" in out
     assert main(["resume", str(journal), "--budget", "30"]) == 0   # as the message says
-    assert "30 evaluations (25 from the journal, 5 evaluated; 0 failed)" in \
-        capsys.readouterr().out
+    assert ("30 evaluations (25 from the journal, 5 evaluated; 0 failed)" in
+        capsys.readouterr().out)
     assert main(["list", str(tmp_path)]) == 0
     listing = capsys.readouterr().out
     assert "rea.db" in listing and "regularized_evolution" in listing and "30/30" in listing
@@ -171,7 +171,12 @@ def test_compare_refuses_flags_it_would_ignore_before_any_work(tmp_path, capsys,
     (["--space", "nasbench201", "--space-params", '{"foo": 1}'], "parameters are channels"),
     (["--params", '{"seed": 3}'], "--seed"),
     (["--group-size", "0"], "group_size"),
+    (["--max-params", "0"], "max_params"),
     (["--lr", "-1"], "learning rate"),
+    (["--lr", "inf"], "the learning rate must be a positive, finite number; got inf"),
+    (["--seed", "4294967296"], "seed must be an integer in [0, 4294967295] (numpy and "
+                               "scikit-learn take 32-bit seeds); got 4294967296"),
+    (["--threads", "10000"], "CPUs this process may use; got 10000"),
     (["--optimizer-is-not-a-flag"], None),
 ])
 def test_bad_run_arguments_are_clear_errors(args, words, capsys):
@@ -184,10 +189,43 @@ def test_bad_run_arguments_are_clear_errors(args, words, capsys):
     assert words in capsys.readouterr().err
 
 
+def test_the_largest_seed_runs(tmp_path, capsys):
+    assert main(["run", "--budget", "1", "--seed", "4294967295", "--epochs", "1",
+                 "--space-params", '{"layers": 1, "channels": [2, 4]}', "--threads", "1",
+                 "--journal", str(tmp_path / "r.db")]) == 0, capsys.readouterr().err
+
+
+def test_resume_may_change_where_the_run_executes(tmp_path, capsys):
+    """What the README says: a resume may change --device, --threads and --backend."""
+    journal = str(tmp_path / "r.db")
+    assert main(["run", "--space", "nasbench201", "--algorithm", "random", "--budget", "2",
+                 "--journal", journal]) == 0
+    assert main(["resume", journal, "--budget", "3", "--threads", "1", "--device", "cpu",
+                 "--backend", "torch"]) == 0, capsys.readouterr().err
+    with Journal(journal) as record:
+        execution = record.metadata()["execution"]
+        assert record.count() == 3
+    assert (execution["threads"], execution["device"], execution["backend"]) == (1, "cpu", "torch")
+    assert main(["resume", journal, "--budget", "4", "--threads", "10000"]) == 2
+    assert "got 10000" in capsys.readouterr().err
+
+
 def test_an_unwritable_journal_is_a_clear_error(capsys):
     assert main(["run", "--space", "nasbench201", "--budget", "2",
                  "--journal", "/proc/no-such-folder/run.db"]) == 2
     assert "cannot create a journal at '/proc/no-such-folder/run.db'" in capsys.readouterr().err
+
+
+def test_run_resume_without_the_original_flags_takes_the_journals_settings(tmp_path, capsys):
+    journal = str(tmp_path / "r.db")
+    assert main(["run", "--space", "nasbench201", "--algorithm", "random", "--dataset",
+                 "cifar100", "--seed", "7", "--budget", "2", "--journal", journal]) == 0
+    assert main(["run", "--resume", "--journal", journal, "--budget", "3"]) == 0, (
+        capsys.readouterr().err)
+    with Journal(journal) as record:
+        assert record.count() == 3 and record.metadata()["config"]["dataset"] == "cifar100"
+    assert main(["run", "--resume", "--journal", journal, "--budget", "4", "--seed", "8"]) == 2
+    assert "its run has config.seed=7, this one config.seed=8" in capsys.readouterr().err
 
 
 def test_resume_refuses_changed_training_settings(tmp_path, capsys):
@@ -195,8 +233,8 @@ def test_resume_refuses_changed_training_settings(tmp_path, capsys):
     base = ["run", "--space", "nasbench201", "--algorithm", "random", "--journal", journal]
     assert main([*base, "--budget", "4"]) == 0
     assert main([*base, "--budget", "4", "--dataset", "cifar100", "--resume"]) == 2
-    assert 'its run has config.dataset="cifar10", this one config.dataset="cifar100"' in \
-        capsys.readouterr().err
+    assert ('its run has config.dataset="cifar10", this one config.dataset="cifar100"' in
+        capsys.readouterr().err)
 
 
 def test_a_setting_added_later_is_recorded_only_when_set_so_older_journals_resume(tmp_path):
@@ -216,6 +254,7 @@ def test_a_setting_added_later_is_recorded_only_when_set_so_older_journals_resum
     (["--space", "nasbench201", "--lr", "0.5", "--optimizer", "sgd"], "--lr 0.5, --optimizer sgd"),
     (["--space", "nasbench201", "--valid-fraction", "0"], "--valid-fraction 0.0"),
     (["--space", "nasbench201", "--data-root", "data"], "--data-root data"),
+    (["--space", "nasbench201", "--max-params", "100"], "--max-params 100"),
     (["--data-root", "data"], "--data-root points at a data set's files, but digits is built in"),
 ])
 def test_settings_a_run_would_not_use_are_refused_not_recorded(tmp_path, capsys, args, words):
@@ -246,8 +285,8 @@ def test_paths_of_the_wrong_kind_are_named_as_such(tmp_path, capsys):
 def test_a_malformed_device_is_refused_before_anything_is_loaded(tmp_path, capsys, device):
     assert main(["run", "--device", device, "--budget", "1",
                  "--journal", str(tmp_path / "r.db")]) == 2
-    assert f"unknown device '{device}'; use 'auto', 'cpu', 'cuda' or 'cuda:N'" in \
-        capsys.readouterr().err
+    assert (f"unknown device '{device}'; use 'auto', 'cpu', 'cuda' or 'cuda:N'" in
+        capsys.readouterr().err)
     assert not (tmp_path / "r.db").exists()
 
 
@@ -260,3 +299,45 @@ def test_resume_with_a_larger_budget_is_remembered(tmp_path, capsys):
     with Journal(journal) as record:
         assert record.count() == 9 and record.metadata()["budget"] == 9
         assert record.metadata()["execution"]["budget"] == 9
+
+
+def test_max_params_refuses_larger_networks_as_failed_evaluations(tmp_path, capsys):
+    journal = str(tmp_path / "r.db")
+    assert main(["run", "--algorithm", "random", "--budget", "2", "--epochs", "1",
+                 "--device", "cpu", "--max-params", "10", "--journal", journal]) == 0
+    with Journal(journal) as record:
+        rows = record.evaluations()
+        assert record.metadata()["config"]["max_params"] == 10
+    assert [row["status"] for row in rows] == ["failed", "failed"]
+    assert all("above the limit of 10 (max_params, --max-params)" in row["error"] for row in rows)
+
+
+def test_a_validation_split_larger_than_the_training_split_is_warned_about(tmp_path, capsys):
+    assert main(["run", "--budget", "1", "--epochs", "1", "--valid-fraction", "0.99",
+                 "--space-params", '{"layers": 1, "channels": [2, 4]}', "--threads", "1",
+                 "--journal", str(tmp_path / "r.db")]) == 0
+    err = capsys.readouterr().err
+    assert "warning: valid_fraction=0.99 holds out" in err and "networks train on only" in err
+    with Journal(tmp_path / "r.db") as record:
+        assert "networks train on only" in record.metadata()["extra"]["warnings"][0]
+
+
+def test_a_journal_path_whose_folders_are_missing_is_refused_not_created(tmp_path, capsys):
+    journal = tmp_path / "missing" / "deeper" / "r.db"
+    assert main(["run", "--space", "nasbench201", "--budget", "2", "--journal",
+                 str(journal)]) == 2
+    assert f"the folder '{tmp_path / 'missing'}' does not exist" in capsys.readouterr().err
+    assert not (tmp_path / "missing").exists()
+    one_level = tmp_path / "runs" / "r.db"   # the journal's own folder is made, and said
+    assert main(["run", "--space", "nasbench201", "--budget", "2", "--journal",
+                 str(one_level)]) == 0
+    assert (f"the journal's folder {tmp_path / 'runs'} does not exist: creating it" in
+        capsys.readouterr().out)
+    assert one_level.is_file()
+
+
+def test_compare_refuses_a_json_path_in_a_missing_folder(tmp_path, capsys):
+    target = tmp_path / "missing" / "x" / "y.json"
+    assert main(["compare", "--seeds", "1", "--budget", "5", "--json", str(target)]) == 2
+    assert f"the folder {target.parent} does not exist" in capsys.readouterr().err
+    assert not (tmp_path / "missing").exists()

@@ -210,8 +210,8 @@ def test_every_flag_of_every_command_has_help_that_gives_its_default():
             name = f"{' '.join(path)} {action.option_strings[-1]}"
             if not action.help:
                 missing.append(f"{name}: no help")
-            elif action.default not in (None, False, argparse.SUPPRESS) \
-                    and "default" not in action.help:
+            elif (action.default not in (None, False, argparse.SUPPRESS)
+                    and "default" not in action.help):
                 missing.append(f"{name}: default {action.default!r} not said")
     assert not missing, missing
 

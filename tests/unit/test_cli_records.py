@@ -1,5 +1,6 @@
 """What `nord` does to a run's record when a run is refused, interrupted, exported or damaged,
 tried as a user would: real processes, real signals, real files."""
+import json
 import os
 import signal
 import sqlite3
@@ -12,6 +13,7 @@ import pytest
 
 from nord.app.cli import main
 from nord.journal import Journal
+from tests.helpers.disks import tmpfs
 from tests.helpers.signals import default_sigint
 
 REPO = Path(__file__).resolve().parents[2]
@@ -53,7 +55,7 @@ def wait_for(journal, evaluations, process, timeout=90):
         time.sleep(0.05)
 
 
-@pytest.mark.parametrize("signal_number", [signal.SIGTERM, signal.SIGINT])
+@pytest.mark.parametrize("signal_number", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP])
 def test_a_signal_ends_the_run_cleanly_and_resume_finishes_it(tmp_path, signal_number):
     journal = tmp_path / "run.db"
     process = start(*RUN, "--budget", "24", "--journal", journal)
@@ -61,7 +63,7 @@ def test_a_signal_ends_the_run_cleanly_and_resume_finishes_it(tmp_path, signal_n
     process.send_signal(signal_number)
     out, err = process.communicate(timeout=60)
     name = signal.Signals(signal_number).name
-    assert process.returncode == 128 + signal_number, err   # 130 for SIGINT, 143 for SIGTERM
+    assert process.returncode == 128 + signal_number, err   # 130 SIGINT, 143 SIGTERM, 129 SIGHUP
     assert "Traceback" not in err and err.count("\n") == 1
     assert f"interrupted by {name}" in err and f"nord resume {journal}" in err
     with Journal(journal) as record:
@@ -73,8 +75,8 @@ def test_a_signal_ends_the_run_cleanly_and_resume_finishes_it(tmp_path, signal_n
         after = record.evaluations()
         assert record.state() == "finished" and len(after) == 24
     keep = ("candidate", "genome", "accuracy", "started")
-    assert [{k: r[k] for k in keep} for r in after[:len(before)]] == \
-        [{k: r[k] for k in keep} for r in before]
+    assert ([{k: r[k] for k in keep} for r in after[:len(before)]] ==
+        [{k: r[k] for k in keep} for r in before])
 
 
 def test_resume_of_a_run_being_written_is_refused_at_once_naming_the_writer(tmp_path):
@@ -204,18 +206,137 @@ def test_compare_stopped_between_two_runs_says_so_too(monkeypatch, capsys):
     assert err.startswith("nord compare: interrupted by SIGINT; nothing was printed or saved")
 
 
-def test_compare_stopped_by_ctrl_c_says_so_in_one_line(tmp_path):
+def test_compare_stopped_by_ctrl_c_prints_and_saves_the_seeds_that_finished(tmp_path):
+    """Progress comes in steps of at most 25 seeds; Ctrl-C after some of them keeps them."""
     process = subprocess.Popen(
-        [*NORD, "compare", "--algorithms", "rea", "--seeds", "20000", "--budget", "500",
+        [*NORD, "compare", "--algorithms", "rea", "--seeds", "20000", "--budget", "100",
          "--processes", "1", "--json", str(tmp_path / "out.json")],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO,
         env=dict(os.environ, PYTHONPATH=str(REPO)), preexec_fn=default_sigint)
     try:
-        time.sleep(5)   # past the start-up, well before 20,000 runs end (minutes)
-        assert process.poll() is None
+        first = process.stderr.readline()   # 20,000 runs take minutes
+        said = int(first.split(":")[1].split("/")[0])
+        assert first.strip().startswith("rea:") and said < 20000, first
     finally:
         process.send_signal(signal.SIGINT)
         out, err = process.communicate(timeout=60)
-    assert process.returncode == 130
-    assert err.strip().splitlines()[-1].startswith("nord compare: interrupted by SIGINT")
-    assert "Traceback" not in err and not (tmp_path / "out.json").exists()
+    assert process.returncode == 130, err
+    assert err.strip().splitlines()[-1].startswith("nord compare: interrupted by SIGINT; the "
+                                                   "table and --json hold the seeds that finished")
+    assert "Traceback" not in err and "interrupted by SIGINT: only the seeds that finished" in out
+    saved = json.loads((tmp_path / "out.json").read_text())
+    finished = len(saved["algorithms"]["rea"]["runs"])
+    assert saved["interrupted"] == "SIGINT" and said <= finished < 20000 and finished % 25 == 0
+
+
+def test_a_journal_on_a_read_only_file_system_is_read_and_refuses_a_resume(tmp_path, capsys):
+    """Reading commands open the file read-only and work; resume says the file is read-only."""
+    with tmpfs(tmp_path / "disk", "size=4m") as disk:
+        journal = disk / "run.db"
+        assert main(["run", "--space", "nasbench201", "--algorithm", "random", "--budget", "3",
+                     "--journal", str(journal)]) == 0
+        capsys.readouterr()
+        subprocess.run(["mount", "-o", "remount,ro", str(disk)], check=True)
+        before = {name: (disk / name).read_bytes() for name in os.listdir(disk)}
+        assert main(["list", str(disk)]) == 0
+        out = capsys.readouterr().out
+        assert "run.db" in out and "no run journals" not in out
+        assert main(["config", str(journal)]) == 0
+        assert 'algorithm = "random"' in capsys.readouterr().out
+        assert main(["report", str(journal), "--out", str(tmp_path / "report")]) == 0
+        assert (tmp_path / "report").is_dir()
+        assert main(["export", str(journal), str(tmp_path / "copy.db")]) == 0
+        with Journal(tmp_path / "copy.db") as copy:
+            assert copy.count() == 3
+        capsys.readouterr()
+        assert main(["resume", str(journal), "--budget", "5"]) == 2
+        err = capsys.readouterr().err
+        assert "the file is read-only" in err and "nord export" in err
+        assert {name: (disk / name).read_bytes() for name in os.listdir(disk)} == before
+
+
+@pytest.mark.parametrize("command", [["list"], ["data", "list"]])
+def test_a_listing_whose_reader_goes_away_ends_quietly(tmp_path, command):
+    """`nord list runs | head -2`: no 'Broken pipe' error, the status a shell gives SIGPIPE."""
+    assert main(["run", "--space", "nasbench201", "--algorithm", "random", "--budget", "2",
+                 "--journal", str(tmp_path / "run.db")]) == 0
+    args = [*command, str(tmp_path)] if command == ["list"] else [*command, "--root",
+                                                                  str(tmp_path)]
+    process = subprocess.Popen([*NORD, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True, cwd=REPO, env=dict(os.environ, PYTHONPATH=str(REPO)))
+    process.stdout.close()
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 141 and err == "", err
+
+
+def test_a_report_of_a_mixed_folder_skips_what_it_cannot_read_and_says_what_differs(
+        tmp_path, capsys):
+    """A journal that lost a table is left out with a note, not the end of the report;
+    journals named *.sqlite or without an extension are found by their content; runs that
+    measure different things are said to."""
+    folder = tmp_path / "runs"
+    assert main(["run", "--space", "nasbench201", "--algorithm", "random", "--budget", "2",
+                 "--journal", str(folder / "table.sqlite")]) == 0
+    assert main(["run", "--algorithm", "random", "--budget", "1", "--epochs", "1", "--threads",
+                 "1", "--space-params", '{"layers": 1, "channels": [2, 4]}',
+                 "--journal", str(folder / "digits")]) == 0
+    assert main(["run", "--space", "nasbench201", "--algorithm", "random", "--budget", "2",
+                 "--journal", str(folder / "damaged.db")]) == 0
+    connection = sqlite3.connect(str(folder / "damaged.db"))
+    connection.execute("DROP TABLE epochs")
+    connection.close()
+    (folder / "notes.txt").write_text("not a journal\n")
+    capsys.readouterr()
+    assert main(["list", str(folder)]) == 0
+    listed = capsys.readouterr().out
+    assert "table.sqlite" in listed and "digits" in listed and "notes.txt" not in listed
+    assert main(["report", str(folder), "--out", str(tmp_path / "report")]) == 0
+    captured = capsys.readouterr()
+    assert f"skipped {folder / 'damaged.db'}" in captured.err
+    assert "these runs measure different things" in captured.err
+    page = (tmp_path / "report" / "report.md").read_text()
+    assert "table" in page and "digits" in page
+    assert "digits, trained by the run" in page and "cifar10, NAS-Bench-201's table" in page
+
+
+PLUGIN = '''
+from nord.search.algorithms import register_algorithm
+from nord.search.algorithms.random_search import RandomSearch
+
+
+@register_algorithm("coin_search", description="a user's own algorithm, from a plug-in")
+class CoinSearch(RandomSearch):
+    """Random search under another name: what matters is where it comes from."""
+'''
+
+
+def test_a_plugin_module_given_to_nord_run_is_recorded_and_imported_again(tmp_path):
+    """--plugin imports the user's code; resume and config import it from the journal; a
+    journal whose plug-in cannot be imported still shows its settings."""
+    code = tmp_path / "code"
+    code.mkdir()
+    (code / "myplug.py").write_text(PLUGIN)
+    journal = tmp_path / "run.db"
+
+    def nord_with(path, *args):
+        return subprocess.run([*NORD, *map(str, args)], capture_output=True, text=True,
+                              timeout=120, cwd=tmp_path,
+                              env=dict(os.environ, PYTHONPATH=os.pathsep.join(map(str, path))))
+
+    with_code = (REPO, code)
+    done = nord_with(with_code, "run", "--plugin", "myplug", "--algorithm", "coin_search",
+                     "--space", "nasbench201", "--budget", "2", "--journal", journal)
+    assert done.returncode == 0, done.stderr
+    done = nord_with(with_code, "resume", journal, "--budget", "3")
+    assert done.returncode == 0, done.stderr
+    with Journal(journal) as record:
+        assert record.count() == 3 and record.metadata()["config"]["plugins"] == ["myplug"]
+        assert record.metadata()["config"]["algorithm"] == "coin_search"
+    done = nord_with((REPO,), "config", journal)   # the plug-in is not importable here
+    assert done.returncode == 0 and 'algorithm = "coin_search"' in done.stdout
+    assert "plugins = [" in done.stdout and "myplug" in done.stdout
+    assert "cannot import the plug-in module 'myplug'" in done.stderr
+    done = nord_with((REPO,), "resume", journal, "--budget", "4")
+    assert done.returncode == 2 and "cannot import the plug-in module 'myplug'" in done.stderr
+    done = nord_with((REPO,), "run", "--algorithm", "coin_search", "--space", "nasbench201")
+    assert done.returncode == 2 and "--plugin" in done.stderr

@@ -206,8 +206,8 @@ def test_a_registered_algorithm_can_be_compared():
     try:
         result = run_comparison("cifar10", ("test-random-20",), budget=15, seeds=2, base_seed=0)
         shifted = run_comparison("cifar10", ("random",), budget=15, seeds=2, base_seed=20)
-        assert result.values("test-random-20", "index").tolist() == \
-            shifted.values("random", "index").tolist()
+        assert (result.values("test-random-20", "index").tolist() ==
+            shifted.values("random", "index").tolist())
     finally:
         ALGORITHMS.unregister("test-random-20")
 
@@ -231,8 +231,8 @@ def test_each_run_of_a_comparison_pauses_the_cyclic_collector_and_restores_it(si
     was = gc.isenabled()
     (gc.enable if enabled else gc.disable)()
     try:
-        simulation = SimulatedSetting.for_dataset("cifar10", 3_000, workers=2) \
-            if simulated else None
+        simulation = (SimulatedSetting.for_dataset("cifar10", 3_000, workers=2)
+            if simulated else None)
         runs, _ = run_seeds("test-collector", "cifar10", 12, [0, 1], simulation=simulation)
         assert len(runs) == 2 and CollectorWatching.seen and not any(CollectorWatching.seen)
         assert gc.isenabled() is enabled

@@ -107,7 +107,65 @@ def test_a_run_reads_a_mirrors_files_with_the_checksums_they_were_downloaded_wit
     assert code == 0, err
     assert "done: 1 evaluations (1 evaluated; 0 failed)" in out
     code, out, _ = nord(capsys, "config", tmp_path / "mirror.db")
-    assert f"data_checksums = \"{sums}\"" in out   # a repeat or a resume checks the same files
+    # a repeat or a resume checks the same files, against the MD5s themselves
+    assert all(md5(folder / name) in out for name in IDX_NAMES) and str(sums) not in out
+
+
+SMALL_RUN = ("--space-params", '{"layers": 1, "channels": [2, 4]}', "--batch-size", "32",
+             "--epochs", "1", "--threads", "1")
+
+
+def journal_files(path):
+    return {name: (path.parent / name).read_bytes() for name in os.listdir(path.parent)
+            if name.startswith(path.name)}
+
+
+def test_a_resume_on_other_data_is_refused_naming_the_file(tmp_path, capsys):
+    """Uncompressed IDX files have no official MD5 (the table names the .gz files): the run
+    records the MD5 of every file it read, and a resume after a file changed is refused."""
+    raw = tmp_path / "data" / "MNIST" / "raw"
+    write_mnist(raw, gz=False, n_train=40, n_test=10)
+    journal = tmp_path / "r.db"
+    code, _, err = nord(capsys, "run", "--dataset", "mnist", "--data-root", tmp_path / "data",
+                        "--budget", "1", "--journal", journal, *SMALL_RUN)
+    assert code == 0, err
+    from nord.journal import Journal
+    with Journal(journal) as record:
+        files = record.metadata()["dataset"]["files"]
+    assert files == {f"MNIST/raw/{name}": md5(raw / name) for name in
+                     ("train-images-idx3-ubyte", "train-labels-idx1-ubyte",
+                      "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte")}
+    write_mnist(raw, gz=False, seed=1, n_train=40, n_test=10)   # other images, same names
+    before = journal_files(journal)
+    code, _, err = nord(capsys, "resume", journal, "--budget", "2")
+    assert code == 2
+    assert "MNIST/raw/t10k-images-idx3-ubyte with MD5" in err and "data changed" in err
+    assert journal_files(journal) == before
+
+
+def test_a_run_records_its_data_folder_absolute_and_its_checksums_as_md5s(tmp_path, capsys,
+                                                                          monkeypatch):
+    """A resume from another folder finds the data; editing the data and the .md5 file
+    together lets no other data into the run."""
+    raw = tmp_path / "work" / "data" / "MNIST" / "raw"
+    _, names = write_mnist(raw, n_train=40, n_test=10)
+    checksums_file(raw, names, path=tmp_path / "work" / "mine.md5")
+    monkeypatch.chdir(tmp_path / "work")
+    code, _, err = nord(capsys, "run", "--dataset", "mnist", "--data-root", "data",
+                        "--data-checksums", "mine.md5", "--budget", "1", "--journal", "r.db",
+                        *SMALL_RUN)
+    assert code == 0, err
+    journal = tmp_path / "work" / "r.db"
+    monkeypatch.chdir(tmp_path)
+    code, out, err = nord(capsys, "resume", journal, "--budget", "2")
+    assert code == 0, err
+    assert "done: 2 evaluations" in out
+    write_mnist(raw, seed=1, n_train=40, n_test=10)
+    checksums_file(raw, names, path=tmp_path / "work" / "mine.md5")   # edited to match
+    before = journal_files(journal)
+    code, _, err = nord(capsys, "resume", journal, "--budget", "3")
+    assert code == 2 and "differs from" in err and "its MD5 in the checksums given" in err
+    assert journal_files(journal) == before
 
 
 def test_data_checksums_that_leave_a_file_out_are_refused_not_skipped(tmp_path, capsys):
@@ -438,3 +496,19 @@ def test_a_damaged_file_names_the_download_command_and_the_python_only_way(tmp_p
     message = str(error.value)
     assert f"nord data download mnist --root {tmp_path}" in message
     assert "verify=False (Python only" in message
+
+
+def test_a_download_whose_output_reader_goes_away_finishes_quietly(tmp_path):
+    """`nord data download ... | head -1`: the download finishes; no error is printed."""
+    folder, sums = serve_mnist(tmp_path)
+    with FileServer(folder) as server:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "nord", "data", "download", "mnist", "--root",
+             str(tmp_path / "data"), "--mirror", server.url, "--checksums", str(sums)],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=str(REPO),
+            env=dict(os.environ, PYTHONPATH=str(REPO)))
+        process.stdout.close()   # the reader is gone before the first line
+        _, err = process.communicate(timeout=120)
+    assert process.returncode == 141 and err == "", err
+    raw = tmp_path / "data" / "MNIST" / "raw"
+    assert all((raw / name).read_bytes() == (folder / name).read_bytes() for name in IDX_NAMES)

@@ -534,3 +534,78 @@ class Renamed(ToySpace):
         descriptor.add_layer("conv2d", {"out_channels": width, "kernel_size": kernel}, "first")
         descriptor.connect_layers("first", "second")
         return descriptor
+
+
+# --- a candidate that kills its process -------------------------------------------------------
+KILLER = """
+import os, signal, sys
+from nord.search.engine import run_search
+from nord.search.algorithms.random_search import RandomSearch
+from tests.helpers.toy import ToyEvaluator, ToySpace
+
+class Killer(ToyEvaluator):
+    '''Its process dies (SIGKILL, as the out-of-memory killer sends) on one architecture.'''
+    def _evaluate(self, descriptor):
+        conv = next(layer for layer in descriptor.layers.values() if layer.type == "conv2d")
+        if [conv.params["out_channels"], conv.params["kernel_size"]] == [int(sys.argv[3]),
+                                                                         int(sys.argv[4])]:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return super()._evaluate(descriptor)
+
+run_search(RandomSearch(ToySpace(), seed=0), Killer(), budget=10, mode=sys.argv[2],
+           journal=sys.argv[1], resume=sys.argv[5] == "resume", batch_size=3)
+"""
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_a_candidate_that_kills_its_process_twice_becomes_a_failed_result(tmp_path, mode):
+    whole = tmp_path / "whole.db"
+    run_search(RandomSearch(ToySpace(), seed=0), ToyEvaluator(), budget=10, mode=mode,
+               journal=whole, batch_size=3)
+    rows, _ = journal_rows(whole)
+    deadly = next(row for row in rows if row["sequence"] >= 3 and row["status"] == "ok"
+                  and not row["cached"])
+    journal = tmp_path / "killed.db"
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+
+    def attempt(how):
+        return subprocess.run([sys.executable, "-c", KILLER, str(journal), mode,
+                               *map(str, deadly["genome"]), how], env=env, cwd=str(REPO),
+                              capture_output=True, text=True, timeout=60)
+
+    for how in ("new", "resume"):   # killed on the same candidate, twice
+        done = attempt(how)
+        assert done.returncode == -signal.SIGKILL, done.stdout + done.stderr
+        with Journal(journal) as record:
+            assert record.attempts() == {deadly["candidate"]: 1 if how == "new" else 2}
+    done = attempt("resume")
+    assert done.returncode == 0, done.stdout + done.stderr
+    with Journal(journal) as record:
+        after = record.evaluations()
+        assert record.state() == "finished" and record.attempts() == {}
+    assert len(after) == 10
+    given_up = [row for row in after if row["genome"] == deadly["genome"]]
+    assert given_up[0]["candidate"] == deadly["candidate"]
+    assert given_up[0]["status"] == "failed" and "killed (SIGKILL) 2 times" in given_up[0]["error"]
+    assert all(row["status"] == "failed" for row in given_up)   # repeats reuse the failure
+    # every other candidate has the result it has in an uninterrupted run
+    others = {row["candidate"]: row["accuracy"] for row in rows
+              if row["genome"] != deadly["genome"] and row["status"] == "ok"}
+    assert others and others.items() <= {row["candidate"]: row["accuracy"] for row in after}.items()
+
+
+def test_a_stop_the_run_survives_takes_back_its_attempts(tmp_path):
+    """Ctrl-C while a candidate trains is no death of its process: a resume does not count it."""
+    class Interrupting(ToyEvaluator):
+        def _evaluate(self, descriptor):
+            if self.calls >= 2:
+                raise KeyboardInterrupt
+            return super()._evaluate(descriptor)
+
+    with pytest.raises(KeyboardInterrupt):
+        run_search(RandomSearch(ToySpace(), seed=0), Interrupting(), budget=10, mode="async",
+                   journal=tmp_path / "run.db")
+    with Journal(tmp_path / "run.db") as journal:
+        assert journal.state() == "interrupted" and journal.attempts() == {}
+        assert journal._query("SELECT COUNT(*) FROM attempts")[0][0] > 0   # they were counted

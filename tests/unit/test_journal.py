@@ -328,18 +328,38 @@ def test_resume_with_a_different_run_names_the_field_and_touches_nothing(tmp_pat
 
 
 # --- the file on disk ---------------------------------------------------------------------------
-def test_the_main_file_holds_the_rows_without_its_wal(tmp_path):
-    """A copy of the .db alone, taken while the writer still runs, holds what was committed
-    a checkpoint interval earlier."""
+def test_the_main_file_alone_holds_every_committed_evaluation(tmp_path):
+    """People copy RUN.db, not its -wal: a copy of the .db alone, taken while the writer
+    still runs (as after kill -9), holds every evaluation committed, at once."""
     path = tmp_path / "run.db"
     with Journal(path) as journal:
         journal.start(record())
-        journal.record([], [evaluation(0)])
-        time.sleep(1.05)
-        journal.record([], [evaluation(1)])   # checkpoints: more than a second since the last
-        shutil.copy(path, tmp_path / "copy.db")
-        with Journal(tmp_path / "copy.db") as copy:
-            assert copy.count() == 2
+        for sequence in range(3):
+            journal.record([], [evaluation(sequence)])
+            assert os.path.exists(f"{path}-wal")          # the writer still holds the WAL
+            shutil.copy(path, tmp_path / f"copy{sequence}.db")
+            with Journal(tmp_path / f"copy{sequence}.db") as copy:
+                assert copy.count() == sequence + 1
+                assert copy.metadata()["recorded_results"] == sequence + 1
+
+
+def test_a_resume_of_a_file_that_lost_results_its_run_recorded_is_refused(tmp_path):
+    """A file whose run says it had more results than it holds (rows lost with a -wal left
+    behind) is refused on resume, saying so, instead of silently starting over."""
+    path = finished(tmp_path / "run.db")
+    with Journal(path) as journal:
+        journal.start(record(), resume=True)
+        journal.record([], [evaluation(1), evaluation(2)])
+        journal.finish("interrupted")
+    connection = sqlite3.connect(str(path))
+    with connection:   # what a copy made without its -wal loses
+        connection.execute("DELETE FROM evaluations WHERE sequence > 0")
+    connection.close()
+    before = file_bytes(path)
+    with Journal(path) as journal:
+        with pytest.raises(JournalError, match="recorded 3 results, but the file holds 1"):
+            journal.start(record(), resume=True)
+    assert file_bytes(path) == before
 
 
 def test_export_copies_a_live_run_consistently(journal, tmp_path):

@@ -1,14 +1,21 @@
 """The engine with a scheduler: legs, promotions, telling, journal, checkpoints, resume."""
 import os
 from collections import Counter
+from pathlib import Path
 
 import pytest
 
+from nord.app.search_progress import closing_line
+from nord.data import Digits
 from nord.errors import ConfigurationError, JournalError
+from nord.evaluators.local import LocalEvaluator
+from nord.evaluators.result import EvaluationResult
 from nord.journal import Journal
-from nord.search.engine import run_search
-from nord.search.algorithms.evolution import RegularizedEvolution
+from nord.report import write_report
+from nord.report.runs import load_run, run_numbers
+from nord.report.schedule import schedule_numbers
 from nord.search.algorithms.random_search import RandomSearch
+from nord.search.engine import run_search
 from nord.search.schedulers import make_scheduler
 from tests.helpers.toy import ToyCurves, ToySpace, journal_rows
 
@@ -53,7 +60,7 @@ def test_the_journal_knows_the_final_results_of_promoted_candidates(tmp_path):
                          journal=tmp_path / "r.db",
                          scheduler=make_scheduler("asha", min_epochs=1, max_epochs=9, eta=3))
     with Journal(tmp_path / "r.db") as journal:
-        told, final, legs = journal.evaluations(), journal.final_evaluations(), journal.legs()
+        told, final, legs = journal.evaluations(told=True), journal.evaluations(), journal.legs()
         best, top = journal.best(), journal.best(3)
     furthest = {}
     for leg in legs:
@@ -73,6 +80,29 @@ def test_the_journal_knows_the_final_results_of_promoted_candidates(tmp_path):
     assert best["candidate"] == summary.best.number and best["epochs"] == 9
     assert best["accuracy"] == summary.best_result.accuracy
     assert [row["epochs"] for row in top] == sorted((row["epochs"] for row in top), reverse=True)
+
+
+def test_a_promoted_candidate_has_one_result_in_the_list_the_report_and_the_closing_line(
+        tmp_path):
+    """ASHA in async mode tells a candidate at its first pause; its result everywhere a run is
+    read (nord list's summary, the report's tables and best-so-far, the evaluations) is the
+    one at its furthest epoch, which the closing line also shows."""
+    summary = run_search(random(), ToyCurves(max_epochs=9), budget=20, mode="async",
+                         journal=tmp_path / "r.db",
+                         scheduler=make_scheduler("asha", min_epochs=1, max_epochs=9, eta=3))
+    run = load_run(tmp_path / "r.db")
+    with Journal(tmp_path / "r.db") as journal:
+        listed = journal.summary()["best_accuracy"]
+        told = journal.evaluations(told=True)
+    closing = summary.best_result.accuracy
+    assert max(row["accuracy"] for row in told if row["epochs"] == 1) != closing   # the trap
+    assert listed == closing
+    assert run.summary["best_accuracy"] == run_numbers(run)["best_accuracy"] == closing
+    assert run.best[0]["accuracy"] == closing
+    assert max(g["best_so_far"] for g in run.generations) == pytest.approx(
+        max(row["accuracy"] for row in run.evaluations if row["status"] == "ok"))
+    promoted = [row for row in run.evaluations if row["epochs"] == 9]
+    assert promoted and closing in [row["accuracy"] for row in promoted]
 
 
 def test_promoted_candidates_resume_where_they_paused(tmp_path):
@@ -172,7 +202,8 @@ def test_a_resumed_run_equals_an_uninterrupted_one(tmp_path, name, mode, cut):
     with pytest.raises(KeyboardInterrupt):
         run_search(random(3), Interrupting(max_epochs=9), journal=tmp_path / "cut.db",
                    scheduler=scheduler(), **settings)
-    assert os.path.isdir(f"{tmp_path / 'cut.db'}.checkpoints")   # kept for the resume
+    folder = f"{tmp_path / 'cut.db'}.checkpoints"   # kept for the resume while it holds some
+    assert not os.path.exists(folder) or os.listdir(folder)
     summary = run_search(random(3), ToyCurves(max_epochs=9), journal=tmp_path / "cut.db",
                          resume=True, scheduler=scheduler(), **settings)
     assert summary.evaluations == 15
@@ -206,3 +237,70 @@ def test_hyperband_refuses_a_batch_size_it_would_ignore(tmp_path):
         run_search(random(), ToyCurves(), budget=5, mode="sync", batch_size=4,
                    journal=tmp_path / "r.db", scheduler=make_scheduler("hyperband"))
     assert not (tmp_path / "r.db").exists()
+
+
+class DamagedOnDisk(LocalEvaluator):
+    """Trains for real; every checkpoint is damaged on disk before its leg resumes from it."""
+
+    def evaluate_task(self, task):
+        if task.resume_from is not None and os.path.exists(task.resume_from):
+            with open(task.resume_from, "wb") as handle:
+                handle.write(b"damaged")
+        return super().evaluate_task(task)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("damaged", [False, True])
+def test_checkpoints_that_cannot_be_used_are_counted_in_summary_journal_and_report(tmp_path,
+                                                                                   damaged):
+    kind = DamagedOnDisk if damaged else LocalEvaluator
+    evaluator = kind(curator=Digits(seed=0), epochs=3, seed=0, device="cpu", batch_size=256)
+    path = tmp_path / "r.db"
+    summary = run_search(random(2), evaluator, budget=9, mode="async", journal=path,
+                         scheduler=make_scheduler("asha", min_epochs=1, max_epochs=3, eta=3))
+    with Journal(path) as journal:
+        resumed = [leg for leg in journal.legs() if leg["start_epochs"] > 0]
+        counted = journal.unusable_checkpoints()
+    assert resumed                                     # promotions happened
+    expected = len(resumed) if damaged else 0
+    assert summary.unusable_checkpoints == counted == expected
+    assert schedule_numbers(load_run(path))["unusable_checkpoints"] == expected
+    line = closing_line(summary)
+    assert (f"{expected} could not be used (trained again from scratch" in line) == damaged
+    page = Path(write_report([path], tmp_path / "report")).read_text()
+    assert ("Checkpoints that could not be used: r: " in page) == damaged
+    if damaged:
+        assert all("trained again from scratch" in leg["detail"] for leg in resumed)
+
+
+class VerboseCurves(ToyCurves):
+    """Results with large metrics, so that a small disk fills up."""
+
+    def evaluate_task(self, task):
+        try:
+            result = super().evaluate_task(task)
+        except OSError as error:   # its checkpoint did not fit: a failed candidate, as nord's
+            return EvaluationResult.failure(f"{type(error).__name__}: {error}")
+        result.metrics["notes"] = "x" * 6000
+        return result
+
+
+def test_a_scheduled_run_that_fills_the_disk_says_failed_and_leaves_no_debris(tmp_path):
+    """The journal's status is written in the room it held back, and what is left on the
+    disk is only what a resume needs."""
+    from nord.errors import DiskFullError
+    from tests.helpers.disks import tmpfs
+
+    with tmpfs(tmp_path / "disk", "size=1m") as disk:
+        (disk / "filler").write_bytes(b"0" * 400_000)
+        with pytest.raises(DiskFullError):
+            run_search(random(), VerboseCurves(max_epochs=9), budget=400, mode="async",
+                       journal=disk / "r.db",
+                       scheduler=make_scheduler("asha", min_epochs=1, max_epochs=9, eta=3))
+        with Journal(disk / "r.db") as journal:
+            assert journal.state() == "failed"
+            assert journal.metadata()["status_detail"].startswith("disk full")
+        left = set(os.listdir(disk))
+        assert not any(name.endswith((".partial", "-reserve")) for name in left), left
+        folder = disk / "r.db.checkpoints"
+        assert not folder.exists() or os.listdir(folder)   # kept only while it holds some

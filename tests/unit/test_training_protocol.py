@@ -35,7 +35,8 @@ def task(descriptor, **leg):
 
 
 def test_the_search_signal_is_validation_and_the_test_accuracy_is_reported(digits):
-    evaluator = LocalEvaluator(curator=digits, epochs=2, seed=0, keep_model=True)
+    # pinned to the CPU: the counts below are taken there
+    evaluator = LocalEvaluator(curator=digits, epochs=2, seed=0, keep_model=True, device="cpu")
     result = evaluator.descriptor_evaluate(net())
     model = evaluator.model
     valid = count_correct(model, digits.test_loader(batch_size=500, split="valid"), torch.device("cpu"))
@@ -104,7 +105,8 @@ def test_a_callback_that_raises_fails_that_candidate_only(digits):
 @pytest.mark.parametrize("optimizer", ["adam", "sgd"])
 def test_training_resumed_from_a_checkpoint_gives_the_same_weights_bit_for_bit(tmp_path, digits,
                                                                                 optimizer):
-    kwargs = dict(curator=digits, seed=3, keep_model=True, optimizer=optimizer,
+    # pinned to the CPU, where training is deterministic (tests/unit/test_gpu.py: on CUDA)
+    kwargs = dict(curator=digits, seed=3, keep_model=True, optimizer=optimizer, device="cpu",
                   optimizer_kwargs={"momentum": 0.9} if optimizer == "sgd" else {})
     whole = LocalEvaluator(epochs=4, **kwargs)
     straight = whole.evaluate_task(task(net()))
@@ -122,9 +124,10 @@ def test_training_resumed_from_a_checkpoint_gives_the_same_weights_bit_for_bit(t
 def test_a_damaged_checkpoint_is_trained_again_from_scratch_and_says_so(tmp_path, digits):
     path = tmp_path / "c.pt"
     path.write_bytes(b"not a checkpoint at all")
-    evaluator = LocalEvaluator(curator=digits, epochs=2, seed=0)
+    evaluator = LocalEvaluator(curator=digits, epochs=2, seed=0, device="cpu")  # equal numbers
     result = evaluator.evaluate_task(task(net(), resume_from=str(path)))
-    fresh = LocalEvaluator(curator=digits, epochs=2, seed=0).evaluate_task(task(net()))
+    fresh = LocalEvaluator(curator=digits, epochs=2, seed=0, device="cpu").evaluate_task(
+        task(net()))
     assert result.ok and result.accuracy == fresh.accuracy
     assert "trained again from scratch" in result.metrics["checkpoint"]
     assert result.metrics["epochs_resumed"] == 0
@@ -143,3 +146,50 @@ def test_a_missing_checkpoint_is_a_failure_that_names_the_shared_folder(tmp_path
         task(net(), resume_from=str(tmp_path / "gone.pt")))
     assert not result.ok and "does not exist on this host" in result.error
     assert "file system they all see" in result.error
+
+
+def test_a_checkpoint_holds_only_what_a_weights_only_load_accepts(tmp_path, digits):
+    path = str(tmp_path / "c.pt")
+    LocalEvaluator(curator=digits, epochs=1, seed=0, device="cpu").evaluate_task(
+        task(net(), checkpoint=path))
+    state = torch.load(path, weights_only=True)          # raises on any other pickled object
+    assert state["torch_rng"].dtype == torch.uint8 and state["torch_rng"].device.type == "cpu"
+    assert state["cuda_rng"] is None                      # trained on the CPU: no GPU touched
+
+
+class _Marker:
+    """Unpickling it would write a file: the proof that loading ran code."""
+
+    def __init__(self, path):
+        self.path = path
+
+    def __reduce__(self):
+        return (open, (self.path, "w"))
+
+
+def test_a_checkpoint_carrying_a_pickled_object_is_refused_not_run(tmp_path, digits):
+    path, marker = str(tmp_path / "c.pt"), tmp_path / "ran"
+    LocalEvaluator(curator=digits, epochs=1, seed=0, device="cpu").evaluate_task(
+        task(net(), checkpoint=path))
+    state = torch.load(path, weights_only=True)
+    state["payload"] = _Marker(str(marker))
+    torch.save(state, path)
+    result = LocalEvaluator(curator=digits, epochs=2, seed=0, device="cpu").evaluate_task(
+        task(net(), resume_from=path))
+    assert not marker.exists()
+    assert result.ok and result.metrics["epochs_resumed"] == 0
+    assert "objects other than tensors" in result.metrics["checkpoint"]
+    assert "trained again from scratch" in result.metrics["checkpoint"]
+
+
+def test_a_checkpoint_of_the_first_format_still_resumes(tmp_path, digits):
+    path = str(tmp_path / "c.pt")
+    LocalEvaluator(curator=digits, epochs=1, seed=0, device="cpu").evaluate_task(
+        task(net(), checkpoint=path))
+    state = torch.load(path, weights_only=True)
+    state.update(format="nord.checkpoint/1", cuda_rng=[])     # it listed every GPU's state
+    torch.save(state, path)
+    result = LocalEvaluator(curator=digits, epochs=2, seed=0, device="cpu").evaluate_task(
+        task(net(), resume_from=path))
+    assert result.ok and result.metrics["epochs_resumed"] == 1
+    assert "checkpoint" not in result.metrics

@@ -53,7 +53,8 @@ class AlgorithmSpec:
 
 ALGORITHMS: Registry[AlgorithmSpec] = Registry(
     "search algorithm",
-    hint="Register yours with nord.search.algorithms.register_algorithm(name, cls)",
+    hint="Register yours with nord.search.algorithms.register_algorithm(name, cls) (for nord "
+         "run: in a module given to --plugin, or an entry point of 'nord.algorithms')",
     plugins="nord.algorithms", adopt=lambda name, cls: register_algorithm(name, cls),
     base=SearchAlgorithm)
 

@@ -72,6 +72,7 @@ class ScheduledSearch(Search):
         self.legs_run = 0
         self.epochs_trained = 0
         self.peak_bytes = 0
+        self.unusable_checkpoints = 0              # legs that could not resume their checkpoint
         self.batches = 0
 
     # --- legs ------------------------------------------------------------------------------
@@ -138,6 +139,8 @@ class ScheduledSearch(Search):
         leg.ended_event, leg.ended, leg.result, leg.decision = self.event, done.ended, result, decision
         leg.worker_rank = done.worker_rank
         leg.detail = str(result.metrics.get("checkpoint", ""))
+        if leg.detail:
+            self.unusable_checkpoints += 1
         if self.journal is not None:
             self.unwritten_legs.append(leg)
         if decision == CONTINUE:
@@ -293,6 +296,7 @@ class ScheduledSearch(Search):
         summary.epochs_trained = self.epochs_trained
         summary.legs = self.legs_run
         summary.checkpoint_peak_bytes = self.peak_bytes
+        summary.unusable_checkpoints = self.unusable_checkpoints
         return summary
 
 
@@ -309,7 +313,7 @@ def replay_scheduler(search: ScheduledSearch) -> None:
     batches = _batches(search)
     started_batches: Set[int] = set()
     in_flight: Dict[int, Dict] = {}
-    rows = {row["candidate"]: row for row in search.journal.evaluations()}
+    rows = {row["candidate"]: row for row in search.journal.evaluations(told=True)}
     for _, kind, leg in events:
         number = leg["candidate"]
         if kind == 0:

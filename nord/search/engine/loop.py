@@ -19,9 +19,13 @@ from nord.search.algorithms.base import Candidate, SearchAlgorithm
 from nord.search.engine.outcomes import NO_KEY, Outcome, SearchProgress, SearchSummary
 from nord.search.executors import Executor, Task
 
-__all__ = ["Search"]
+__all__ = ["Search", "MAX_ATTEMPTS"]
 
 logger = logging.getLogger(__name__)
+
+MAX_ATTEMPTS = 2
+"""How often a candidate's evaluation may kill the run's process (the out-of-memory killer's
+SIGKILL) before a resume records it as failed instead of handing it out again."""
 
 
 class Search:
@@ -54,6 +58,9 @@ class Search:
         self.unwritten_evaluations: List[EvaluationRecord] = []
         self.unwritten_epochs: List[Tuple[int, Any, Optional[int]]] = []
         self.unwritten_legs: List[Any] = []
+        self.unwritten_attempts: List[int] = []
+        self.max_attempts = MAX_ATTEMPTS
+        self.killed: Dict[int, int] = {}               # candidate -> deaths while evaluating it
         self.on_epoch: Optional[Callable[[int, Any], None]] = None
         self.evaluated = self.cached = self.undecodable = self.failed = self.replayed = 0
         self.busy_time = 0.0
@@ -100,9 +107,27 @@ class Search:
 
     def start(self, candidate: Candidate, key: Hashable, descriptor) -> None:
         """Queue the evaluation of a candidate whose architecture is new to the run."""
+        if candidate.number in self.killed:
+            self.give_up(candidate, key)
+            return
         task = Task(candidate.number, candidate.genome, key, self.space, descriptor)
         self.tasks[candidate.number] = task
         self.queue.append(task)
+
+    def give_up(self, candidate: Candidate, key: Hashable) -> None:
+        """A candidate whose evaluation killed the run's process ``max_attempts`` times is a
+        failed result (a repeat of its architecture reuses it), so the run goes on."""
+        deaths = self.killed.pop(candidate.number)
+        logger.warning("candidate %d killed the process that evaluated it %d times; it is "
+                       "recorded as failed and the run goes on", candidate.number, deaths)
+        now = self.now()
+        outcome = Outcome(candidate, EvaluationResult.failure(
+            f"the process evaluating it was killed (SIGKILL) {deaths} times, likely by the "
+            "out-of-memory killer: the network needs more memory than the machine has; it was "
+            "not tried again"), key, started=now, ended=now)
+        del self.evaluating[key]
+        self.cache.setdefault(key, outcome)
+        self.finish(outcome)
 
     def _check_same(self, key: Hashable, descriptor, earlier: Outcome) -> None:
         """A key that is a digest of the canonical form (the default) is checked against the
@@ -135,7 +160,10 @@ class Search:
         """Hand queued tasks to idle workers."""
         queue, executor = self.queue, self.executor
         while queue and executor.free_slots > 0:
-            executor.submit(queue.popleft())
+            task = queue.popleft()
+            executor.submit(task)
+            if self.journal is not None:   # committed by the flush before it is waited for
+                self.unwritten_attempts.append(task.number)
 
     def collect(self) -> None:
         """Wait for one evaluation; finish it and every candidate waiting for its architecture."""
@@ -199,12 +227,15 @@ class Search:
         only what happened since the last flush is lost, and it was in flight.
         """
         if self.journal is not None and (self.unwritten_candidates or self.unwritten_evaluations
-                                         or self.unwritten_epochs or self.unwritten_legs):
+                                         or self.unwritten_epochs or self.unwritten_legs
+                                         or self.unwritten_attempts):
             candidates, evaluations = self.unwritten_candidates, self.unwritten_evaluations
             epochs, legs = self.unwritten_epochs, self.unwritten_legs
+            attempts = self.unwritten_attempts
             self.unwritten_candidates, self.unwritten_evaluations = [], []
             self.unwritten_epochs, self.unwritten_legs = [], []
-            self.journal.record(candidates, evaluations, epochs, legs)
+            self.unwritten_attempts = []
+            self.journal.record(candidates, evaluations, epochs, legs, attempts)
 
     # --- the two modes -------------------------------------------------------------------
     def run_sync(self) -> None:

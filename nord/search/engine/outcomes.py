@@ -142,6 +142,9 @@ class SearchSummary:
         epochs_trained, legs, checkpoint_peak_bytes: with a scheduler, the epochs training
             cost in this session, the legs of training run, and the largest size of the
             checkpoint folder (None without one).
+        unusable_checkpoints: with a scheduler, the legs of this session that were to resume
+            from a checkpoint that could not be used and trained again from scratch (their
+            curves restart; the journal's legs say why).
         time_budget_spent: the executor's time budget ended the run.
     """
 
@@ -161,6 +164,7 @@ class SearchSummary:
     epochs_trained: Optional[int] = None
     legs: Optional[int] = None
     checkpoint_peak_bytes: Optional[int] = None
+    unusable_checkpoints: Optional[int] = None
     time_budget_spent: bool = False
 
     def counts(self) -> str:

@@ -32,7 +32,7 @@ def replay(search) -> None:
     its journal records."""
     journal = search.journal
     asks = journal.candidates()
-    rows = journal.evaluations()
+    rows = journal.evaluations(told=True)
     by_sequence = {row["sequence"]: row for row in rows}
 
     def outcome_of(row: Dict[str, Any]) -> Outcome:

@@ -16,8 +16,10 @@ Details (budget, identity, sync and async modes, journal, time budget, resume): 
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+import shutil
 from typing import Any, Callable, Optional, Union
 
 from nord.checks import check_int
@@ -26,7 +28,7 @@ from nord.journal import Journal, RunRecord
 from nord.parallel import interruptible
 from nord.search.algorithms.base import SearchAlgorithm
 from nord.search.engine.legs import ScheduledSearch, checkpoint_folder, replay_scheduler
-from nord.search.engine.loop import Search
+from nord.search.engine.loop import MAX_ATTEMPTS, Search
 from nord.search.engine.outcomes import MODES, RunInfo, SearchProgress, SearchSummary
 from nord.search.engine.replay import replay
 from nord.search.executors import Executor, SerialExecutor, TimeBudgetSpent
@@ -70,7 +72,8 @@ def run_search(algorithm: Optional[SearchAlgorithm], evaluator=None, budget: int
                on_result: Optional[Callable[[SearchProgress], None]] = None,
                batch_size: Optional[int] = None,
                info: Optional[RunInfo] = None, scheduler=None,
-               on_epoch: Optional[Callable[[int, Any], None]] = None) -> Optional[SearchSummary]:
+               on_epoch: Optional[Callable[[int, Any], None]] = None,
+               max_attempts: int = MAX_ATTEMPTS) -> Optional[SearchSummary]:
     """Run a search: ask, identify, evaluate (once per architecture), tell, journal.
 
     Args:
@@ -99,6 +102,9 @@ def run_search(algorithm: Optional[SearchAlgorithm], evaluator=None, budget: int
             every candidate trains as far as its evaluator says.
         on_epoch: called with ``(candidate number, EpochRecord)`` as each epoch of training
             ends (on the engine's rank).
+        max_attempts: how often a candidate's evaluation may kill the run's process (``kill
+            -9``, the out-of-memory killer) before a resume records it as failed instead of
+            evaluating it again (counted in the journal; without a scheduler).
 
     Returns:
         A :class:`SearchSummary` on the rank that runs the engine; None on worker ranks.
@@ -111,6 +117,7 @@ def run_search(algorithm: Optional[SearchAlgorithm], evaluator=None, budget: int
         RunInterrupted: SIGINT or SIGTERM stopped the run (journaled as ``interrupted``).
     """
     _check_settings(mode, budget, batch_size, journal)
+    check_int(max_attempts, "max_attempts", 1)
     if executor is None:
         if evaluator is None:
             raise ConfigurationError("run_search needs an evaluator, or an executor that has one")
@@ -119,11 +126,11 @@ def run_search(algorithm: Optional[SearchAlgorithm], evaluator=None, budget: int
         evaluator = getattr(executor, "evaluator", None)
     with interruptible():
         return _drive(algorithm, evaluator, budget, journal, mode, executor, resume, on_result,
-                    batch_size, info, scheduler, on_epoch)
+                      batch_size, info, scheduler, on_epoch, max_attempts)
 
 
 def _drive(algorithm, evaluator, budget, path, mode, executor, resume, on_result, batch_size,
-           info, scheduler, on_epoch) -> Optional[SearchSummary]:
+           info, scheduler, on_epoch, max_attempts) -> Optional[SearchSummary]:
     executor.start()
     if not executor.is_dispatcher:
         executor.serve()
@@ -131,6 +138,7 @@ def _drive(algorithm, evaluator, budget, path, mode, executor, resume, on_result
 
     journal = None if path is None else Journal(path)
     search: Optional[Search] = None
+    folder = None
     failed = True
     try:
         effective_batch = (batch_size or executor.n_workers) if mode == "sync" else None
@@ -146,7 +154,6 @@ def _drive(algorithm, evaluator, budget, path, mode, executor, resume, on_result
             stored = journal.check_start(record, resume=resume)   # the one check: nothing written
         # the checkpoint folder comes after the check (a refused start leaves none behind) and
         # before the first write (a folder that cannot be written leaves the journal untouched)
-        folder = None
         if scheduler is not None:
             folder = checkpoint_folder(None if journal is None else journal.path)
         if journal is not None:
@@ -167,6 +174,10 @@ def _drive(algorithm, evaluator, budget, path, mode, executor, resume, on_result
             replay(search)
             if scheduler is not None:
                 replay_scheduler(search)
+            else:   # candidates whose evaluation kept killing the process are given up
+                search.killed = {number: deaths for number, deaths in journal.attempts().items()
+                                 if deaths >= max_attempts and number in search.pending
+                                 and number not in search.ready}
         try:
             if mode == "sync":
                 search.run_sync()
@@ -186,7 +197,10 @@ def _drive(algorithm, evaluator, budget, path, mode, executor, resume, on_result
         failed = False
         return summary
     except KeyboardInterrupt as stop:   # RunInterrupted too
-        _stop(journal, search, "interrupted", getattr(stop, "signal_name", "SIGINT"))
+        signal_name = getattr(stop, "signal_name", "SIGINT")
+        # mpirun ends the other ranks with SIGTERM when one is killed: that may be the
+        # candidate's doing, so only Ctrl-C and SIGHUP take back the attempts in flight
+        _stop(journal, search, "interrupted", signal_name, survived=signal_name != "SIGTERM")
         raise
     except DiskFullError as error:
         _stop(journal, search, "failed", f"disk full: {error}")
@@ -199,6 +213,11 @@ def _drive(algorithm, evaluator, budget, path, mode, executor, resume, on_result
         executor.close(failed=failed)
         if journal is not None:
             journal.close()
+        if folder is not None and journal is None:   # nothing can resume it
+            shutil.rmtree(folder, ignore_errors=True)
+        elif folder is not None:
+            with contextlib.suppress(OSError):   # kept while it holds checkpoints to resume
+                folder.rmdir()
 
 
 def _prepare_scheduler(scheduler, algorithm, evaluator, budget: int, mode: str,
@@ -218,8 +237,11 @@ def _prepare_scheduler(scheduler, algorithm, evaluator, budget: int, mode: str,
     return effective
 
 
-def _stop(journal: Optional[Journal], search: Optional[Search], status: str, detail: str) -> None:
-    """Keep what is known and mark how the run ended, if this process holds the journal."""
+def _stop(journal: Optional[Journal], search: Optional[Search], status: str, detail: str,
+          survived: bool = True) -> None:
+    """Keep what is known and mark how the run ended, if this process holds the journal;
+    ``survived``: the evaluations in flight did not end the run (their attempts are taken
+    back)."""
     if journal is None or not journal.writing:
         return   # a refused start: the journal is not this run's to mark
     try:
@@ -227,6 +249,11 @@ def _stop(journal: Optional[Journal], search: Optional[Search], status: str, det
             search.flush()   # what is known is a consistent prefix: keep it
     except Exception:  # noqa: BLE001 - the original error matters more
         logger.debug("could not flush the journal", exc_info=True)
+    try:
+        if survived:
+            journal.release_attempts()
+    except Exception:  # noqa: BLE001 - the original error matters more
+        logger.debug("could not take back the attempts in flight", exc_info=True)
     try:
         journal.finish(status, detail)
     except Exception:  # noqa: BLE001 - the original error matters more

@@ -21,7 +21,9 @@ from nord.search.spaces.conv import ConvSpace
 __all__ = ["SPACES", "register_space", "list_spaces", "space_class", "make_space"]
 
 SPACES: Registry[Union[str, type]] = Registry(
-    "search space", hint="Register yours with nord.search.spaces.register_space(name, cls)",
+    "search space",
+    hint="Register yours with nord.search.spaces.register_space(name, cls) (for nord run: "
+         "in a module given to --plugin, or an entry point of 'nord.spaces')",
     plugins="nord.spaces", base=SearchSpace)
 """Search space name -> its SearchSpace class (or the class's dotted import path)."""
 

@@ -1,0 +1,203 @@
+"""What a network would need before it is allocated: parameters and memory, on the meta device.
+
+    need = estimate_memory(descriptor, (3, 32, 32), 10, batch_size=128, optimizer="adam")
+    need.parameters, need.total                  # counted without allocating a byte
+    check_fits(need, torch.device("cpu"), max_params=10**7)   # raises CandidateTooLargeError
+
+The network is built on PyTorch's meta device (shapes, no storage), so a candidate of
+hundreds of GB is measured in milliseconds and refused as a failed evaluation instead of
+being allocated until the process is killed. The first estimate in a process loads torch's
+meta kernels once (about 2 s on a small CPU host); later ones take milliseconds.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Optional, Sequence, Tuple, Union
+
+import torch
+from torch import nn
+
+from nord.architecture.descriptor import NeuralDescriptor
+from nord.errors import CandidateTooLargeError
+from nord.nn.network import NeuralNet
+
+__all__ = ["MemoryEstimate", "estimate_memory", "optimizer_state_factor", "available_memory",
+           "check_fits", "format_bytes"]
+
+
+@dataclass(frozen=True)
+class MemoryEstimate:
+    """Bytes that training one network needs on its device, by part.
+
+    Attributes:
+        parameters: trainable parameters (the classification head included).
+        parameter_bytes, gradient_bytes, optimizer_bytes: weights, their gradients, and the
+            optimizer's state (Adam keeps two values per weight, SGD with momentum one).
+        activation_bytes: every layer's output for one training batch (what the backward
+            pass keeps) and the batch itself.
+        batch_size: the batch the activations were counted for.
+    """
+
+    parameters: int
+    parameter_bytes: int
+    gradient_bytes: int
+    optimizer_bytes: int
+    activation_bytes: int
+    batch_size: int
+
+    @property
+    def total(self) -> int:
+        return (self.parameter_bytes + self.gradient_bytes + self.optimizer_bytes
+                + self.activation_bytes)
+
+    def describe(self) -> str:
+        """``about 256.4 GB (parameters 64.1 GB, ...)``: the parts, for a message."""
+        return (f"about {format_bytes(self.total)} (parameters {format_bytes(self.parameter_bytes)}"
+                f" for {self.parameters:,} weights, gradients {format_bytes(self.gradient_bytes)},"
+                f" optimizer state {format_bytes(self.optimizer_bytes)}, activations of one "
+                f"batch of {self.batch_size} {format_bytes(self.activation_bytes)})")
+
+
+def optimizer_state_factor(optimizer: Union[str, type], **kwargs) -> int:
+    """Values the optimizer keeps per weight: 2 for Adam/AdamW, 1 for SGD with momentum
+    (0 without), 1 to 3 for RMSprop (momentum and ``centered`` add one each); 2 for an
+    optimizer class it does not know."""
+    name = optimizer.lower() if isinstance(optimizer, str) else getattr(optimizer, "__name__", "")
+    name = name.lower()
+    if name in ("adam", "adamw"):
+        return 2
+    if name == "sgd":
+        return 1 if kwargs.get("momentum", 0) else 0
+    if name == "rmsprop":
+        return 1 + bool(kwargs.get("momentum", 0)) + bool(kwargs.get("centered", False))
+    return 2
+
+
+def estimate_memory(descriptor: NeuralDescriptor, input_shape: Sequence[int], num_classes: int,
+                    batch_size: int, optimizer: Union[str, type] = "adam",
+                    **optimizer_kwargs) -> MemoryEstimate:
+    """Build ``descriptor`` on the meta device and count what training it would take.
+
+    Raises:
+        DescriptorError, ShapeError: as building the network for real would.
+    """
+    with torch.device("meta"):
+        model = NeuralNet(descriptor, input_shape, num_classes)
+    trainable = [p for p in model.parameters() if p.requires_grad]
+    parameters = sum(p.numel() for p in trainable)
+    parameter_bytes = sum(p.numel() * p.element_size() for p in model.parameters())
+    gradient_bytes = sum(p.numel() * p.element_size() for p in trainable)
+    optimizer_bytes = gradient_bytes * optimizer_state_factor(optimizer, **optimizer_kwargs)
+    buffers = sum(b.numel() * b.element_size() for b in model.buffers())
+    return MemoryEstimate(parameters, parameter_bytes + buffers, gradient_bytes, optimizer_bytes,
+                          _activation_bytes(model, input_shape, batch_size), batch_size)
+
+
+def _activation_bytes(model: nn.Module, input_shape: Sequence[int], batch_size: int) -> int:
+    """The bytes of every module's output for one batch, run on the meta device (a view or
+    an in-place result shares its input's storage and is counted once)."""
+    outputs = {}
+
+    def keep(module, inputs, output):
+        if isinstance(output, torch.Tensor):
+            storage = output.untyped_storage()
+            outputs[storage._cdata] = (storage, storage.nbytes())   # kept alive: ids stay unique
+
+    leaves = [m for m in model.modules() if not list(m.children())]
+    hooks = [m.register_forward_hook(keep) for m in leaves]
+    try:
+        with torch.no_grad(), torch.device("meta"):
+            batch = torch.zeros((batch_size,) + tuple(input_shape))
+            model.train()
+            model(batch)
+    finally:
+        for hook in hooks:
+            hook.remove()
+    return sum(size for _, size in outputs.values()) + batch.numel() * batch.element_size()
+
+
+def available_memory(device: torch.device) -> Tuple[Optional[int], str]:
+    """Bytes free for a new network on ``device``, and where the figure comes from.
+
+    On a GPU: the device's free memory plus what this process's allocator holds unused. On
+    the CPU: the kernel's MemAvailable, or the room left under the process's cgroup limit
+    when that is smaller. (None, reason) where nothing can be read.
+    """
+    if device.type == "cuda":
+        free, _ = torch.cuda.mem_get_info(device)
+        cached = torch.cuda.memory_reserved(device) - torch.cuda.memory_allocated(device)
+        return free + cached, f"free memory of {device}"
+    if device.type != "cpu":
+        return None, f"free memory of {device} cannot be read"
+    figures = []
+    host = _meminfo_available()
+    if host is not None:
+        figures.append((host, "the host's available memory (MemAvailable)"))
+    room = _cgroup_room()
+    if room is not None:
+        figures.append((room, "the room left under this process's cgroup memory limit"))
+    if not figures:
+        return None, "the host's free memory cannot be read"
+    return min(figures)
+
+
+def _meminfo_available(path: str = "/proc/meminfo") -> Optional[int]:
+    try:
+        with open(path) as lines:
+            for line in lines:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def _cgroup_room(root: str = "/sys/fs/cgroup") -> Optional[int]:
+    """The cgroup (v2, else v1) limit less the usage; None without a limit."""
+    for limit_file, usage_file in (("memory.max", "memory.current"),
+                                   ("memory/memory.limit_in_bytes",
+                                    "memory/memory.usage_in_bytes")):
+        try:
+            with open(os.path.join(root, limit_file)) as f:
+                limit = f.read().strip()
+            with open(os.path.join(root, usage_file)) as f:
+                usage = int(f.read().strip())
+        except (OSError, ValueError):
+            continue
+        if limit == "max" or not limit.isdigit() or int(limit) >= 1 << 60:
+            return None
+        return max(0, int(limit) - usage)
+    return None
+
+
+def check_fits(need: MemoryEstimate, device: torch.device,
+               max_params: Optional[int] = None) -> None:
+    """Refuse a network above ``max_params`` or larger than what ``device`` has free.
+
+    Raises:
+        CandidateTooLargeError: saying what it would need and what the limit is.
+    """
+    if max_params is not None and need.parameters > max_params:
+        raise CandidateTooLargeError(
+            f"the network has {need.parameters:,} parameters, above the limit of "
+            f"{max_params:,} (max_params, --max-params); training it would need "
+            f"{need.describe()}. It was refused before anything was allocated")
+    available, source = available_memory(device)
+    if available is not None and need.total > available:
+        raise CandidateTooLargeError(
+            f"the network would need {need.describe()} on {device}, but {source} is "
+            f"{format_bytes(available)}; it was refused before anything was allocated. "
+            "Search smaller networks, train with a smaller --batch-size, or use a device "
+            "with more memory")
+
+
+def format_bytes(count: int) -> str:
+    """``1.5 GB``, ``320.0 MB``, ``12.0 kB`` (powers of 1000)."""
+    for unit, size in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if count >= size:
+            return f"{count / size:.1f} {unit}"
+    return f"{int(count)} B"

@@ -1,0 +1,135 @@
+"""Networks measured on the meta device and refused before they are allocated: above
+``max_params`` or larger than the free memory of the host (or GPU)."""
+import os
+import time
+
+import pytest
+import torch
+
+from nord import NeuralDescriptor
+from nord.data import Digits
+from nord.errors import CandidateTooLargeError, ConfigurationError
+from nord.evaluators.local import LocalEvaluator
+from nord.nn import memory
+from nord.nn.memory import MemoryEstimate, check_fits, estimate_memory, optimizer_state_factor
+from nord.nn.network import NeuralNet
+
+CPU = torch.device("cpu")
+
+
+def conv_net(width=8):
+    d = NeuralDescriptor()
+    d.add_layer_sequential("conv2d", {"out_channels": width, "kernel_size": 3})
+    d.add_layer_sequential("relu")
+    return d
+
+
+def huge_net():
+    """10**8 outputs from 640 features: 6.4e10 weights, ~256 GB of them in float32 alone."""
+    d = NeuralDescriptor()
+    d.add_layer_sequential("conv2d", {"out_channels": 10, "kernel_size": 1})
+    d.add_layer_sequential("linear", {"out_features": 10**8})
+    return d
+
+
+@pytest.fixture(scope="module")
+def digits():
+    return Digits(seed=0)
+
+
+def resident_bytes() -> int:
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def test_the_estimate_counts_the_parameters_of_the_real_network():
+    need = estimate_memory(conv_net(), (1, 8, 8), 10, batch_size=16, optimizer="adam")
+    real = NeuralNet(conv_net(), (1, 8, 8), 10)
+    assert need.parameters == real.count_parameters()
+    assert need.parameter_bytes == need.gradient_bytes == 4 * need.parameters
+    assert need.optimizer_bytes == 2 * need.gradient_bytes      # Adam: two moments per weight
+
+
+def test_activations_are_every_layer_output_of_one_batch_counted_once():
+    d = NeuralDescriptor()
+    d.add_layer_sequential("linear", {"out_features": 30})
+    d.add_layer_sequential("relu")                  # a new tensor of the same size
+    need = estimate_memory(d, (20,), 10, batch_size=16)
+    # the batch (20), the linear's output (30), the ReLU's (30), the head's (10); the head's
+    # flatten is a view of the ReLU's output and counts nothing more
+    assert need.activation_bytes == 16 * (20 + 30 + 30 + 10) * 4
+    assert need.total == (need.parameter_bytes + need.gradient_bytes + need.optimizer_bytes
+                          + need.activation_bytes)
+
+
+@pytest.mark.parametrize("optimizer, kwargs, factor", [
+    ("adam", {}, 2), ("adamw", {}, 2), ("sgd", {}, 0), ("sgd", {"momentum": 0.9}, 1),
+    ("rmsprop", {}, 1), ("rmsprop", {"momentum": 0.9, "centered": True}, 3),
+    (torch.optim.Adagrad, {}, 2),
+])
+def test_optimizer_state_is_counted_per_weight(optimizer, kwargs, factor):
+    assert optimizer_state_factor(optimizer, **kwargs) == factor
+
+
+def test_a_huge_network_is_measured_without_allocating_it():
+    before = resident_bytes()
+    need = estimate_memory(huge_net(), (1, 8, 8), 10, batch_size=128)
+    assert need.parameters > 6.4e10 and need.parameter_bytes > 256e9
+    assert resident_bytes() - before < 1e9
+
+
+def test_a_network_of_hundreds_of_gigabytes_is_a_quick_failed_evaluation(digits):
+    evaluator = LocalEvaluator(curator=digits, epochs=1, device="cpu")
+    evaluator.descriptor_evaluate(conv_net())   # loads torch's meta kernels once per process
+    before, started = resident_bytes(), time.perf_counter()
+    result = evaluator.descriptor_evaluate(huge_net())
+    seconds, grown = time.perf_counter() - started, resident_bytes() - before
+    assert result.status == "failed" and "CandidateTooLargeError" in result.error
+    assert "would need about" in result.error and "parameters 260.4 GB" in result.error
+    assert "available memory" in result.error            # the limit, named with its figure
+    assert seconds < 1.0, seconds
+    assert grown < 1e9, grown
+    assert evaluator.descriptor_evaluate(conv_net()).ok    # the evaluator stays usable
+
+
+def test_max_params_refuses_a_larger_network_and_says_both_numbers(digits):
+    allowed = NeuralNet(conv_net(), digits.input_shape, digits.num_classes).count_parameters()
+    at_limit = LocalEvaluator(curator=digits, epochs=1, device="cpu", max_params=allowed)
+    assert at_limit.descriptor_evaluate(conv_net()).ok
+    below = LocalEvaluator(curator=digits, epochs=1, device="cpu", max_params=allowed - 1)
+    result = below.descriptor_evaluate(conv_net())
+    assert result.status == "failed"
+    assert f"{allowed:,} parameters, above the limit of {allowed - 1:,}" in result.error
+    assert "--max-params" in result.error and result.train_time < 1.0
+
+
+@pytest.mark.parametrize("value", [0, -5, 1.5, True])
+def test_max_params_must_be_a_positive_integer(value):
+    with pytest.raises(ConfigurationError, match="max_params"):
+        LocalEvaluator(max_params=value)
+
+
+def test_max_params_is_recorded_with_the_evaluator_settings(digits):
+    assert LocalEvaluator(curator=digits, max_params=10**6).describe()["max_params"] == 10**6
+    assert "max_params" not in LocalEvaluator(curator=digits).describe()
+
+
+def test_a_network_that_needs_more_than_the_free_memory_is_refused(monkeypatch):
+    need = MemoryEstimate(10, 40, 40, 80, 1000, 4)
+    monkeypatch.setattr(memory, "available_memory", lambda device: (1000, "the test's limit"))
+    with pytest.raises(CandidateTooLargeError,
+                       match=r"about 1\.2 kB .* the test's limit is 1\.0 kB"):
+        check_fits(need, CPU)
+    check_fits(MemoryEstimate(10, 40, 40, 80, 800, 4), CPU)   # 960 bytes fit
+
+
+def test_the_host_figure_is_the_smaller_of_meminfo_and_the_cgroup_room(tmp_path):
+    (tmp_path / "meminfo").write_text("MemTotal: 100 kB\nMemAvailable:    2048 kB\n")
+    assert memory._meminfo_available(str(tmp_path / "meminfo")) == 2048 * 1024
+    (tmp_path / "memory.max").write_text("1000000\n")
+    (tmp_path / "memory.current").write_text("400000\n")
+    assert memory._cgroup_room(str(tmp_path)) == 600000
+    (tmp_path / "memory.max").write_text("max\n")
+    assert memory._cgroup_room(str(tmp_path)) is None
+    available, source = memory.available_memory(CPU)
+    assert available > 0 and "memory" in source
