@@ -27,6 +27,7 @@ ELSEWHERE = {
                           "runs it against a local server",
     "legacy": "tests/parallel/test_legacy_mpi.py and tests/unit/test_legacy_examples.py run "
               "the 2018 examples",
+    "-m gpu": "needs a GPU: CI collects tests/unit/test_gpu.py, which skips without CUDA",
 }
 
 
