@@ -11,6 +11,7 @@ Details (the update, the baseline, asynchronous runs, resuming): docs/search.md.
 """
 from __future__ import annotations
 
+import bisect
 import math
 import numbers
 from typing import Any, Dict, List, Optional
@@ -86,6 +87,7 @@ class Reinforce(SearchAlgorithm):
         self._second = np.zeros_like(self.logits)
         self.steps = 0
         self.baseline: Optional[float] = None
+        self._cumulative: Optional[List[List[float]]] = None   # the policy's, until a tell
 
     def parameters(self) -> Dict[str, Any]:
         return {**super().parameters(), "learning_rate": self.learning_rate,
@@ -97,11 +99,13 @@ class Reinforce(SearchAlgorithm):
         return [_softmax(self.logits[starts[i]:starts[i + 1]]) for i in range(len(starts) - 1)]
 
     def _ask(self) -> Optional[Candidate]:
+        if self._cumulative is None:
+            self._cumulative = [np.cumsum(policy).tolist() for policy in self.probabilities()]
         draws = self.rng.random(len(self._lower))   # one uniform per gene, in order
         genome = []
-        for low, policy, draw in zip(self._lower, self.probabilities(), draws.tolist()):
-            index = int(np.searchsorted(np.cumsum(policy), draw, side="right"))
-            genome.append(low + min(index, len(policy) - 1))   # rounding may leave cumsum < 1
+        for low, cumulative, draw in zip(self._lower, self._cumulative, draws.tolist()):
+            index = bisect.bisect_right(cumulative, draw)
+            genome.append(low + min(index, len(cumulative) - 1))   # rounding may leave it < 1
         return Candidate(tuple(genome))
 
     def _tell(self, candidate: Candidate, result: EvaluationResult) -> None:
@@ -117,6 +121,7 @@ class Reinforce(SearchAlgorithm):
         for start, low, value in zip(self._starts, self._lower, candidate.genome):
             gradient[start + int(value) - low] += 1.0
         self._adam_ascend(advantage * gradient)
+        self._cumulative = None
 
     def _adam_ascend(self, gradient: np.ndarray) -> None:
         self.steps += 1
