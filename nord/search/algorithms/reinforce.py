@@ -87,7 +87,9 @@ class Reinforce(SearchAlgorithm):
         self._second = np.zeros_like(self.logits)
         self.steps = 0
         self.baseline: Optional[float] = None
-        self._cumulative: Optional[List[List[float]]] = None   # the policy's, until a tell
+        self._sizes = np.asarray(sizes)
+        self._policy: Optional[np.ndarray] = None   # every gene's softmax, until the next step
+        self._cumulative: List[float] = []           # its running sum (gene i's ends at i + 1)
 
     def parameters(self) -> Dict[str, Any]:
         return {**super().parameters(), "learning_rate": self.learning_rate,
@@ -95,17 +97,29 @@ class Reinforce(SearchAlgorithm):
 
     def probabilities(self) -> List[np.ndarray]:
         """The policy: for each gene, the probability of each of its values, lowest first."""
-        starts = self._starts
-        return [_softmax(self.logits[starts[i]:starts[i + 1]]) for i in range(len(starts) - 1)]
+        policy, starts = self._current_policy(), self._starts
+        return [policy[starts[i]:starts[i + 1]].copy() for i in range(len(starts) - 1)]
+
+    def _current_policy(self) -> np.ndarray:
+        """Every gene's softmax in one array, computed once per step (all genes at once)."""
+        if self._policy is None:
+            heads, sizes = self._starts[:-1], self._sizes
+            exponentials = np.exp(self.logits - np.repeat(
+                np.maximum.reduceat(self.logits, heads), sizes))
+            self._policy = exponentials / np.repeat(np.add.reduceat(exponentials, heads), sizes)
+            self._cumulative = np.cumsum(self._policy).tolist()
+        return self._policy
 
     def _ask(self) -> Optional[Candidate]:
-        if self._cumulative is None:
-            self._cumulative = [np.cumsum(policy).tolist() for policy in self.probabilities()]
+        self._current_policy()
+        cumulative, starts = self._cumulative, self._starts
         draws = self.rng.random(len(self._lower))   # one uniform per gene, in order
         genome = []
-        for low, cumulative, draw in zip(self._lower, self._cumulative, draws.tolist()):
-            index = bisect.bisect_right(cumulative, draw)
-            genome.append(low + min(index, len(cumulative) - 1))   # rounding may leave it < 1
+        for gene, (low, draw) in enumerate(zip(self._lower, draws.tolist())):
+            # the first value whose running sum passes the draw; the last if rounding left
+            # the gene's sum below it
+            index = bisect.bisect_right(cumulative, gene + draw, starts[gene], starts[gene + 1] - 1)
+            genome.append(low + index - starts[gene])
         return Candidate(tuple(genome))
 
     def _tell(self, candidate: Candidate, result: EvaluationResult) -> None:
@@ -117,11 +131,11 @@ class Reinforce(SearchAlgorithm):
         advantage = reward - self.baseline
         self.baseline = self.momentum * self.baseline + (1.0 - self.momentum) * reward
         # the gradient of log p(genome) in gene i's logits: onehot(chosen value) - p_i
-        gradient = -np.concatenate(self.probabilities())
+        gradient = -self._current_policy()
         for start, low, value in zip(self._starts, self._lower, candidate.genome):
             gradient[start + int(value) - low] += 1.0
         self._adam_ascend(advantage * gradient)
-        self._cumulative = None
+        self._policy = None
 
     def _adam_ascend(self, gradient: np.ndarray) -> None:
         self.steps += 1
@@ -131,7 +145,3 @@ class Reinforce(SearchAlgorithm):
         second = self._second / (1 - _BETA2 ** self.steps)
         self.logits = self.logits + self.learning_rate * first / (np.sqrt(second) + _EPSILON)
 
-
-def _softmax(logits: np.ndarray) -> np.ndarray:
-    exponentials = np.exp(logits - logits.max())
-    return exponentials / exponentials.sum()
