@@ -16,6 +16,7 @@ Details (what a run costs, the incumbent, data-parallel workers, budgets): docs/
 from __future__ import annotations
 
 import math
+from collections import deque
 from dataclasses import asdict, dataclass
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
@@ -28,7 +29,7 @@ from nord.comparisons.records import SeedRun, SimulatedRun, incumbent_curve
 from nord.errors import ConfigurationError
 from nord.report.plots import new_figure, save_figure
 from nord.search.engine import MODES, run_search
-from nord.search.executors import SimulatedExecutor
+from nord.search.executors import SimulatedExecutor, TimeBudgetSpent
 from nord.search.algorithms.registry import make_algorithm
 
 __all__ = ["TIME_BUDGETS", "SimulatedSetting", "SimulatedRun", "run_simulated_seed",
@@ -40,6 +41,14 @@ TIME_BUDGETS: Dict[str, float] = {"cifar10": 20_000.0, "cifar100": 40_000.0,
 """Simulated seconds per run, per data set: the budgets of the NATS-Bench paper."""
 
 EVALUATION_CAP = 10_000_000
+STALL_WINDOW = 10_000
+STALL_NEW = 100
+"""A simulated run ends where its clock stands once fewer than ``STALL_NEW`` of its last
+``STALL_WINDOW`` results were new cells: the cache answers a repeat at no simulated time, so
+an algorithm that proposes almost only cells it has evaluated (a converged policy) would
+otherwise take millions of results to reach its time budget. Runs that evaluate fewer than
+``STALL_WINDOW`` results in all (random search and REA at the NATS-Bench budgets) are never
+ended by it."""
 """Results told per run at most: a safeguard for runs that repeat cached cells forever."""
 
 
@@ -167,12 +176,24 @@ def simulate(algorithm, dataset: str, seed: int, setting: SimulatedSetting,
     add_index, add_accuracy, add_time = indices.append, accuracies.append, times.append
     now = executor.now
     best = [-math.inf]
+    recent = deque(maxlen=STALL_WINDOW)   # whether each of the last results was a new cell
+    fresh = [0]                            # new cells among them
 
     def told(progress) -> None:
         result = progress.outcome.result
         add_index(progress.outcome.key)
         add_accuracy(result.accuracy)
         add_time(now())
+        new = progress.outcome.cached_from is None
+        if len(recent) == STALL_WINDOW:
+            fresh[0] -= recent[0]
+        recent.append(new)
+        fresh[0] += new
+        if len(recent) == STALL_WINDOW and fresh[0] < STALL_NEW:
+            # the clock all but stands still; repeats are told without waiting for a worker,
+            # so the run is ended here, as its time budget would end it
+            executor.end_now()
+            raise TimeBudgetSpent(setting.time_budget, now())
         if stop_at is not None and result.accuracy > best[0]:
             best[0] = result.accuracy
             if result.reported_accuracy >= stop_at:

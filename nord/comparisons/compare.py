@@ -311,9 +311,11 @@ class ComparisonResult(JSONRecord):
             if early:
                 notes.append(
                     f"note: {name} stopped before the time budget in {early} of {len(runs)} "
-                    "seed(s): the algorithm proposed nothing more (a pygmo algorithm's "
-                    "generations are sized from the budget, and repeats of a cell are told "
-                    "but cost no simulated time), so its row is not a full-budget result")
+                    "seed(s): the algorithm proposed nothing more, or almost only cells it "
+                    "had evaluated (a pygmo algorithm's generations are sized from the budget; "
+                    "repeats of a cell are told but cost no simulated time, so a run of fewer "
+                    "than 100 new cells in 10,000 results ends where its clock stands), so "
+                    "its row is not a full-budget result")
         return notes
 
     def to_dict(self) -> Dict[str, Any]:

@@ -18,6 +18,7 @@ from nord.search.algorithms.evolution import RegularizedEvolution, mutate_one, m
 from nord.search.algorithms.genetic import GeneticAlgorithm, roulette_probabilities
 from nord.search.algorithms.local_search import LocalSearch
 from nord.search.algorithms.random_search import RandomSearch
+from nord.search.algorithms.reinforce import Reinforce
 from nord.search.spaces.base import SearchSpace
 
 pytestmark = pytest.mark.timeout(60)
@@ -102,13 +103,15 @@ FACTORIES = {
                                                                  steady_state=True),
     "pygmo_sga": lambda space, seed: _pygmo(space, seed),
     "local_search": lambda space, seed: LocalSearch(space, seed=seed),
+    "reinforce": lambda space, seed: Reinforce(space, seed=seed),
 }
 BUDGET = 110   # the paper's pygmo run: 10 initial + 10 generations of 10
 GENERATIONAL = ("genetic", "genetic_uniform", "genetic_roulette", "pygmo_sga")
 WAITING = GENERATIONAL + ("local_search",)
 """Algorithms that wait for results: at generation barriers, or for a whole neighbourhood."""
-NEEDS_NEIGHBOURS = ("local_search",)
-"""Algorithms that refuse spaces with real-valued genes (tested in test_local_search)."""
+NEEDS_NEIGHBOURS = ("local_search", "reinforce")
+"""Algorithms that refuse spaces with real-valued genes (tested in test_local_search and
+test_reinforce)."""
 
 
 def _pygmo(space, seed):
@@ -219,8 +222,10 @@ def random_search_best(budget, seeds) -> float:
 # Accuracy-proportional roulette (the original nord GA's selection) has little pressure when
 # accuracies are close, as here: it is kept for fidelity, not expected to beat random search.
 # Local search's first neighbourhood here (196 genomes one gene away) outlasts the budget.
+# REINFORCE at its default step (0.01) stays close to random search over 50-way genes in 110
+# results (mean best fitness 0.111 against 0.114 here): too close to test.
 @pytest.mark.parametrize("factory", factories(exclude=("random", "genetic_roulette",
-                                                       "local_search")))
+                                                       "local_search", "reinforce")))
 def test_beats_random_search_on_the_same_budget(factory, closing):
     seeds = range(5)
     bests = []

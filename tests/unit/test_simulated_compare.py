@@ -194,3 +194,13 @@ def test_mean_evaluations_keep_their_decimal_like_distinct_ones():
     evaluations, distinct = row.split()[8:10]
     assert not float(numbers["evaluations"]).is_integer()   # 3 runs of different lengths
     assert evaluations == f"{numbers['evaluations']:.1f}" and float(distinct) <= float(evaluations)
+
+
+def test_a_run_that_proposes_almost_only_evaluated_cells_ends_where_its_clock_stands():
+    from nord.comparisons.anytime import STALL_NEW, STALL_WINDOW, SimulatedSetting, run_simulated_seed
+    setting = SimulatedSetting.for_dataset("cifar10", workers=8, mode="async")
+    run = run_simulated_seed("reinforce", "cifar10", seed=0, setting=setting)
+    # a converged policy: the clock stopped short of the budget, after a window of repeats
+    assert run.simulated_time < setting.time_budget
+    assert STALL_WINDOW <= run.evaluations < 10 * STALL_WINDOW
+    assert run.unique < run.evaluations - STALL_WINDOW + STALL_NEW

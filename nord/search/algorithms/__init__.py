@@ -10,9 +10,10 @@ from nord.search.algorithms.genetic import GeneticAlgorithm
 from nord.search.algorithms.local_search import LocalSearch
 from nord.search.algorithms.pygmo_adapter import PygmoAlgorithm
 from nord.search.algorithms.random_search import RandomSearch
+from nord.search.algorithms.reinforce import Reinforce
 from nord.search.algorithms.registry import (ALGORITHMS, get_algorithm, list_algorithms,
                                              make_algorithm, register_algorithm)
 
 __all__ = ["Candidate", "SearchAlgorithm", "RandomSearch", "RegularizedEvolution",
-           "GeneticAlgorithm", "LocalSearch", "PygmoAlgorithm", "ALGORITHMS", "make_algorithm",
+           "GeneticAlgorithm", "LocalSearch", "Reinforce", "PygmoAlgorithm", "ALGORITHMS", "make_algorithm",
            "list_algorithms", "get_algorithm", "register_algorithm"]

@@ -29,6 +29,7 @@ from nord.search.algorithms.genetic import GeneticAlgorithm
 from nord.search.algorithms.local_search import LocalSearch
 from nord.search.algorithms.pygmo_adapter import PygmoAlgorithm
 from nord.search.algorithms.random_search import RandomSearch
+from nord.search.algorithms.reinforce import Reinforce
 from nord.search.spaces.base import SearchSpace
 
 __all__ = ["ALGORITHMS", "AlgorithmSpec", "register_algorithm", "list_algorithms",
@@ -139,6 +140,9 @@ for _name, _cls, _aliases, _description, _preset, _sized in (
         ("local_search", LocalSearch, ("ls", "hill_climbing"),
          "local search: best-improvement hill climbing over the genomes one gene away, "
          "restarting from a random genome at a local optimum", {}, False),
+        ("reinforce", Reinforce, ("rl",),
+         "REINFORCE: one softmax per gene, Adam at learning rate 0.01, a moving-average "
+         "reward baseline of momentum 0.9 (NATS-Bench's settings)", {}, False),
         ("genetic", GeneticAlgorithm, ("ga",),
          "nord's genetic algorithm: generational, population 10, single-point crossover 0.9, "
          "per-gene mutation 0.2, tournaments of 2, 1 elite", {}, False),
