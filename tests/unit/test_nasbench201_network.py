@@ -114,9 +114,11 @@ def test_invalid_arguments_are_refused(kwargs, error):
 
 
 # --- parameter counts against the table ---------------------------------------------------
-@pytest.mark.parametrize("dataset", sorted(DATASETS))
-@pytest.mark.parametrize("genome", [KNOWN_GENOME, ALL_NONE, ALL_3X3, (2,) * 6, (1,) * 6,
-                                    (4, 2, 3, 0, 1, 2)])
+@pytest.mark.parametrize("genome, dataset", [
+    *((genome, "cifar10") for genome in (ALL_NONE, ALL_3X3, (2,) * 6, (1,) * 6,
+                                         (4, 2, 3, 0, 1, 2))),
+    *((genome, dataset) for genome in (KNOWN_GENOME, (4, 2, 3, 0, 1, 2))
+      for dataset in ("cifar100", "imagenet16"))])
 def test_a_handful_of_cells_have_the_tables_parameter_count(table, genome, dataset):
     assert built_params(genome, dataset) == table_params(table, genome, dataset)
 
@@ -187,10 +189,10 @@ def test_every_cells_own_network_has_the_tables_parameter_count(table, chunk):
 # --- training ---------------------------------------------------------------------------
 def test_local_evaluator_trains_the_network_on_cifar_shaped_data(table):
     rng = np.random.default_rng(0)
-    x = rng.normal(size=(48, 3, 16, 16)).astype(np.float32)
-    y = np.arange(48) % 10
-    curator = TensorCurator(x[:32], y[:32], x[32:], y[32:], name="cifar-shaped")
-    evaluator = LocalEvaluator(curator=curator, epochs=1, batch_size=8, seed=0, device="cpu")
+    x = rng.normal(size=(30, 3, 32, 32)).astype(np.float32)
+    y = np.arange(30) % 10
+    curator = TensorCurator(x[:20], y[:20], x[20:], y[20:], name="cifar-shaped")
+    evaluator = LocalEvaluator(curator=curator, epochs=1, batch_size=10, seed=0, device="cpu")
     result = evaluator.descriptor_evaluate(network_to_descriptor(KNOWN_GENOME))
     assert result.ok, result.error
     assert math.isfinite(result.loss) and 0.0 <= result.accuracy <= 1.0
