@@ -179,6 +179,26 @@ def test_the_mean_over_runs_rule_accepts_only_fractions_of_convolutions():
     assert not is_a_mean_over_runs(conv_cost(3)) and not is_a_mean_over_runs(65)
 
 
+# Parameter counts (millions) that NAS-Bench-Suite-Zero (Krishnakumar et al., NeurIPS 2022;
+# NASLib's zc_nasbench201.json, Apache-2.0) gives for three of the 204 cells whose table count
+# is a mean: an independent figure, for each data set's head.
+SUITE_ZERO_PARAMS = {
+    "|skip_connect~0|+|none~0|nor_conv_3x3~1|+|nor_conv_3x3~0|nor_conv_3x3~1|nor_conv_3x3~2|":
+        {"cifar10": 1.045466, "cifar100": 1.051316, "imagenet16": 1.052616},
+    "|nor_conv_1x1~0|+|nor_conv_3x3~0|skip_connect~1|+|nor_conv_1x1~0|skip_connect~1|none~2|":
+        {"cifar10": 0.372346, "cifar100": 0.378196, "imagenet16": 0.379496},
+    "|skip_connect~0|+|nor_conv_1x1~0|skip_connect~1|+|skip_connect~0|nor_conv_1x1~1|skip_connect~2|":
+        {"cifar10": 0.129306, "cifar100": 0.135156, "imagenet16": 0.136456},
+}
+
+
+@pytest.mark.parametrize("cell", sorted(SUITE_ZERO_PARAMS))
+@pytest.mark.parametrize("dataset", sorted(DATASETS))
+def test_where_the_table_holds_a_mean_the_network_has_the_suite_zero_count(table, cell, dataset):
+    expected = round(SUITE_ZERO_PARAMS[cell][dataset] * 1e6)
+    assert built_params(cell, dataset) == expected != table_params(table, cell, dataset)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("chunk", range(SLOW_CHUNKS))
 def test_every_cells_own_network_has_the_tables_parameter_count(table, chunk):
