@@ -187,7 +187,8 @@ SUITE_ZERO_PARAMS = {
         {"cifar10": 1.045466, "cifar100": 1.051316, "imagenet16": 1.052616},
     "|nor_conv_1x1~0|+|nor_conv_3x3~0|skip_connect~1|+|nor_conv_1x1~0|skip_connect~1|none~2|":
         {"cifar10": 0.372346, "cifar100": 0.378196, "imagenet16": 0.379496},
-    "|skip_connect~0|+|nor_conv_1x1~0|skip_connect~1|+|skip_connect~0|nor_conv_1x1~1|skip_connect~2|":
+    ("|skip_connect~0|+|nor_conv_1x1~0|skip_connect~1|+"
+     "|skip_connect~0|nor_conv_1x1~1|skip_connect~2|"):
         {"cifar10": 0.129306, "cifar100": 0.135156, "imagenet16": 0.136456},
 }
 

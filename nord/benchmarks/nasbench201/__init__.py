@@ -29,7 +29,8 @@ from nord.benchmarks.nasbench201.table import (DATASETS, SEARCH_EPOCHS, Benchmar
                                                NASBench201Table, benchmark_arrays, get_dataset,
                                                load_table, table_path)
 
-__all__ = ["BenchmarkArrays", "BenchmarkEvaluator", "CELL_FORMAT", "CELLS_PER_STAGE", "DATASETS", "DEVICES", "EDGES",
+__all__ = ["BenchmarkArrays", "BenchmarkEvaluator", "CELL_FORMAT", "CELLS_PER_STAGE", "DATASETS",
+           "DEVICES", "EDGES",
            "NASBench201Costs", "NASBench201Space", "NASBench201Table", "N_CELLS", "OPS",
            "SEARCH_EPOCHS", "SIGNALS", "load_costs",
            "benchmark_arrays", "cell_to_descriptor", "cell_to_genome", "check_genome",
