@@ -200,7 +200,7 @@ def test_where_the_table_holds_a_mean_the_network_has_the_suite_zero_count(table
     assert built_params(cell, dataset) == expected != table_params(table, cell, dataset)
 
 
-@pytest.mark.slow
+@pytest.mark.exhaustive
 @pytest.mark.parametrize("chunk", range(SLOW_CHUNKS))
 def test_every_cells_own_network_has_the_tables_parameter_count(table, chunk):
     codes = range(chunk * N_CELLS // SLOW_CHUNKS, (chunk + 1) * N_CELLS // SLOW_CHUNKS)
