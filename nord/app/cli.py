@@ -670,6 +670,10 @@ def _silence_stdout() -> None:
         pass
 
 
+QUIET_RANKS_WAIT = 2.0
+"""Seconds a rank that does not speak waits before it exits with a refusal every rank shares."""
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     args = build_parser().parse_args(argv)
     if args.verbose:
@@ -691,6 +695,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     except NordError as error:
         if speak:
             print(f"nord {args.command}: {error}", file=sys.stderr)
+        else:   # the others fail alike; the first to exit makes mpirun end the job, rank 0 too
+            time.sleep(QUIET_RANKS_WAIT)   # so rank 0 says why before they do
         return 2
     except BrokenPipeError:   # `nord list | head`: the reader has what it wanted
         _silence_stdout()
