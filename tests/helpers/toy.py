@@ -72,6 +72,19 @@ class ToyEvaluator(Evaluator):
                                 metrics={"width": width, "kernel": kernel})
 
 
+class Interrupting(ToyEvaluator):
+    """Raises KeyboardInterrupt (which evaluators let through) at its ``stop_at``-th call."""
+
+    def __init__(self, stop_at):
+        super().__init__()
+        self.stop_at = stop_at
+
+    def _evaluate(self, descriptor):
+        if self.calls + 1 == self.stop_at:
+            raise KeyboardInterrupt
+        return super()._evaluate(descriptor)
+
+
 class ToyCurves(ToyEvaluator):
     """Training with a learning curve, in legs: after ``e`` epochs the accuracy is
     ``toy_accuracy * (1 - 0.5 ** e)`` (so a better architecture is better at every epoch);

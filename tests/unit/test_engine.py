@@ -19,7 +19,7 @@ from nord.search.algorithms.base import Candidate, SearchAlgorithm
 from nord.search.engine import run_search
 from nord.search.executors import Completion, Executor, run_task
 from nord.search.algorithms.random_search import RandomSearch
-from tests.helpers.toy import ToyEvaluator, ToyGenerational, ToySpace, journal_rows
+from tests.helpers.toy import Interrupting, ToyEvaluator, ToyGenerational, ToySpace, journal_rows
 
 REPO = Path(__file__).resolve().parents[2]
 PROGRAM = REPO / "tests" / "parallel" / "programs" / "search_run.py"
@@ -43,19 +43,6 @@ class Scripted(SearchAlgorithm):
 
     def _tell(self, candidate, result):
         pass
-
-
-class Interrupting(ToyEvaluator):
-    """Raises KeyboardInterrupt (which evaluators let through) at its ``stop_at``-th call."""
-
-    def __init__(self, stop_at):
-        super().__init__()
-        self.stop_at = stop_at
-
-    def _evaluate(self, descriptor):
-        if self.calls + 1 == self.stop_at:
-            raise KeyboardInterrupt
-        return super()._evaluate(descriptor)
 
 
 class ReverseExecutor(Executor):

@@ -13,7 +13,7 @@ from nord.search.engine import run_search
 from nord.search.algorithms.local_search import LocalSearch
 from nord.search.algorithms.registry import make_algorithm
 from nord.search.spaces.base import SearchSpace
-from tests.helpers.toy import ToyEvaluator, ToySpace, journal_rows
+from tests.helpers.toy import Interrupting, ToyEvaluator, ToySpace, journal_rows
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -164,19 +164,6 @@ def test_it_is_registered_with_aliases():
 
 
 # --- through the engine ------------------------------------------------------------------
-class Interrupting(ToyEvaluator):
-    """Raises KeyboardInterrupt (which evaluators let through) at its ``stop_at``-th call."""
-
-    def __init__(self, stop_at):
-        super().__init__()
-        self.stop_at = stop_at
-
-    def _evaluate(self, descriptor):
-        if self.calls + 1 == self.stop_at:
-            raise KeyboardInterrupt
-        return super()._evaluate(descriptor)
-
-
 @pytest.mark.parametrize("mode", ["sync", "async"])
 @pytest.mark.parametrize("stop_at", [2, 9])
 def test_an_interrupted_run_resumes_to_the_uninterrupted_journal(tmp_path, mode, stop_at):

@@ -11,7 +11,7 @@ from nord.search.algorithms.registry import make_algorithm
 from nord.search.algorithms.reinforce import Reinforce
 from nord.search.engine import run_search
 from nord.search.spaces.base import SearchSpace
-from tests.helpers.toy import ToyEvaluator, ToySpace, journal_rows
+from tests.helpers.toy import Interrupting, ToyEvaluator, ToySpace, journal_rows
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -126,19 +126,6 @@ def test_nord_run_and_compare_take_it(tmp_path, capsys):
 
 
 # --- through the engine ------------------------------------------------------------------
-class Interrupting(ToyEvaluator):
-    """Raises KeyboardInterrupt (which evaluators let through) at its ``stop_at``-th call."""
-
-    def __init__(self, stop_at):
-        super().__init__()
-        self.stop_at = stop_at
-
-    def _evaluate(self, descriptor):
-        if self.calls + 1 == self.stop_at:
-            raise KeyboardInterrupt
-        return super()._evaluate(descriptor)
-
-
 @pytest.mark.parametrize("mode, workers", [("sync", 1), ("async", 1), ("sync", 3)])
 def test_a_run_resumed_half_way_rebuilds_the_uninterrupted_policy(tmp_path, mode, workers):
     """ToySpace has an undecodable genome and a failing one: both are failures told."""
