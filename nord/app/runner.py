@@ -645,13 +645,8 @@ def _run_with_environment(config: RunConfig, resume: bool, progress: bool, strea
         sharing = shared_gpu_refusal_of_run(config, env)        # collective, before the journal
         refusal = None
         if record_data:   # rank 0 reads the checksums file; every rank gets its MD5s
-            settled = None
-            if env.is_root:
-                try:
-                    settled = recorded_data_settings(config)
-                except ConfigurationError as error:
-                    refusal = str(error)
-            settled, refusal = env.bcast((settled, refusal))
+            settled, refusal = _from_root(env, lambda: recorded_data_settings(config),
+                                          ConfigurationError)
             if refusal is not None:
                 raise ConfigurationError(refusal)
             config = settled
@@ -718,6 +713,17 @@ def _run_with_environment(config: RunConfig, resume: bool, progress: bool, strea
     return summary if env.is_root else None
 
 
+def _from_root(env, compute, errors):
+    """``compute()`` on rank 0, sent to every rank (collective): ``(value, None)``, or
+    ``(None, message)`` when it raised one of ``errors`` (the other ranks read no file)."""
+    value = message = None
+    if env.is_root:
+        try:
+            value = compute()
+        except errors as failure:
+            message = str(failure)
+    return env.bcast((value, message))
+
 def resume(journal: str, progress: bool = True, stream=None, budget: Optional[int] = None,
            **execution: Any):
     """Continue the run recorded in ``journal`` with the configuration stored there, and
@@ -740,14 +746,7 @@ def resume(journal: str, progress: bool = True, stream=None, budget: Optional[in
             f"a resume may change only {', '.join(RESUME_CHANGES)} besides the budget (what a "
             f"run measures stays as recorded); got {', '.join(unknown)}")
     with Environment() as env:
-        stored = None
-        error = None
-        if env.is_root:
-            try:
-                stored = stored_config(journal)
-            except NordError as failure:
-                error = str(failure)
-        stored, error = env.bcast((stored, error))
+        stored, error = _from_root(env, lambda: stored_config(journal), NordError)
     if error is not None:
         raise JournalError(error)
     stored.journal = str(journal)
