@@ -252,6 +252,18 @@ class RunConfig:
         building it (the run builds it once): a bad one is refused before anything is loaded."""
         given = [name for name in ("min_epochs", "max_epochs", "eta")
                  if getattr(self, name) is not None]
+        from nord.search.algorithms.registry import get_algorithm
+        needs = get_algorithm(self.algorithm).schedulers
+        if needs is not None and self.evaluation == "benchmark":
+            raise ConfigurationError(
+                f"the {self.algorithm} algorithm runs only under --scheduler "
+                f"{' or '.join(needs)}, which trains candidates in legs, but a NAS-Bench-201 run "
+                "looks results up; compare it on the table with nord compare --algorithms "
+                f"{self.algorithm} (its multi-fidelity protocol: docs/comparisons.md)")
+        if needs is not None:
+            from nord.search.schedulers import SCHEDULERS
+            get_algorithm(self.algorithm).check_scheduler(
+                None if self.scheduler is None else SCHEDULERS.canonical(self.scheduler))
         if self.scheduler is None:
             if given:
                 flags = ", ".join("--" + name.replace("_", "-") for name in given)

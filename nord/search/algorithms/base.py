@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Optional, Tuple
 
 import numpy as np
 
@@ -79,6 +79,10 @@ class SearchAlgorithm:
     """
 
     name = "algorithm"
+    schedulers: Optional[Tuple[str, ...]] = None
+    """The schedulers this algorithm can only run under (their registered names), or None: it
+    runs with any scheduler or none. BOHB proposes the first candidates of Hyperband's
+    brackets, so it needs a scheduler with brackets."""
 
     def __init__(self, space: SearchSpace, seed: Optional[int] = None):
         self.space = space
@@ -127,6 +131,25 @@ class SearchAlgorithm:
 
     def _tell(self, candidate: Candidate, result: EvaluationResult) -> None:
         raise NotImplementedError
+
+    @classmethod
+    def check_scheduler(cls, scheduler: Optional[str]) -> None:
+        """Refuse a run under ``scheduler`` (a registered name; None: no scheduler) that this
+        algorithm cannot serve, before anything runs.
+
+        Raises:
+            ConfigurationError: a scheduler not in :attr:`schedulers`, naming the flag and
+                what to give instead.
+        """
+        if cls.schedulers is None or scheduler in cls.schedulers:
+            return
+        given = "no --scheduler" if scheduler is None else f"--scheduler {scheduler}"
+        raise ConfigurationError(
+            f"the {cls.name} algorithm proposes the candidates that a scheduler's brackets "
+            f"start with, so it runs only under --scheduler {' or '.join(cls.schedulers)}; got "
+            f"{given}. Add e.g. --scheduler {cls.schedulers[0]} --min-epochs 1 --max-epochs 9 "
+            "(for nord.search.run_search: scheduler=make_scheduler("
+            f"'{cls.schedulers[0]}', min_epochs=1, max_epochs=9))")
 
     def close(self) -> None:
         """Release resources (threads of wrapped optimisers)."""

@@ -24,6 +24,7 @@ from typing import Any, List, Mapping, Optional, Sequence, Type
 from nord.errors import ConfigurationError
 from nord.registry import Registry
 from nord.search.algorithms.base import SearchAlgorithm, generations_within
+from nord.search.algorithms.bohb import BOHB
 from nord.search.algorithms.evolution import RegularizedEvolution
 from nord.search.algorithms.genetic import GeneticAlgorithm
 from nord.search.algorithms.local_search import LocalSearch
@@ -143,6 +144,10 @@ for _name, _cls, _aliases, _description, _preset, _sized in (
         ("reinforce", Reinforce, ("rl",),
          "REINFORCE: one softmax per gene, Adam at learning rate 0.01, a moving-average "
          "reward baseline of momentum 0.9 (NATS-Bench's settings)", {}, False),
+        ("bohb", BOHB, (),
+         "BOHB: TPE-like kernel densities propose the candidates of Hyperband's brackets "
+         "(needs --scheduler hyperband or sha); 4 samples, no random share, bandwidth factor "
+         "3 (the NAS-Bench-201 paper's settings)", {}, False),
         ("genetic", GeneticAlgorithm, ("ga",),
          "nord's genetic algorithm: generational, population 10, single-point crossover 0.9, "
          "per-gene mutation 0.2, tournaments of 2, 1 elite", {}, False),

@@ -111,13 +111,16 @@ def run_search(algorithm: Optional[SearchAlgorithm], evaluator=None, budget: int
 
     Raises:
         ConfigurationError: a bad ``mode``, ``budget``, ``batch_size`` or ``journal``, or
-            neither evaluator nor executor.
+            neither evaluator nor executor, or a scheduler the algorithm cannot run under
+            (``SearchAlgorithm.schedulers``).
         JournalError: the journal cannot be started or resumed by this run (nothing is then
             written), or cannot be written.
         RunInterrupted: SIGINT or SIGTERM stopped the run (journaled as ``interrupted``).
     """
     _check_settings(mode, budget, batch_size, journal)
     check_int(max_attempts, "max_attempts", 1)
+    if algorithm is not None:
+        algorithm.check_scheduler(None if scheduler is None else scheduler.name)
     if executor is None:
         if evaluator is None:
             raise ConfigurationError("run_search needs an evaluator, or an executor that has one")
