@@ -33,10 +33,11 @@ from nord.checks import check_int
 from nord.comparisons.hardware import LatencyEvaluator, LatencyLimit, latency_limit
 from nord.comparisons.records import JSONRecord, SeedRun
 from nord.comparisons.anytime import SimulatedSetting, anytime_curves, run_simulated_seed
+from nord.comparisons.fidelities import candidates_within, run_bracketed_seed
 from nord.errors import ConfigurationError
 from nord.search.engine import run_search
 from nord.search.executors import ProcessPool
-from nord.search.algorithms.registry import ALGORITHMS, make_algorithm
+from nord.search.algorithms.registry import ALGORITHMS, get_algorithm, make_algorithm
 
 __all__ = ["REFERENCE_RESULTS", "DEFAULT_BUDGET", "SeedRun", "ComparisonResult", "JSONRecord",
            "evaluated_cells", "run_seed", "run_seeds", "run_comparison", "load_json"]
@@ -91,6 +92,8 @@ def run_seed(algorithm: str = "rea", dataset: str = "cifar10", budget: int = 100
              seed: int = 0, limit: Optional[LatencyLimit] = None) -> SeedRun:
     """One run of the algorithm named ``algorithm`` with ``seed`` (under a latency limit)."""
     dataset = get_dataset(dataset).name
+    if get_algorithm(algorithm).schedulers is not None:   # BOHB: Hyperband over the fidelities
+        return run_bracketed_seed(algorithm, dataset, budget, seed)
     instance = make_algorithm(algorithm, NASBench201Space(), seed=seed, budget=budget)
     if limit is None:
         return SeedRun.from_indices(seed, evaluated_cells(instance, dataset, budget), dataset)
@@ -481,6 +484,21 @@ def run_comparison(dataset: str = "cifar10", algorithms: Union[str, Sequence[str
         processes = os.cpu_count() or 1
     processes = min(check_int(processes, "processes", 1), seeds * len(names))
     limit = latency_limit(max_latency_ms, latency_device, dataset)
+    for name in names:
+        if get_algorithm(name).schedulers is None:
+            continue
+        if simulation is not None or limit is not None:
+            raise ConfigurationError(
+                f"{name} runs on the table under Hyperband over its two fidelities, counted in "
+                "12-epoch evaluations (--budget, budget=); simulated time (--workers, "
+                "simulation=) and a latency limit (--max-latency-ms, max_latency_ms=) are not "
+                f"supported for it: leave them out, or {name} out of --algorithms")
+        if candidates_within(budget) == 0:
+            raise ConfigurationError(
+                f"--budget {budget} (budget=) counts 12-epoch evaluations: {12 * budget} "
+                f"epochs, fewer than the 200 that one candidate trained to the table's "
+                f"highest fidelity costs, so {name} could evaluate nothing; give --budget 17 "
+                "or more")
     # fail now, in this process, on anything an algorithm's construction rejects (pygmo
     # missing, a bad setting) rather than in every worker
     for name in names:

@@ -1,0 +1,132 @@
+"""NAS-Bench-201's two fidelities as Hyperband's rungs: how ``nord compare`` runs BOHB.
+
+An algorithm that needs a scheduler with brackets (``SearchAlgorithm.schedulers``: BOHB) runs
+on the table under synchronous Hyperband whose two rungs are the fidelities the packaged
+tables hold for every data set, the 12-epoch and the 200-epoch validation accuracy::
+
+    from nord.comparisons.fidelities import run_bracketed_seed
+    run = run_bracketed_seed("bohb", "cifar10", budget=100, seed=0)   # a SeedRun
+
+Hyperband's rungs are ``eta`` apart: with ``eta = 17`` (200 / 12 = 16.7) the two fidelities
+are consecutive rungs, so a bracket starts 17 candidates at 12 epochs and trains the best one
+on to 200, and the other bracket trains 2 candidates to 200 from the start. A budget counts
+12-epoch evaluations, as every other row of the comparison does: a run may train
+``12 * budget`` epochs, a leg from 12 to 200 epochs costing 188. Details and how this differs
+from the NAS-Bench-201 paper's BOHB: docs/comparisons.md.
+"""
+from __future__ import annotations
+
+from typing import List, Optional
+
+from nord.architecture.descriptor import NeuralDescriptor
+from nord.benchmarks.nasbench201 import BenchmarkEvaluator, NASBench201Space, load_table
+from nord.benchmarks.nasbench201.evaluator import FULL_EPOCHS
+from nord.benchmarks.nasbench201.table import SEARCH_EPOCHS
+from nord.comparisons.records import SeedRun
+from nord.errors import ConfigurationError, NordError
+from nord.evaluators.base import Evaluator, Leg
+from nord.evaluators.result import EvaluationResult
+from nord.search.algorithms.registry import make_algorithm
+from nord.search.engine import run_search
+from nord.search.schedulers import Hyperband, make_scheduler
+
+__all__ = ["ETA", "TableFidelities", "bracket_scheduler", "candidates_within",
+           "run_bracketed_seed"]
+
+ETA = 17
+"""Hyperband's factor on the table: 12 * 17 >= 200, so the rungs are 12 and 200 epochs."""
+
+
+class TableFidelities(Evaluator):
+    """Table look-ups that "train in legs": a leg to 12 epochs answers the 12-epoch validation
+    accuracy, a leg to 200 the 200-epoch one (for CIFAR-100 and ImageNet16-120 the mean over
+    the costs file's training seeds); the reported figure is the 200-epoch test accuracy either
+    way. Nothing is trained, so there is no checkpoint to leave or resume. Any other epoch
+    count is a failed result that says which fidelities the table has."""
+
+    trains_in_legs = True
+
+    def __init__(self, dataset: str = "cifar10"):
+        self.by_epochs = {SEARCH_EPOCHS: BenchmarkEvaluator(dataset),
+                          FULL_EPOCHS: BenchmarkEvaluator(dataset, signal="valid200")}
+
+    def describe(self):
+        return {**super().describe(), "benchmark": "nasbench201",
+                "dataset": self.by_epochs[SEARCH_EPOCHS].dataset,
+                "fidelities": sorted(self.by_epochs)}
+
+    def _at(self, epochs: Optional[int]) -> Optional[BenchmarkEvaluator]:
+        return self.by_epochs.get(FULL_EPOCHS if epochs is None else epochs)
+
+    def _missing(self, epochs) -> EvaluationResult:
+        return EvaluationResult.failure(
+            f"NAS-Bench-201's packaged tables hold the validation accuracy after "
+            f"{SEARCH_EPOCHS} and {FULL_EPOCHS} epochs only, not after {epochs}")
+
+    def evaluate_task(self, task) -> EvaluationResult:
+        evaluator = self._at(task.epochs)
+        return self._missing(task.epochs) if evaluator is None else evaluator.evaluate_task(task)
+
+    def _evaluate(self, descriptor: NeuralDescriptor, leg: Leg) -> EvaluationResult:
+        evaluator = self._at(leg.epochs)
+        if evaluator is None:
+            return self._missing(leg.epochs)
+        return evaluator.descriptor_evaluate(descriptor)
+
+
+def bracket_scheduler() -> Hyperband:
+    """Hyperband over the table's fidelities: rungs 12 and 200 epochs."""
+    return make_scheduler("hyperband", min_epochs=SEARCH_EPOCHS, max_epochs=FULL_EPOCHS, eta=ETA)
+
+
+def candidates_within(budget: int) -> int:
+    """Candidates a run of ``budget`` 12-epoch evaluations can afford (``12 * budget`` epochs),
+    bracket after bracket in Hyperband's order; the last bracket may be cut short. 0 when
+    even one candidate trained to 200 epochs is beyond it."""
+    epochs_left = SEARCH_EPOCHS * budget
+    sizes = bracket_scheduler().bracket_sizes()    # [17, 2]: starting at 12, at 200
+    candidates, bracket = 0, 0
+    while True:
+        size = sizes[bracket % len(sizes)]
+        if bracket % len(sizes) == 0:               # size at 12 epochs, the best one to 200
+            cost = SEARCH_EPOCHS * size + (FULL_EPOCHS - SEARCH_EPOCHS)
+            affordable = min(size, (epochs_left - (FULL_EPOCHS - SEARCH_EPOCHS)) // SEARCH_EPOCHS)
+        else:                                       # size at 200 epochs
+            cost = FULL_EPOCHS * size
+            affordable = min(size, epochs_left // FULL_EPOCHS)
+        if affordable < size:
+            return candidates + max(0, affordable)
+        candidates += size
+        epochs_left -= cost
+        bracket += 1
+
+
+def run_bracketed_seed(algorithm: str, dataset: str, budget: int, seed: int) -> SeedRun:
+    """One run of ``algorithm`` under :func:`bracket_scheduler` on the table (sync mode, no
+    journal). The returned architecture is the best validation accuracy at the highest
+    fidelity any candidate reached (200 epochs), the first told on ties, as Hyperband returns;
+    ``SeedRun.accuracy`` is its 12-epoch validation accuracy, like every other row's;
+    ``evaluations`` counts 12-epoch evaluations (a 200-epoch leg counts 200/12)."""
+    count = candidates_within(budget)
+    if count == 0:
+        raise ConfigurationError(
+            f"--budget {budget} (budget=) allows {SEARCH_EPOCHS * budget} epochs, fewer than "
+            f"the {FULL_EPOCHS} that one candidate trained to the table's highest fidelity "
+            f"costs; {algorithm} needs a budget of at least {-(-FULL_EPOCHS // SEARCH_EPOCHS)}")
+    told: List[tuple] = []
+    summary = run_search(
+        make_algorithm(algorithm, NASBench201Space(), seed=seed), TableFidelities(dataset),
+        budget=count, scheduler=bracket_scheduler(), mode="sync",
+        on_result=lambda progress: told.append((progress.outcome.key, progress.outcome.result.epochs,
+                                                progress.outcome.result.accuracy)))
+    if not told:
+        raise NordError(f"the run with seed {seed} evaluated nothing; nothing to return")
+    top = max(epochs for _, epochs, _ in told)
+    position = max(range(len(told)), key=lambda i: (told[i][1] == top, told[i][2], -i))
+    best = int(told[position][0])
+    arrays, cells = load_table().arrays(dataset), load_table().cells
+    return SeedRun(seed=int(seed), reported_accuracy=float(arrays.reported_accuracy[best]),
+                   accuracy=float(arrays.accuracy[best]), index=best, cell=cells[best],
+                   n_params=int(arrays.n_params[best]), found_at=position + 1,
+                   evaluations=round(summary.epochs_trained / SEARCH_EPOCHS),
+                   unique=len({key for key, _, _ in told}))
