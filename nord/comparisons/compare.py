@@ -285,7 +285,7 @@ class ComparisonResult(JSONRecord):
                              for i, (cell, w) in enumerate(zip(row, widths))).rstrip()
         lines += ["", line(header), line(tuple("-" * w for w in widths))]
         lines += [line(row) for row in rows]
-        notes = self._nothing_returned(summary)
+        notes = self._nothing_returned(summary) + self._bracketed()
         if sim is not None:
             notes += self._ended_early(sim.time_budget)
         return "\n".join(lines + ([""] + notes if notes else []))
@@ -302,6 +302,23 @@ class ComparisonResult(JSONRecord):
                        else "every evaluation failed")
                 notes.append(f"note: {name} returned no architecture in {empty} of "
                              f"{numbers['seeds']} seed(s): {why}")
+        return notes
+
+    def _bracketed(self) -> List[str]:
+        """Notes on algorithms that ran under Hyperband over the table's fidelities
+        (:mod:`nord.comparisons.fidelities`): their rows follow another protocol."""
+        notes = []
+        for name in self.runs:
+            try:
+                bracketed = get_algorithm(name).schedulers is not None
+            except ConfigurationError:   # a comparison read back, its plug-in not loaded
+                bracketed = False
+            if bracketed:
+                notes.append(
+                    f"note: {name} ran under Hyperband over the table's 12- and 200-epoch "
+                    "validation accuracies (rungs 12 and 200, eta 17) and returned the best "
+                    "200-epoch validation accuracy; its evaluations are 12-epoch evaluations, "
+                    "a 200-epoch one counting 200/12, a repeat nothing (docs/comparisons.md)")
         return notes
 
     def _ended_early(self, time_budget: float) -> List[str]:

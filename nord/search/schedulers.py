@@ -22,11 +22,16 @@ from nord.registry import Registry
 
 __all__ = ["Scheduler", "MedianStopping", "SuccessiveHalving", "ASHA", "Hyperband",
            "SCHEDULERS", "register_scheduler", "list_schedulers", "make_scheduler",
-           "check_settings", "rungs", "CONTINUE", "PAUSE", "STOP", "DONE"]
+           "check_settings", "rungs", "CONTINUE", "PAUSE", "STOP", "DONE", "RUNGS_METRIC"]
 
 CONTINUE, PAUSE, STOP, DONE = "continue", "pause", "stop", "done"
 """A candidate at a rung: trains on now, waits (it may be promoted), stops for good, or has
 reached ``max_epochs``."""
+
+RUNGS_METRIC = "rungs"
+"""The told result's metric that lists ``[epochs, search accuracy]`` at each rung the
+candidate passed below the one it is told at (absent where there is none): the engine adds
+it, multi-fidelity algorithms such as BOHB learn from it."""
 
 
 def rungs(min_epochs: int, max_epochs: int, eta: int) -> List[int]:

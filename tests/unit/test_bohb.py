@@ -8,6 +8,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -236,6 +237,30 @@ def test_under_hyperband_it_learns_from_every_rung_and_proposes_better_genomes(m
 
 def _asked(algorithm, count):
     return [algorithm.ask() for _ in range(count)]
+
+
+def test_a_result_told_after_several_rungs_carries_them_and_each_counts_at_its_budget(
+        tmp_path):
+    """Sync brackets tell a candidate once, at its last rung: the engine lists the rungs it
+    passed (from its legs), so BOHB files it under each budget it reached, as the paper does."""
+    algorithm = BOHB(Wide(), seed=2)
+    run_search(algorithm, ToyCurves(max_epochs=9), budget=19, mode="sync",
+               scheduler=hyperband(), journal=tmp_path / "r.db")
+    with Journal(tmp_path / "r.db") as journal:
+        told, legs = journal.evaluations(told=True), journal.legs()
+    passed = {}
+    for leg in legs:
+        passed.setdefault(leg["candidate"], []).append([leg["target_epochs"], leg["accuracy"]])
+    carried = [row for row in told if "rungs" in row["metrics"]]
+    assert carried                                   # some went on past their first rung
+    for row in told:
+        if row["cached"] or row["candidate"] not in passed:
+            continue
+        assert row["metrics"].get("rungs", []) == passed[row["candidate"]][:-1]
+    reached = Counter(leg["target_epochs"] for leg in legs if leg["status"] == "ok")
+    filed = {budget: len(seen) for budget, seen in algorithm.observations.items()}
+    uncached = sum(1 for row in told if row["cached"])
+    assert uncached == 0 and {b: filed.get(b, 0) for b in reached} == dict(reached)
 
 
 def test_successive_halving_is_accepted_too():

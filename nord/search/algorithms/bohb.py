@@ -6,7 +6,8 @@
 Falkner, Klein and Hutter, "BOHB: Robust and Efficient Hyperparameter Optimization at Scale"
 (ICML 2018). Hyperband (the scheduler) decides how far each candidate trains; this algorithm
 only proposes. Each told result is filed under its budget, the epochs it was trained
-(``EvaluationResult.epochs``); a new candidate comes from a TPE-like model fitted on the
+(``EvaluationResult.epochs``), and so is its accuracy at every rung it passed on the way
+(``metrics['rungs']``, which the engine adds); a new candidate comes from a TPE-like model fitted on the
 largest budget that has enough results. It assumes every gene is an integer whose values are
 unordered choices (an edge's operation). Details (the kernel, bandwidths, what differs from
 the paper and from HpBandSter): docs/search.md.
@@ -23,6 +24,7 @@ from nord.checks import check_int
 from nord.errors import ConfigurationError, SearchSpaceError
 from nord.evaluators.result import EvaluationResult
 from nord.search.algorithms.base import Candidate, SearchAlgorithm
+from nord.search.schedulers import RUNGS_METRIC
 from nord.search.spaces.base import SearchSpace
 
 __all__ = ["BOHB", "CategoricalKDE", "categorical_bandwidths"]
@@ -104,7 +106,9 @@ class BOHB(SearchAlgorithm):
 
     Every told result is filed under its budget, ``result.epochs``, with its loss (``1 -
     accuracy``, a failure the worst; one that failed before any epoch goes under budget 0,
-    which is never modelled). To propose: with probability ``random_fraction`` a
+    which is never modelled), after the losses at the rungs it passed on the way
+    (``result.metrics['rungs']``), each under its own budget: so every candidate that reached
+    a rung counts there, as in the paper. To propose: with probability ``random_fraction`` a
     uniformly random genome; else the largest budget with at least ``min_points_in_model + 2``
     results is modelled: its best ``max(min_points_in_model, top_n_percent % of them)``
     results make the good density l(x), its worst ``max(min_points_in_model, the rest)`` the
@@ -224,9 +228,13 @@ class BOHB(SearchAlgorithm):
         return Candidate(tuple(int(value) for value in best + self._lower))
 
     def _tell(self, candidate: Candidate, result: EvaluationResult) -> None:
-        # a failure before any epoch (epochs 0) is kept under budget 0, which is never
-        # modelled: it says nothing about any budget the scheduler trains to
-        budget = int(result.epochs or 0)
         indices = np.asarray(candidate.genome, dtype=np.int64) - self._lower
-        self.observations.setdefault(budget, []).append((indices, result.fitness))
-        self._models.pop(budget, None)
+        # the rungs it passed on the way (a scheduler's sync brackets tell a candidate once,
+        # at its last rung), then the one it is told at; a failure before any epoch is kept
+        # under budget 0, which is never modelled: it says nothing about any budget trained
+        seen = [(int(epochs), EvaluationResult(accuracy=accuracy).fitness)
+                for epochs, accuracy in result.metrics.get(RUNGS_METRIC, ())]
+        seen.append((int(result.epochs or 0), result.fitness))
+        for budget, loss in seen:
+            self.observations.setdefault(budget, []).append((indices, loss))
+            self._models.pop(budget, None)

@@ -23,7 +23,7 @@ from nord.search.algorithms.base import Candidate
 from nord.search.engine.loop import Search
 from nord.search.engine.outcomes import Outcome
 from nord.search.executors import Task
-from nord.search.schedulers import CONTINUE, DONE, STOP, Scheduler
+from nord.search.schedulers import CONTINUE, DONE, RUNGS_METRIC, STOP, Scheduler
 
 __all__ = ["ScheduledSearch", "checkpoint_folder"]
 
@@ -66,6 +66,7 @@ class ScheduledSearch(Search):
         self.leg_count = 0
         self.legs: Dict[int, LegRecord] = {}       # candidate -> its leg in flight
         self.latest: Dict[int, Outcome] = {}       # candidate -> result at its highest epochs
+        self.reached: Dict[int, List[List]] = {}   # candidate -> [epochs, accuracy] per leg ended
         self.basis: Dict[int, Task] = {}           # candidate -> its task (genome, descriptor)
         self.told_numbers: Set[int] = set()
         self.deleted: Set[int] = set()
@@ -134,6 +135,7 @@ class ScheduledSearch(Search):
         outcome = Outcome(self.pending_or_told(number), result, task.key, task,
                           worker_rank=done.worker_rank, started=done.started, ended=done.ended)
         self.latest[number] = outcome
+        self.reached.setdefault(number, []).append([leg.target_epochs, result.accuracy])
         decision = self.scheduler.report(number, leg.target_epochs, result.accuracy, result.ok)
         self.event += 1
         leg.ended_event, leg.ended, leg.result, leg.decision = self.event, done.ended, result, decision
@@ -156,8 +158,14 @@ class ScheduledSearch(Search):
         return candidate if candidate is not None else self.latest[number].candidate
 
     def release(self, number: int) -> None:
-        """Tell candidate ``number`` (at its highest epochs) and the repeats waiting for it."""
+        """Tell candidate ``number`` (at its highest epochs) and the repeats waiting for it;
+        its result's ``metrics['rungs']`` holds ``[epochs, accuracy]`` at each rung it passed
+        on the way (what multi-fidelity algorithms such as BOHB learn from)."""
         outcome = self.latest[number]
+        earlier = self.reached.get(number, [])[:-1]
+        if earlier:   # its rungs below the one it is told at (a copy: the leg keeps its own)
+            outcome.result = outcome.result.copy()
+            outcome.result.metrics[RUNGS_METRIC] = [list(rung) for rung in earlier]
         self.told_numbers.add(number)
         self.evaluated += 1
         key = outcome.key
@@ -330,6 +338,8 @@ def replay_scheduler(search: ScheduledSearch) -> None:
         else:
             search.scheduler.report(number, leg["target_epochs"], leg["accuracy"],
                                     leg["status"] == "ok")
+            search.reached.setdefault(number, []).append(
+                [leg["target_epochs"], (leg["result"] or {}).get("accuracy", leg["accuracy"])])
             in_flight.pop(number, None)
             result = EvaluationResult.from_dict(leg["result"] or {"status": "failed"})
             candidate = search.pending.get(number) or Candidate(
