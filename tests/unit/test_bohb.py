@@ -376,3 +376,68 @@ def test_real_training_killed_with_sigkill_resumes_to_the_uninterrupted_journal(
     assert _what_was_measured(killed) == _what_was_measured(whole)
     with Journal(whole) as record:
         assert {row["epochs"] for row in record.evaluations(told=True)} >= {1, 3}
+
+
+# --- on NAS-Bench-201: Hyperband over the table's two fidelities -------------------------------
+def test_the_table_answers_a_leg_at_each_of_its_two_fidelities_and_fails_others():
+    from nord.benchmarks.nasbench201 import BenchmarkEvaluator, NASBench201Space
+    from nord.comparisons.fidelities import TableFidelities
+    from nord.search.executors import Task
+
+    space, genome = NASBench201Space(), (3, 3, 4, 1, 3, 1)
+    key, descriptor = space.identify(genome)
+    table = TableFidelities("cifar10")
+    answers = {}
+    for epochs in (12, 200, 36):
+        answers[epochs] = table.evaluate_task(Task(0, genome, key, space, descriptor,
+                                                   epochs=epochs))
+    assert answers[12].accuracy == BenchmarkEvaluator("cifar10").query(key).accuracy
+    assert answers[200].accuracy == BenchmarkEvaluator(
+        "cifar10", signal="valid200").query(key).accuracy
+    assert (answers[12].epochs, answers[200].epochs) == (12, 200)
+    assert answers[12].reported_accuracy == answers[200].reported_accuracy
+    assert answers[36].status == "failed" and "after 12 and 200 epochs only, not after 36" in (
+        answers[36].error)
+
+
+def test_a_budget_of_12_epoch_evaluations_buys_whole_brackets_then_what_fits():
+    from nord.comparisons.fidelities import bracket_scheduler, candidates_within
+
+    assert bracket_scheduler().bracket_sizes() == [17, 2]
+    # bracket 0: 17 x 12 + 188 epochs; bracket 1: 2 x 200
+    assert candidates_within(16) == 0 and candidates_within(17) == 1
+    assert candidates_within(33) == 17 and candidates_within(66) == 19
+    assert candidates_within(100) == 36          # 392 + 400 + 392 epochs <= 1200
+
+
+def test_a_bracketed_seed_returns_the_best_of_the_highest_fidelity(monkeypatch):
+    from nord.benchmarks.nasbench201 import BenchmarkEvaluator
+    from nord.comparisons import fidelities
+
+    told = []
+    real = fidelities.run_search
+
+    def spy(*args, **kwargs):
+        keep = kwargs["on_result"]
+        kwargs["on_result"] = lambda progress: (told.append(progress.outcome), keep(progress))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(fidelities, "run_search", spy)
+    run = fidelities.run_bracketed_seed("bohb", "cifar10", 70, seed=1)
+    full = [outcome for outcome in told if outcome.result.epochs == 200]
+    best = max(full, key=lambda outcome: outcome.result.accuracy)
+    assert len(told) == fidelities.candidates_within(70) and len(full) >= 3
+    assert run.index == best.key and run.reported_accuracy == best.result.reported_accuracy
+    assert run.accuracy == BenchmarkEvaluator("cifar10").query(best.key).accuracy
+    assert run.evaluations == (17 * 12 + 188 + 2 * 200) / 12    # 19 candidates: 2 brackets
+    assert fidelities.run_bracketed_seed("bohb", "cifar10", 70, seed=1) == run
+
+
+def test_nord_compare_takes_bohb_with_its_protocol_and_refuses_what_it_cannot_do(capsys):
+    assert main(["compare", "--algorithms", "random,bohb", "--budget", "40", "--seeds", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "bohb" in out and "note: bohb ran under Hyperband over the table's 12- and 200-epoch" in out
+    assert main(["compare", "--algorithms", "bohb", "--budget", "10", "--seeds", "2"]) == 2
+    assert "give --budget 17 or more" in capsys.readouterr().err
+    assert main(["compare", "--algorithms", "bohb", "--workers", "4", "--seeds", "2"]) == 2
+    assert "simulated time (--workers, simulation=)" in capsys.readouterr().err
