@@ -307,19 +307,7 @@ class ComparisonResult(JSONRecord):
     def _bracketed(self) -> List[str]:
         """Notes on algorithms that ran under Hyperband over the table's fidelities
         (:mod:`nord.comparisons.fidelities`): their rows follow another protocol."""
-        notes = []
-        for name in self.runs:
-            try:
-                bracketed = get_algorithm(name).schedulers is not None
-            except ConfigurationError:   # a comparison read back, its plug-in not loaded
-                bracketed = False
-            if bracketed:
-                notes.append(
-                    f"note: {name} ran under Hyperband over the table's 12- and 200-epoch "
-                    "validation accuracies (rungs 12 and 200, eta 17) and returned the best "
-                    "200-epoch validation accuracy; its evaluations are 12-epoch evaluations, "
-                    "a 200-epoch one counting 200/12, a repeat nothing (docs/comparisons.md)")
-        return notes
+        return [f"note: {name} {BRACKETED_PROTOCOL}" for name in self.runs if _bracketed(name)]
 
     def _ended_early(self, time_budget: float) -> List[str]:
         """Notes on algorithms whose runs stopped before the time budget: their rows do not
@@ -357,6 +345,7 @@ class ComparisonResult(JSONRecord):
                 name: {"description": self.descriptions.get(name, ""),
                        "seconds": self.seconds.get(name),
                        "summary": summary[name],
+                       **({"protocol": BRACKETED_PROTOCOL} if _bracketed(name) else {}),
                        **({"curve": curves[name]} if name in curves else {}),
                        "runs": [asdict(run) for run in runs]}
                 for name, runs in self.runs.items()},
@@ -401,6 +390,22 @@ class ComparisonResult(JSONRecord):
 def load_json(path: Union[str, os.PathLike]) -> ComparisonResult:
     """A comparison saved with ``save_json``."""
     return ComparisonResult.from_json(Path(path).read_text(encoding="utf-8"))
+
+
+BRACKETED_PROTOCOL = (
+    "ran under Hyperband over the table's 12- and 200-epoch validation accuracies (rungs 12 "
+    "and 200, eta 17) and returned the best 200-epoch validation accuracy; its evaluations are "
+    "12-epoch evaluations, a 200-epoch one counting 200/12, a repeat nothing "
+    "(docs/comparisons.md)")
+"""The protocol of an algorithm that needs a scheduler with brackets (BOHB) on the table."""
+
+
+def _bracketed(name: str) -> bool:
+    """Whether the algorithm ``name`` ran under :mod:`nord.comparisons.fidelities`."""
+    try:
+        return get_algorithm(name).schedulers is not None
+    except ConfigurationError:   # a comparison read back, its plug-in not loaded
+        return False
 
 
 def _number(value: Any) -> float:

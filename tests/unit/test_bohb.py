@@ -433,10 +433,17 @@ def test_a_bracketed_seed_returns_the_best_of_the_highest_fidelity(monkeypatch):
     assert fidelities.run_bracketed_seed("bohb", "cifar10", 70, seed=1) == run
 
 
-def test_nord_compare_takes_bohb_with_its_protocol_and_refuses_what_it_cannot_do(capsys):
-    assert main(["compare", "--algorithms", "random,bohb", "--budget", "40", "--seeds", "2"]) == 0
+def test_nord_compare_takes_bohb_with_its_protocol_and_refuses_what_it_cannot_do(
+        tmp_path, capsys):
+    import json
+
+    assert main(["compare", "--algorithms", "random,bohb", "--budget", "40", "--seeds", "2",
+                 "--json", str(tmp_path / "c.json")]) == 0
     out = capsys.readouterr().out
-    assert "bohb" in out and "note: bohb ran under Hyperband over the table's 12- and 200-epoch" in out
+    assert "note: bohb ran under Hyperband over the table's 12- and 200-epoch" in out
+    assert "note: random" not in out
+    saved = json.loads((tmp_path / "c.json").read_text())["algorithms"]
+    assert "Hyperband" in saved["bohb"]["protocol"] and "protocol" not in saved["random"]
     assert main(["compare", "--algorithms", "bohb", "--budget", "10", "--seeds", "2"]) == 2
     assert "give --budget 17 or more" in capsys.readouterr().err
     assert main(["compare", "--algorithms", "bohb", "--workers", "4", "--seeds", "2"]) == 2
