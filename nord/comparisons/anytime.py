@@ -25,6 +25,7 @@ import numpy as np
 from nord.benchmarks.nasbench201 import BenchmarkEvaluator, NASBench201Space, get_dataset
 from nord.benchmarks.nasbench201.evaluator import check_signal, signal_costs
 from nord.checks import check_int
+from nord.comparisons.fidelities import TableFidelities, bracket_scheduler
 from nord.comparisons.records import SeedRun, SimulatedRun, incumbent_curve
 from nord.errors import ConfigurationError
 from nord.report.plots import new_figure, save_figure
@@ -161,9 +162,14 @@ def simulate(algorithm, dataset: str, seed: int, setting: SimulatedSetting,
              stop_at: Optional[float] = None) -> SimulatedRun:
     """Run ``algorithm`` (an instance over NASBench201Space) on the simulated clock; it is
     closed afterwards. The noise of ``setting.noise`` is seeded with ``seed``. ``stop_at``: end
-    the run once the incumbent's reported accuracy reaches it (a fraction)."""
-    evaluator = BenchmarkEvaluator(dataset, signal=setting.signal, noise=setting.noise,
-                                   seed=seed if setting.noise else None)
+    the run once the incumbent's reported accuracy reaches it (a fraction). An algorithm that
+    needs a scheduler with brackets (BOHB) runs under Hyperband over the table's 12- and
+    200-epoch fidelities (:mod:`~nord.comparisons.fidelities`; sync mode, the 12-epoch
+    signal), each leg costing its share of the 200-epoch training time."""
+    bracketed = getattr(algorithm, "schedulers", None) is not None   # BOHB
+    scheduler = bracket_scheduler() if bracketed else None
+    evaluator = TableFidelities(dataset) if bracketed else BenchmarkEvaluator(
+        dataset, signal=setting.signal, noise=setting.noise, seed=seed if setting.noise else None)
     cost = None
     if setting.cost_scale != 1.0:
         scale, base = setting.cost_scale, evaluator.evaluation_cost
@@ -173,6 +179,7 @@ def simulate(algorithm, dataset: str, seed: int, setting: SimulatedSetting,
     indices: List[int] = []
     accuracies: List[float] = []
     times: List[float] = []
+    epochs: List[int] = []
     add_index, add_accuracy, add_time = indices.append, accuracies.append, times.append
     now = executor.now
     best = [-math.inf]
@@ -184,6 +191,8 @@ def simulate(algorithm, dataset: str, seed: int, setting: SimulatedSetting,
         add_index(progress.outcome.key)
         add_accuracy(result.accuracy)
         add_time(now())
+        if bracketed:
+            epochs.append(result.epochs)
         new = progress.outcome.cached_from is None
         if len(recent) == STALL_WINDOW:
             fresh[0] -= recent[0]
@@ -201,10 +210,11 @@ def simulate(algorithm, dataset: str, seed: int, setting: SimulatedSetting,
 
     try:
         run_search(algorithm, executor=executor, budget=EVALUATION_CAP, mode=setting.mode,
-                   on_result=told)
+                   on_result=told, scheduler=scheduler)
     finally:
         algorithm.close()
-    return SimulatedRun(indices, accuracies, times, executor.now(), executor.utilisation())
+    return SimulatedRun(indices, accuracies, times, executor.now(), executor.utilisation(),
+                        epochs if bracketed else None)
 
 
 def curve_on_grid(curve: Sequence[Sequence[float]], grid: np.ndarray) -> np.ndarray:

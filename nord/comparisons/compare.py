@@ -393,9 +393,10 @@ def load_json(path: Union[str, os.PathLike]) -> ComparisonResult:
 
 
 BRACKETED_PROTOCOL = (
-    "ran under Hyperband over the table's 12- and 200-epoch validation accuracies (rungs 12 "
-    "and 200, eta 17) and returned the best 200-epoch validation accuracy; its evaluations are "
-    "12-epoch evaluations, a 200-epoch one counting 200/12, a repeat nothing "
+    "ran under synchronous Hyperband over the table's 12- and 200-epoch validation accuracies "
+    "(rungs 12 and 200, eta 17) and returned the best 200-epoch validation accuracy; a budget "
+    "of evaluations counts 12-epoch evaluations (a 200-epoch one counts 200/12, a repeat "
+    "nothing), simulated time each leg's share of the 200-epoch training time "
     "(docs/comparisons.md)")
 """The protocol of an algorithm that needs a scheduler with brackets (BOHB) on the table."""
 
@@ -509,12 +510,23 @@ def run_comparison(dataset: str = "cifar10", algorithms: Union[str, Sequence[str
     for name in names:
         if get_algorithm(name).schedulers is None:
             continue
-        if simulation is not None or limit is not None:
+        if limit is not None:
             raise ConfigurationError(
-                f"{name} runs on the table under Hyperband over its two fidelities, counted in "
-                "12-epoch evaluations (--budget, budget=); simulated time (--workers, "
-                "simulation=) and a latency limit (--max-latency-ms, max_latency_ms=) are not "
-                f"supported for it: leave them out, or {name} out of --algorithms")
+                f"{name} runs on the table under Hyperband over its two fidelities; a latency "
+                "limit (--max-latency-ms, max_latency_ms=) is not supported for it: leave it "
+                f"out, or {name} out of --algorithms")
+        if simulation is not None:
+            if (simulation.mode, simulation.signal, simulation.noise) != ("sync", "valid12",
+                                                                          None):
+                raise ConfigurationError(
+                    f"in simulated time, {name} runs synchronous Hyperband over the table's "
+                    "12- and 200-epoch validation accuracies (in async mode a candidate is "
+                    "told when it first pauses, so its 200-epoch result would never count); "
+                    f"got --mode {simulation.mode} (mode=), --signal {simulation.signal}"
+                    f"{'' if simulation.noise is None else f', --noise {simulation.noise}'}. "
+                    f"Give --mode sync and leave --signal and --noise out, or leave {name} out "
+                    "of --algorithms")
+            continue
         if candidates_within(budget) == 0:
             raise ConfigurationError(
                 f"--budget {budget} (budget=) counts 12-epoch evaluations: {12 * budget} "

@@ -11,8 +11,10 @@ Hyperband's rungs are ``eta`` apart: with ``eta = 17`` (200 / 12 = 16.7) the two
 are consecutive rungs, so a bracket starts 17 candidates at 12 epochs and trains the best one
 on to 200, and the other bracket trains 2 candidates to 200 from the start. A budget counts
 12-epoch evaluations, as every other row of the comparison does: a run may train
-``12 * budget`` epochs, a leg from 12 to 200 epochs costing 188. Details and how this differs
-from the NAS-Bench-201 paper's BOHB: docs/comparisons.md.
+``12 * budget`` epochs, a leg from 12 to 200 epochs costing 188; in simulated time
+(:mod:`~nord.comparisons.anytime`, sync mode) each leg costs its share of the cell's
+200-epoch training time. Details and how this differs from the NAS-Bench-201 paper's BOHB:
+docs/comparisons.md.
 """
 from __future__ import annotations
 
@@ -65,7 +67,23 @@ class TableFidelities(Evaluator):
 
     def evaluate_task(self, task) -> EvaluationResult:
         evaluator = self._at(task.epochs)
-        return self._missing(task.epochs) if evaluator is None else evaluator.evaluate_task(task)
+        if evaluator is None:
+            return self._missing(task.epochs)
+        result = evaluator.evaluate_task(task)
+        # a promotion goes on from the 12-epoch rung: only the epochs above it are trained
+        result.metrics["epochs_resumed"] = SEARCH_EPOCHS if task.resume_from else 0
+        return result
+
+    def evaluation_cost(self, result: EvaluationResult) -> float:
+        """Seconds of one-GPU training a leg stands for: the cell's 200-epoch training time
+        times the share of the 200 epochs the leg trained (12/200 to the first rung, as the
+        other rows' 12-epoch evaluations cost; 188/200 from it to 200); what
+        :class:`~nord.search.executors.SimulatedExecutor` charges."""
+        if not result.ok:
+            return 0.0
+        full = self.by_epochs[FULL_EPOCHS]
+        trained = result.epochs - int(result.metrics.get("epochs_resumed", 0))
+        return full.train_cost(result.metrics["index"]) * trained / FULL_EPOCHS
 
     def _evaluate(self, descriptor: NeuralDescriptor, leg: Leg) -> EvaluationResult:
         evaluator = self._at(leg.epochs)

@@ -61,11 +61,13 @@ def test_a_promotion_can_resume_on_another_rank(tmp_path):
 
 
 @pytest.mark.parametrize("np", [2, 3])
-@pytest.mark.parametrize("scheduler", ["sha", "hyperband"])
-def test_sync_schedulers_over_mpi_give_the_serial_run(tmp_path, np, scheduler):
+@pytest.mark.parametrize("scheduler, algorithm", [("sha", "random"), ("hyperband", "random"),
+                                                  ("hyperband", "bohb")])
+def test_sync_schedulers_over_mpi_give_the_serial_run(tmp_path, np, scheduler, algorithm):
     """In sync mode the results are told in candidate order once a batch is decided, so the
-    journal is the serial one, whichever worker finished first."""
-    options = ["--mode", "sync", "--scheduler", scheduler, "--algorithm", "random"]
+    journal is the serial one, whichever worker finished first (BOHB's proposals included,
+    which depend on every rung's results)."""
+    options = ["--mode", "sync", "--scheduler", scheduler, "--algorithm", algorithm]
     if scheduler == "sha":
         options += ["--batch-size", "6"]      # hyperband's batches are its brackets
     journal, summary, _ = search(tmp_path, np, *options, "--sleep", "0.01", budget=BUDGET)

@@ -440,11 +440,72 @@ def test_nord_compare_takes_bohb_with_its_protocol_and_refuses_what_it_cannot_do
     assert main(["compare", "--algorithms", "random,bohb", "--budget", "40", "--seeds", "2",
                  "--json", str(tmp_path / "c.json")]) == 0
     out = capsys.readouterr().out
-    assert "note: bohb ran under Hyperband over the table's 12- and 200-epoch" in out
+    assert "note: bohb ran under synchronous Hyperband over the table's 12- and 200-epoch" in out
     assert "note: random" not in out
     saved = json.loads((tmp_path / "c.json").read_text())["algorithms"]
     assert "Hyperband" in saved["bohb"]["protocol"] and "protocol" not in saved["random"]
     assert main(["compare", "--algorithms", "bohb", "--budget", "10", "--seeds", "2"]) == 2
     assert "give --budget 17 or more" in capsys.readouterr().err
     assert main(["compare", "--algorithms", "bohb", "--workers", "4", "--seeds", "2"]) == 2
-    assert "simulated time (--workers, simulation=)" in capsys.readouterr().err
+    assert "got --mode async (mode=), --signal valid12. Give --mode sync" in (
+        capsys.readouterr().err)
+    assert main(["compare", "--algorithms", "bohb", "--max-latency-ms", "8", "--latency-device",
+                 "pixel3", "--seeds", "2"]) == 2
+    assert "a latency limit (--max-latency-ms, max_latency_ms=) is not supported" in (
+        capsys.readouterr().err)
+
+
+def test_a_leg_costs_its_share_of_the_cells_200_epoch_training_time():
+    from nord.benchmarks.nasbench201 import BenchmarkEvaluator, NASBench201Space
+    from nord.comparisons.fidelities import TableFidelities
+    from nord.search.executors import Task
+
+    space, genome = NASBench201Space(), (3, 3, 4, 1, 3, 1)
+    key, descriptor = space.identify(genome)
+    table = TableFidelities("cifar100")
+    full = BenchmarkEvaluator("cifar100", signal="valid200").train_cost(key)
+
+    def leg(epochs, resume_from=None):
+        return table.evaluate_task(Task(0, genome, key, space, descriptor, epochs=epochs,
+                                        resume_from=resume_from))
+
+    first, promoted, whole = leg(12), leg(200, resume_from="paused.pt"), leg(200)
+    assert table.evaluation_cost(first) == pytest.approx(
+        BenchmarkEvaluator("cifar100").evaluation_cost(first))      # as the 12-epoch rows
+    assert table.evaluation_cost(first) == pytest.approx(full * 12 / 200)
+    assert table.evaluation_cost(promoted) == pytest.approx(full * 188 / 200)
+    assert table.evaluation_cost(whole) == pytest.approx(full)
+    assert table.evaluation_cost(leg(36)) == 0.0
+
+
+def test_in_simulated_time_it_returns_the_best_of_the_highest_fidelity_told(monkeypatch):
+    from nord.benchmarks.nasbench201 import load_table
+    from nord.comparisons import anytime
+
+    setting = anytime.SimulatedSetting.for_dataset("cifar10", workers=4, mode="sync",
+                                                   time_budget=30_000)
+    traced = []
+    real = anytime.simulate
+
+    def spy(*args, **kwargs):
+        traced.append(real(*args, **kwargs))
+        return traced[-1]
+
+    monkeypatch.setattr(anytime, "simulate", spy)
+    run = anytime.run_simulated_seed("bohb", "cifar10", 3, setting)
+    trace = traced[0]
+    assert set(trace.epochs) == {12, 200} and len(trace.epochs) == len(trace.indices)
+    full = [i for i, epochs in enumerate(trace.epochs) if epochs == 200]
+    best = max(full, key=lambda i: (trace.accuracies[i], -i))
+    arrays = load_table().arrays("cifar10")
+    assert run.index == trace.indices[best]
+    assert run.accuracy == pytest.approx(arrays.accuracy[run.index])     # its 12-epoch signal
+    assert run.curve[-1][1] == run.reported_accuracy
+    assert anytime.run_simulated_seed("bohb", "cifar10", 3, setting) == run
+
+
+def test_nord_compare_in_simulated_time_takes_bohb_in_sync_mode(capsys):
+    assert main(["compare", "--algorithms", "random,bohb", "--workers", "4", "--mode", "sync",
+                 "--seeds", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "note: bohb ran under synchronous Hyperband" in out and "sim. time" in out

@@ -23,6 +23,10 @@ def make_algorithm(name: str, seed: int, population: int):
     space = ToySpace()
     if name == "toy":
         return ToyGenerational(space, seed=seed, population=population)
+    if name == "bohb":   # a model after 3 results at a budget: it proposes within a short run
+        from nord.search.algorithms.bohb import BOHB
+
+        return BOHB(space, seed=seed, min_points_in_model=1)
     from nord.search.algorithms.random_search import RandomSearch
 
     return RandomSearch(space, seed=seed, generation_size=population)
@@ -34,7 +38,7 @@ def parse(argv=None):
     parser.add_argument("--budget", type=int, default=20)
     parser.add_argument("--mode", choices=("sync", "async"), default="sync")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--algorithm", choices=("toy", "random"), default="toy")
+    parser.add_argument("--algorithm", choices=("toy", "random", "bohb"), default="toy")
     parser.add_argument("--population", type=int, default=4)
     parser.add_argument("--batch-size", type=int, default=None)
     parser.add_argument("--sleep", type=float, default=0.0)
