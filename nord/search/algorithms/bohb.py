@@ -128,7 +128,8 @@ class BOHB(SearchAlgorithm):
             64).
         bandwidth_factor: widens l(x)'s bandwidths for the draws, > 0 (both papers' 3).
         top_n_percent: the good share, in (0, 100) (15).
-        min_points_in_model: results a model needs beyond 2, >= 1 (None: genes + 1).
+        min_points_in_model: N_min, >= 1 (None: genes + 1): a budget is modelled from
+            N_min + 2 results on, and each density takes at least N_min of them.
         min_bandwidth: the bandwidth floor, > 0 (1e-3), so a gene on which every good result
             agrees still gets explored.
 
