@@ -262,6 +262,19 @@ class LocalEvaluator(Evaluator):
         self._agree(error)
         return model, optimizer
 
+    def memory_need(self, descriptor: NeuralDescriptor) -> Optional[int]:
+        """Bytes that training ``descriptor`` would take on its device (the meta-device
+        estimate of ``nord.nn.memory``), or None where it cannot be estimated: what
+        ``ProcessExecutor`` admits candidates to a shared GPU by."""
+        curator = self.get_curator()
+        try:
+            return estimate_memory(descriptor, curator.input_shape, curator.num_classes,
+                                   self.batch_size, self.optimizer,
+                                   **self.optimizer_kwargs).total
+        except Exception as error:  # noqa: BLE001 - no estimate: nothing held back for it
+            logger.debug("no memory estimate for %s: %s", descriptor.hash, error)
+            return None
+
     def _refuse_if_too_large(self, descriptor, curator, device) -> None:
         """Raise CandidateTooLargeError above ``max_params`` or the device's free memory."""
         try:
