@@ -96,19 +96,19 @@ def _serve(connection, make_evaluator: Callable, device: str, rank: int,
         connection.send(("broken", f"{type(error).__name__}: {error}"))
         return
     connection.send(("ready", os.getpid(), free))
-    while True:
-        try:
+    try:
+        while True:
             message = connection.recv()
-        except (EOFError, OSError):
-            return
-        if message is None:
-            return
-        task = Task.from_message(message)
-        task.report = lambda record, number=task.number: connection.send(
-            ("epoch", number, record.to_dict()))
-        done = run_task(evaluator, task, rank)
-        connection.send(("result", done.number, done.result.to_dict(), done.started,
-                         done.ended))
+            if message is None:
+                return
+            task = Task.from_message(message)
+            task.report = lambda record, number=task.number: connection.send(
+                ("epoch", number, record.to_dict()))
+            done = run_task(evaluator, task, rank)
+            connection.send(("result", done.number, done.result.to_dict(), done.started,
+                             done.ended))
+    except (EOFError, OSError):   # the engine's process is gone: nobody wants the result
+        return
 
 
 def _free_gpu_memory(device: str) -> Optional[int]:
@@ -190,6 +190,7 @@ class ProcessExecutor(Executor):
         self._state = _Devices()
         self._daemon: Optional[MPSDaemon] = None
         self._context = None
+        self.replaced = 0                      # workers that died and were replaced
 
     # --- set-up and tear-down --------------------------------------------------------------
     def start(self) -> None:
@@ -421,6 +422,7 @@ class ProcessExecutor(Executor):
         logger.warning("worker %d (pid %s) %s", worker.rank, worker.pid, how)
         index = self._pool.index(worker)
         self._pool[index] = self._spawn(worker.rank, worker.device)
+        self.replaced += 1
         if worker.task is None:
             return None
         task = worker.task
