@@ -229,10 +229,11 @@ class LocalEvaluator(Evaluator):
             if self.keep_model:
                 self.model = model
         finally:
-            # the traceback of a failure keeps this frame alive: drop the big objects now
+            # the traceback of a failure keeps this frame alive: drop the big objects now.
+            # They hold no reference cycle, so no gc.collect() is needed (it took 0.1 to 0.5 s
+            # per candidate with torch loaded); a failure's frames are cleared in _failure.
             del model, optimizer
-            if device.type == "cuda":
-                gc.collect()
+            if device.type == "cuda":   # give the cached blocks back to workers sharing the GPU
                 torch.cuda.empty_cache()
         selection = "validation" if has_valid else "test"
         metrics = {"train_loss": train_loss, "selection": selection,
