@@ -109,7 +109,7 @@ RUN_FLAGS = (
                                    "when it is installed)"),
     ("device", "--device", str, "auto (CUDA when available), cpu, cuda or cuda:N"),
     ("threads", "--threads", int, "torch CPU threads per rank (default: torch's choice)"),
-    ("workers", "--workers", int,
+    ("worker_processes", "--workers", int,
      "worker processes on this machine evaluating side by side, several per GPU allowed; not "
      "with mpirun; at most one per CPU and 16 per GPU (default: evaluate in this process)"),
     ("mps", "--mps", str,
@@ -271,7 +271,7 @@ def _config(args) -> int:
 def _resume(args) -> int:
     from nord.app.runner import resume
     resume(args.journal, budget=args.budget, device=args.device, threads=args.threads,
-           backend=args.backend, workers=args.workers, mps=args.mps)
+           backend=args.backend, worker_processes=args.workers, mps=args.mps)
     return 0
 
 

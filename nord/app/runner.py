@@ -34,9 +34,9 @@ logger = logging.getLogger(__name__)
 EVALUATIONS = ("local", "data-parallel", "distributed", "benchmark")
 OPTIMIZERS = ("adam", "adamw", "sgd", "rmsprop")
 """The optimizers a run may name (``nord.nn.training.OPTIMIZERS``, without importing torch)."""
-EXECUTION_FIELDS = ("budget", "journal", "threads", "device", "backend", "workers", "mps")
+EXECUTION_FIELDS = ("budget", "journal", "threads", "device", "backend", "worker_processes", "mps")
 """Settings a resumed run may change: how long it runs and where, not what it measures."""
-RESUME_CHANGES = ("device", "threads", "backend", "workers", "mps")
+RESUME_CHANGES = ("device", "threads", "backend", "worker_processes", "mps")
 """Where it runs: what ``nord resume`` may change besides the budget."""
 TRAINING_FIELDS = ("epochs", "batch_size", "lr", "optimizer", "valid_fraction", "data_root",
                    "data_checksums", "max_params")
@@ -82,12 +82,12 @@ class RunConfig:
         group_size: ranks per group for 'distributed' (default 1).
         backend: 'auto', 'horovod' or 'torch', for data-parallel training.
         device: 'auto', 'cpu', 'cuda' or 'cuda:N'.
-        threads: torch CPU threads per rank (None: torch's default; with ``workers``, the
-            usable CPUs shared out among the workers).
-        workers: worker processes on this machine that evaluate candidates side by side,
-            several per GPU if there are more workers than GPUs (None: evaluate in this
-            process, or on the MPI ranks under mpirun). At most one per usable CPU and 16 per
-            GPU; not under mpirun (one way to parallelise at a time).
+        threads: torch CPU threads per rank (None: torch's default; with
+            ``worker_processes``, the usable CPUs shared out among the workers).
+        worker_processes: (``--workers``) worker processes on this machine that evaluate
+            candidates side by side, several per GPU if there are more workers than GPUs
+            (None: evaluate in this process, or on the MPI ranks under mpirun). At most one
+            per usable CPU and 16 per GPU; not under mpirun (one way to parallelise at a time).
         mps: how workers sharing a GPU share it: 'auto' (CUDA MPS when it is installed or
             running), 'on' (MPS or refuse), 'off' (time-slicing); ``nord.parallel.mps``.
         seed: seeds the algorithm and the training of every candidate.
@@ -125,7 +125,7 @@ class RunConfig:
     backend: str = "auto"
     device: str = "auto"
     threads: Optional[int] = None
-    workers: Optional[int] = None
+    worker_processes: Optional[int] = None
     mps: str = "auto"
     seed: int = 0
     journal: Optional[str] = None
@@ -205,18 +205,18 @@ class RunConfig:
                 "algorithm's parameters: it seeds the algorithm and the training alike")
 
     def _check_workers(self) -> None:
-        """``workers`` and ``mps``: the machine-independent rules (the GPUs are counted when
-        the run starts, :func:`check_workers`)."""
+        """``worker_processes`` and ``mps``: the machine-independent rules (the GPUs are
+        counted when the run starts, :func:`check_workers`)."""
         from nord.parallel.mps import check_mps_setting
         from nord.parallel.placement import check_worker_count
         check_mps_setting(self.mps)
-        if self.workers is None:
+        if self.worker_processes is None:
             if self.mps != "auto":
                 raise ConfigurationError(
                     f"--mps {self.mps} says how worker processes share a GPU, but no --workers "
                     "were asked for; add --workers N, or leave --mps out")
             return
-        check_worker_count(self.workers, usable_cpus())
+        check_worker_count(self.worker_processes, usable_cpus())
         if self.evaluation != "local":
             raise ConfigurationError(
                 f"--workers runs candidates side by side in worker processes, each training "
@@ -477,18 +477,18 @@ def check_groups(config: RunConfig, world_size: int) -> None:
 
 
 def check_workers(config: RunConfig, world_size: int) -> None:
-    """Refuse ``workers`` under mpirun, or more than this machine's GPUs can host."""
-    if config.workers is None:
+    """Refuse ``worker_processes`` under mpirun, or more than this machine's GPUs can host."""
+    if config.worker_processes is None:
         return
     if world_size > 1:
         raise ConfigurationError(
-            f"--workers {config.workers} starts worker processes on this machine, but this run "
-            f"was launched by mpirun with {world_size} ranks, which evaluate side by side "
-            "already; use one way to parallelise at a time: drop --workers, or run without "
+            f"--workers {config.worker_processes} starts worker processes on this machine, but "
+            f"this run was launched by mpirun with {world_size} ranks, which evaluate side by "
+            "side already; use one way to parallelise at a time: drop --workers, or run without "
             "mpirun")
     from nord.parallel.placement import check_worker_count
-    check_worker_count(config.workers, usable_cpus(), len(set(worker_devices_of(config))
-                                                          - {"cpu"}))
+    gpus = set(worker_devices_of(config)) - {"cpu"}
+    check_worker_count(config.worker_processes, usable_cpus(), len(gpus))
 
 
 def worker_devices_of(config: RunConfig) -> List[str]:
@@ -498,7 +498,7 @@ def worker_devices_of(config: RunConfig) -> List[str]:
     if config.device != "cpu":
         import torch
         gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
-    return worker_devices(config.workers, config.device, gpus)
+    return worker_devices(config.worker_processes, config.device, gpus)
 
 
 def worker_evaluator(config: RunConfig, device: str):
@@ -509,18 +509,19 @@ def worker_evaluator(config: RunConfig, device: str):
 
 
 def build_worker_executor(config: RunConfig, evaluator):
-    """The run's ProcessExecutor: ``config.workers`` processes, each with the run's evaluator
-    on its device, CPU threads shared out, candidates admitted to GPUs by memory."""
+    """The run's ProcessExecutor: ``config.worker_processes`` processes, each with the run's
+    evaluator on its device, CPU threads shared out, candidates admitted to GPUs by memory."""
     from functools import partial
 
     from nord.search.executors import ProcessExecutor
     threads = config.threads
     if threads is None:
-        threads = max(1, usable_cpus() // config.workers)
+        threads = max(1, usable_cpus() // config.worker_processes)
     devices = worker_devices_of(config)
     on_gpu = any(device != "cpu" for device in devices)
-    return ProcessExecutor(partial(worker_evaluator, config), workers=config.workers,
-                           devices=devices, evaluator=evaluator, threads=threads,
+    return ProcessExecutor(partial(worker_evaluator, config),
+                           workers=config.worker_processes, devices=devices,
+                           evaluator=evaluator, threads=threads,
                            memory_need=evaluator.memory_need if on_gpu else None,
                            mps=config.mps)
 
@@ -528,8 +529,9 @@ def build_worker_executor(config: RunConfig, evaluator):
 def worker_line(executor) -> str:
     """The closing line's companion: where the workers ran and how they shared it."""
     devices = sorted(set(executor.devices))
-    return (f"{executor.n_workers} worker processes on {', '.join(devices)}; device sharing: "
-            f"{executor.sharing}")
+    count = executor.n_workers
+    return (f"{count} worker process{'es' if count > 1 else ''} on {', '.join(devices)}; "
+            f"device sharing: {executor.sharing}")
 
 
 def dedicated_root(config: RunConfig) -> bool:
@@ -760,7 +762,7 @@ def _run_with_environment(config: RunConfig, resume: bool, progress: bool, strea
             curator = build_curator(config) if config.evaluation != "benchmark" else None
             space = build_space(config, curator)
             evaluator = build_evaluator(config, env, curator)
-            if config.workers is not None:
+            if config.worker_processes is not None:
                 executor = build_worker_executor(config, evaluator)
             else:
                 # asynchronous runs keep one candidate in reserve at each worker, so that no
@@ -806,7 +808,7 @@ def _run_with_environment(config: RunConfig, resume: bool, progress: bool, strea
                     view.close()
             if view is not None and summary is not None:
                 view.close(summary)
-                if config.workers is not None:
+                if config.worker_processes is not None:
                     view.display.write(worker_line(executor))
     if refused is not None:
         raise refused

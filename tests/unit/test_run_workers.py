@@ -54,7 +54,8 @@ def test_one_worker_and_two_give_the_same_seeded_sync_run(tmp_path, capsys):
                      "--seed", "3", "--workers", str(workers), *SMALL,
                      "--journal", str(journal)]) == 0, capsys.readouterr().err
         out = capsys.readouterr().out
-        assert f"{workers} worker processes on cpu; device sharing: cpu" in out
+        noun = "worker processes" if workers > 1 else "worker process"
+        assert f"{workers} {noun} on cpu; device sharing: cpu" in out
         journals.append(journal)
     drop = ("started", "ended", "train_time", "eval_time", "worker_rank", "told_before")
     one, two = (journal_rows(path, drop) for path in journals)

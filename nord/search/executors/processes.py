@@ -6,7 +6,8 @@ A single machine runs several candidates at once without MPI, several per GPU if
     from nord.evaluators import LocalEvaluator
     from nord.search import ProcessExecutor, run_search
 
-    executor = ProcessExecutor(partial(LocalEvaluator, epochs=2), workers=4, device="cuda")
+    executor = ProcessExecutor(partial(LocalEvaluator, epochs=2), workers=4,
+                               devices=["cuda:0"] * 4)     # four workers on one GPU
     summary = run_search(algorithm, executor=executor, budget=100, journal="run.db",
                          mode="async")
 
