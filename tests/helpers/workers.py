@@ -31,8 +31,9 @@ def _note(log: Optional[str], descriptor) -> None:
             handle.write(f"{os.getpid()} {width} {kernel}\n")
 
 
-def make_toy(device: str, sleep: float = 0.0, log: Optional[str] = None, curves: bool = False):
-    evaluator = ToyCurves(max_epochs=3, sleep=sleep) if curves else ToyEvaluator(sleep=sleep)
+def make_toy(device: str, sleep: float = 0.0, log: Optional[str] = None, curves: int = 0):
+    """A ToyEvaluator, or with ``curves`` a ToyCurves training up to that many epochs."""
+    evaluator = ToyCurves(max_epochs=curves, sleep=sleep) if curves else ToyEvaluator(sleep=sleep)
     evaluator.device = device
     evaluator.worker_log = log
     return evaluator

@@ -66,7 +66,7 @@ def test_an_async_run_evaluates_each_architecture_once_with_its_own_result(tmp_p
 
 
 def test_finished_epochs_reach_the_journal_from_the_workers(tmp_path):
-    run_search(RandomSearch(ToySpace(), seed=2), executor=toy_executor(curves=True), budget=4,
+    run_search(RandomSearch(ToySpace(), seed=2), executor=toy_executor(curves=3), budget=4,
                journal=str(tmp_path / "run.db"), mode="async")
     with Journal(tmp_path / "run.db") as journal:
         trained = [row for row in journal.evaluations()
@@ -75,6 +75,27 @@ def test_finished_epochs_reach_the_journal_from_the_workers(tmp_path):
             epochs = journal.epochs(row["candidate"])
             assert [epoch["epoch"] for epoch in epochs] == [1, 2, 3]
             assert {epoch["worker_rank"] for epoch in epochs} == {row["worker_rank"]}
+
+
+def test_a_scheduler_trains_in_legs_on_workers_as_it_does_in_this_process(tmp_path):
+    """Successive halving pauses candidates in checkpoints and resumes the best on any worker:
+    the journal's results and legs are those of a serial run."""
+    from nord.search.schedulers import make_scheduler
+    from tests.helpers.toy import ToyCurves
+    journals = {}
+    for name, executor in (("serial", SerialExecutor(ToyCurves(max_epochs=9))),
+                           ("workers", toy_executor(curves=9))):
+        journals[name] = tmp_path / f"{name}.db"
+        run_search(RandomSearch(ToySpace(), seed=4), executor=executor, budget=9, mode="sync",
+                   journal=str(journals[name]),
+                   scheduler=make_scheduler("sha", min_epochs=1, max_epochs=9, eta=3))
+    assert journal_rows(journals["workers"], DROP) == journal_rows(journals["serial"], DROP)
+    legs = {}
+    for name, path in journals.items():
+        with Journal(path) as journal:
+            legs[name] = [(leg["candidate"], leg["start_epochs"], leg["target_epochs"],
+                           leg["accuracy"], leg["status"]) for leg in journal.legs()]
+    assert legs["workers"] == legs["serial"] and any(leg[1] > 0 for leg in legs["serial"])
 
 
 def test_a_killed_worker_is_a_failed_result_and_is_replaced(tmp_path):
