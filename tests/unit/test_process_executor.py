@@ -236,3 +236,48 @@ def test_killing_the_run_leaves_no_workers_and_resume_loses_nothing(tmp_path):
     subprocess.run([*program, str(cut), "--resume"], check=True, cwd=REPO, env=env,
                    timeout=120)
     assert journal_rows(cut, DROP) == journal_rows(whole, DROP)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_sigterm_ends_the_run_cleanly_and_stops_its_workers_at_once(tmp_path):
+    """SIGTERM (scancel, a plain kill) mid-evaluation: the journal says interrupted, and the
+    workers, busy for seconds more, are stopped rather than waited for."""
+    journal = tmp_path / "run.db"
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    process = subprocess.Popen([sys.executable, "-m", "tests.helpers.worker_program",
+                                str(journal), "--sleep", "5"], cwd=REPO, env=env)
+    try:
+        deadline = time.monotonic() + 90
+        while asked(journal) < 2:    # the first two candidates are handed out
+            assert process.poll() is None and time.monotonic() < deadline
+            time.sleep(0.1)
+        time.sleep(0.5)
+        workers = children_of(process.pid)
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=4) != 0       # well before the 5 s evaluations end
+    finally:
+        if process.poll() is None:
+            process.kill()
+    workers = [pid for pid in workers if "resource_tracker" not in cmdline(pid)]
+    deadline = time.monotonic() + 1.0
+    while [pid for pid in workers if alive(pid)]:
+        assert time.monotonic() < deadline, [(pid, cmdline(pid)) for pid in workers]
+        time.sleep(0.05)
+    with Journal(journal) as record:
+        assert record.state() == "interrupted"
+
+
+def cmdline(pid):
+    try:
+        with open(f"/proc/{pid}/cmdline") as text:
+            return text.read()
+    except OSError:
+        return ""
+
+
+def asked(path):
+    try:
+        with Journal(path) as journal:
+            return len(journal.candidates())
+    except Exception:  # noqa: BLE001 - being created
+        return 0
