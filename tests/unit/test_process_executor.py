@@ -156,13 +156,17 @@ def test_out_of_memory_beside_others_is_retried_alone_once(tmp_path):
 
 
 def test_a_worker_that_cannot_build_its_evaluator_stops_the_run_before_it_starts(tmp_path):
-    executor = ProcessExecutor(functools.partial(make_toy, curves="not a bool", sleep=-1.0),
-                               workers=1)
-    executor.make_evaluator = functools.partial(int, "not a number")
+    # int("7", device=...) raises TypeError in the worker, as a bad evaluator setting would
+    executor = ProcessExecutor(functools.partial(int, "7"), workers=1)
     with pytest.raises(NordError, match="could not build its evaluator: TypeError"):
         run_search(RandomSearch(ToySpace(), seed=0), executor=executor, budget=2,
                    journal=str(tmp_path / "run.db"))
     assert not executor._pool
+
+
+def test_an_evaluator_factory_that_does_not_pickle_is_refused_at_once():
+    with pytest.raises(ConfigurationError, match="must pickle.*not a lambda"):
+        ProcessExecutor(lambda device: ToyEvaluator(), workers=2)
 
 
 def test_devices_must_name_one_device_per_worker():

@@ -32,6 +32,7 @@ from __future__ import annotations
 import logging
 import multiprocessing
 import os
+import pickle
 import signal
 import sys
 import threading
@@ -174,6 +175,14 @@ class ProcessExecutor(Executor):
                 f"devices given ({devices})")
         if threads is not None:
             check_int(threads, "threads", 1)
+        try:
+            pickle.dumps(make_evaluator)
+        except Exception as error:  # noqa: BLE001 - pickle raises several kinds
+            raise ConfigurationError(
+                f"make_evaluator goes to each worker process, so it must pickle; "
+                f"{make_evaluator!r:.80} does not ({type(error).__name__}: {error}). Give a "
+                "class, a module-level function or a functools.partial of one, not a lambda "
+                "or a function defined inside another") from None
         self.make_evaluator = make_evaluator
         self.workers = workers
         self.devices = devices
