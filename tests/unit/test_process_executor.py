@@ -164,6 +164,39 @@ def test_a_worker_that_cannot_build_its_evaluator_stops_the_run_before_it_starts
     assert not executor._pool
 
 
+def test_candidates_run_side_by_side_only_where_their_estimates_fit(tmp_path):
+    """A device offering 10 units, each candidate needing its width: 6 and 5 never overlap,
+    smaller ones do; every candidate is evaluated."""
+    def width(descriptor):
+        return next(layer.params["out_channels"] for layer in descriptor.layers.values()
+                    if layer.type == "conv2d")
+
+    executor = ProcessExecutor(functools.partial(make_toy, sleep=0.4), workers=2,
+                               memory_need=width, device_memory={"cpu": 10}, headroom=0.0)
+
+    class Proposals(RandomSearch):
+        genomes = [(6, 1), (5, 1), (2, 1), (3, 2), (5, 2), (4, 1)]
+
+        def _ask(self):
+            from nord.search import Candidate
+            return Candidate(self.genomes[self.asked])
+
+    run_search(Proposals(ToySpace(), seed=0), executor=executor, budget=6,
+               journal=str(tmp_path / "run.db"), mode="async")
+    with Journal(tmp_path / "run.db") as journal:
+        rows = [(row["genome"][0], row["started"], row["ended"]) for row in journal.evaluations()]
+    assert len(rows) == 6
+    overlapping = [(a[0], b[0]) for i, a in enumerate(rows) for b in rows[i + 1:]
+                   if a[1] < b[2] and b[1] < a[2]]
+    assert overlapping                                   # some pairs did share the device
+    assert all(a + b <= 10 for a, b in overlapping), overlapping
+
+
+def test_device_memory_that_is_not_a_positive_number_of_bytes_is_refused():
+    with pytest.raises(ConfigurationError, match="device_memory of cuda:0"):
+        ProcessExecutor(make_toy, workers=1, device_memory={"cuda:0": 0})
+
+
 def test_an_evaluator_factory_that_does_not_pickle_is_refused_at_once():
     with pytest.raises(ConfigurationError, match="must pickle.*not a lambda"):
         ProcessExecutor(lambda device: ToyEvaluator(), workers=2)

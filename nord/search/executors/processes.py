@@ -159,6 +159,10 @@ class ProcessExecutor(Executor):
         memory_need: ``memory_need(descriptor)`` -> bytes or None, the admission rule's input
             (``LocalEvaluator.memory_need``); None admits every candidate a worker is free for.
         headroom: the share of a GPU's free memory not handed out by the admission rule.
+        device_memory: bytes each device offers the admission rule, by device name, e.g. to leave
+            room for other users of a GPU; default: the free memory each worker finds on its
+            GPU once its CUDA context exists (the smallest figure of a GPU's workers), and no
+            limit on the CPU.
         threads: torch CPU threads in each worker (None: the evaluator's or torch's choice).
         mps: 'auto', 'on' or 'off' (``nord.parallel.mps``); decided in ``start``.
     """
@@ -166,7 +170,8 @@ class ProcessExecutor(Executor):
     def __init__(self, make_evaluator: Callable, workers: int = 2,
                  devices: Optional[List[str]] = None, evaluator=None,
                  memory_need: Optional[Callable[[Any], Optional[int]]] = None,
-                 headroom: float = HEADROOM, threads: Optional[int] = None, mps: str = "auto"):
+                 headroom: float = HEADROOM, threads: Optional[int] = None, mps: str = "auto",
+                 device_memory: Optional[Dict[str, int]] = None):
         workers = check_int(workers, "workers", 1)
         devices = list(devices) if devices is not None else ["cpu"] * workers
         if len(devices) != workers:
@@ -191,6 +196,9 @@ class ProcessExecutor(Executor):
         self.headroom = check_headroom(headroom)
         self.threads = threads
         self.mps = check_mps_setting(mps)
+        self.device_memory = dict(device_memory or {})
+        for device, size in self.device_memory.items():
+            check_int(size, f"device_memory of {device}", 1, rule="a number of bytes >= 1")
         self.sharing: Optional[str] = None
         self._pool: List[_Worker] = []
         self._held: Deque[Task] = deque()
@@ -221,6 +229,7 @@ class ProcessExecutor(Executor):
             daemon_running(control=control) if gpu else False, control is not None)
         if start_daemon:
             self._daemon = MPSDaemon(control).start()
+        self._state.capacity = dict(self.device_memory)
         self._context = multiprocessing.get_context(START_METHOD)
         try:
             self._pool = [self._spawn(rank, device)
@@ -375,7 +384,8 @@ class ProcessExecutor(Executor):
             _, worker.pid, free = message
             worker.ready = True
             known = self._state.capacity.get(worker.device)
-            if free is not None:   # the last worker to start sees every context on its GPU
+            if free is not None and worker.device not in self.device_memory:
+                # the last worker to start sees every context on its GPU
                 self._state.capacity[worker.device] = free if known is None else min(known, free)
             if not starting:
                 self._admit()
