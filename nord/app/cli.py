@@ -109,6 +109,12 @@ RUN_FLAGS = (
                                    "when it is installed)"),
     ("device", "--device", str, "auto (CUDA when available), cpu, cuda or cuda:N"),
     ("threads", "--threads", int, "torch CPU threads per rank (default: torch's choice)"),
+    ("worker_processes", "--workers", int,
+     "worker processes on this machine evaluating side by side, several per GPU allowed; not "
+     "with mpirun; at most one per CPU and 16 per GPU (default: evaluate in this process)"),
+    ("mps", "--mps", str,
+     "how workers share a GPU: auto (CUDA MPS when installed or running), on (MPS or "
+     "refuse), off (time-slicing)"),
     ("seed", "--seed", int, "seeds the algorithm and every candidate's training"),
     ("journal", "--journal", str,
      "the run's SQLite journal (default: runs/<algorithm>-<date>-<time>.db)"),
@@ -265,7 +271,7 @@ def _config(args) -> int:
 def _resume(args) -> int:
     from nord.app.runner import resume
     resume(args.journal, budget=args.budget, device=args.device, threads=args.threads,
-           backend=args.backend)
+           backend=args.backend, worker_processes=args.workers, mps=args.mps)
     return 0
 
 
@@ -531,7 +537,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="extend the run to N evaluations in all, those in the journal "
                              "included (default: its own budget)")
     for _, flag, options in _run_arguments():
-        if flag in ("--device", "--threads", "--backend"):   # where it runs may change
+        if flag in ("--device", "--threads", "--backend", "--workers",
+                    "--mps"):   # where it runs may change
             resume.add_argument(flag, **{**options, "help": options["help"] + " (default: "
                                                            "the journal's)"})
     resume.set_defaults(handler=_resume)

@@ -34,9 +34,9 @@ logger = logging.getLogger(__name__)
 EVALUATIONS = ("local", "data-parallel", "distributed", "benchmark")
 OPTIMIZERS = ("adam", "adamw", "sgd", "rmsprop")
 """The optimizers a run may name (``nord.nn.training.OPTIMIZERS``, without importing torch)."""
-EXECUTION_FIELDS = ("budget", "journal", "threads", "device", "backend")
+EXECUTION_FIELDS = ("budget", "journal", "threads", "device", "backend", "worker_processes", "mps")
 """Settings a resumed run may change: how long it runs and where, not what it measures."""
-RESUME_CHANGES = ("device", "threads", "backend")
+RESUME_CHANGES = ("device", "threads", "backend", "worker_processes", "mps")
 """Where it runs: what ``nord resume`` may change besides the budget."""
 TRAINING_FIELDS = ("epochs", "batch_size", "lr", "optimizer", "valid_fraction", "data_root",
                    "data_checksums", "max_params")
@@ -82,7 +82,14 @@ class RunConfig:
         group_size: ranks per group for 'distributed' (default 1).
         backend: 'auto', 'horovod' or 'torch', for data-parallel training.
         device: 'auto', 'cpu', 'cuda' or 'cuda:N'.
-        threads: torch CPU threads per rank (None: torch's default).
+        threads: torch CPU threads per rank (None: torch's default; with
+            ``worker_processes``, the usable CPUs shared out among the workers).
+        worker_processes: (``--workers``) worker processes on this machine that evaluate
+            candidates side by side, several per GPU if there are more workers than GPUs
+            (None: evaluate in this process, or on the MPI ranks under mpirun). At most one
+            per usable CPU and 16 per GPU; not under mpirun (one way to parallelise at a time).
+        mps: how workers sharing a GPU share it: 'auto' (CUDA MPS when it is installed or
+            running), 'on' (MPS or refuse), 'off' (time-slicing); ``nord.parallel.mps``.
         seed: seeds the algorithm and the training of every candidate.
         journal: the SQLite journal's path (None: ``runs/<algorithm>-<time>.db``).
         valid_fraction: the share of the training split held out (stratified, seeded) as
@@ -118,6 +125,8 @@ class RunConfig:
     backend: str = "auto"
     device: str = "auto"
     threads: Optional[int] = None
+    worker_processes: Optional[int] = None
+    mps: str = "auto"
     seed: int = 0
     journal: Optional[str] = None
     valid_fraction: float = 0.1
@@ -174,6 +183,7 @@ class RunConfig:
                 f"CPUs this process may use; got {self.threads}. More threads than CPUs only "
                 "slow training down; with several ranks on one machine, give each its share "
                 "(CPUs / ranks)")
+        self._check_workers()
         if self.optimizer not in OPTIMIZERS:
             raise ConfigurationError(
                 f"optimizer must be one of {', '.join(OPTIMIZERS)}; got {self.optimizer!r}")
@@ -193,6 +203,28 @@ class RunConfig:
             raise ConfigurationError(
                 "give the seed as RunConfig(seed=...) (nord run --seed), not among the "
                 "algorithm's parameters: it seeds the algorithm and the training alike")
+
+    def _check_workers(self) -> None:
+        """``worker_processes`` and ``mps``: the machine-independent rules (the GPUs are
+        counted when the run starts, :func:`check_workers`)."""
+        from nord.parallel.mps import check_mps_setting
+        from nord.parallel.placement import check_worker_count
+        check_mps_setting(self.mps)
+        if self.worker_processes is None:
+            if self.mps != "auto":
+                raise ConfigurationError(
+                    f"--mps {self.mps} says how worker processes share a GPU, but no --workers "
+                    "were asked for; add --workers N, or leave --mps out")
+            return
+        check_worker_count(self.worker_processes, usable_cpus())
+        if self.evaluation != "local":
+            raise ConfigurationError(
+                f"--workers runs candidates side by side in worker processes, each training "
+                f"its own network; evaluation={self.evaluation!r} "
+                + ("looks results up in a table, which takes microseconds: run it without "
+                   "--workers" if self.evaluation == "benchmark" else
+                   "trains each network on several MPI ranks: launch it with mpirun "
+                   "instead of --workers"))
 
     def _load_plugins(self) -> None:
         """Import the run's plug-in modules (a comma-separated string is split)."""
@@ -456,6 +488,64 @@ def check_groups(config: RunConfig, world_size: int) -> None:
         f"or -np {upper}, or use {sizes} with -np {world_size}")
 
 
+def check_workers(config: RunConfig, world_size: int) -> None:
+    """Refuse ``worker_processes`` under mpirun, or more than this machine's GPUs can host."""
+    if config.worker_processes is None:
+        return
+    if world_size > 1:
+        raise ConfigurationError(
+            f"--workers {config.worker_processes} starts worker processes on this machine, but "
+            f"this run was launched by mpirun with {world_size} ranks, which evaluate side by "
+            "side already; use one way to parallelise at a time: drop --workers, or run without "
+            "mpirun")
+    from nord.parallel.placement import check_worker_count
+    gpus = set(worker_devices_of(config)) - {"cpu"}
+    check_worker_count(config.worker_processes, usable_cpus(), len(gpus))
+
+
+def worker_devices_of(config: RunConfig) -> List[str]:
+    """Each worker's device: the visible GPUs round robin, or the CPU."""
+    from nord.parallel.placement import worker_devices
+    gpus = 0
+    if config.device != "cpu":
+        import torch
+        gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    return worker_devices(config.worker_processes, config.device, gpus)
+
+
+def worker_evaluator(config: RunConfig, device: str):
+    """A worker process's evaluator: the run's, on the worker's device, with its own copy
+    of the data (module level, so that it pickles)."""
+    load_modules(config.plugins or ())   # a fresh interpreter: register the run's plug-ins
+    return _training_evaluator(replace(config, device=device), build_curator(config))
+
+
+def build_worker_executor(config: RunConfig, evaluator):
+    """The run's ProcessExecutor: ``config.worker_processes`` processes, each with the run's
+    evaluator on its device, CPU threads shared out, candidates admitted to GPUs by memory."""
+    from functools import partial
+
+    from nord.search.executors import ProcessExecutor
+    threads = config.threads
+    if threads is None:
+        threads = max(1, usable_cpus() // config.worker_processes)
+    devices = worker_devices_of(config)
+    on_gpu = any(device != "cpu" for device in devices)
+    return ProcessExecutor(partial(worker_evaluator, config),
+                           workers=config.worker_processes, devices=devices,
+                           evaluator=evaluator, threads=threads,
+                           memory_need=evaluator.memory_need if on_gpu else None,
+                           mps=config.mps)
+
+
+def worker_line(executor) -> str:
+    """The closing line's companion: where the workers ran and how they shared it."""
+    devices = sorted(set(executor.devices))
+    count = executor.n_workers
+    return (f"{count} worker process{'es' if count > 1 else ''} on {', '.join(devices)}; "
+            f"device sharing: {executor.sharing}")
+
+
 def dedicated_root(config: RunConfig) -> bool:
     """Rank 0 only dispatches when groups of several ranks train networks: otherwise the
     other ranks of rank 0's group would have nobody to train with."""
@@ -471,12 +561,18 @@ def build_evaluator(config: RunConfig, env, curator=None):
         return BenchmarkEvaluator(dataset=config.dataset)
     if env.group is None:
         return None
+    return _training_evaluator(config, curator, env if env.group.size > 1 else None)
+
+
+def _training_evaluator(config: RunConfig, curator, env=None):
+    """A LocalEvaluator with the run's training settings; with ``env``, a
+    DistributedEvaluator training on its group's ranks."""
     from nord.evaluators.callbacks import make_callbacks
     training = dict(curator=curator, epochs=config.training_epochs, batch_size=config.batch_size,
                     lr=config.lr, optimizer=config.optimizer, device=config.device,
                     seed=config.seed, threads=config.threads, max_params=config.max_params,
                     callbacks=make_callbacks(config.callbacks))
-    if env.group.size > 1:
+    if env is not None:
         from nord.evaluators.distributed import DistributedEvaluator
         return DistributedEvaluator(env, backend=config.backend, **training)
     from nord.evaluators.local import LocalEvaluator
@@ -644,6 +740,7 @@ def _run_with_environment(config: RunConfig, resume: bool, progress: bool, strea
 
     from nord.parallel import launcher_world_size
     check_groups(config, launcher_world_size() or 1)   # every rank alike, before MPI starts
+    check_workers(config, launcher_world_size() or 1)
     with Environment(group_size=group_size(config), dedicated_root=dedicated_root(config)) as env:
         journal = config.journal
         if env.is_root and journal is None:
@@ -677,10 +774,13 @@ def _run_with_environment(config: RunConfig, resume: bool, progress: bool, strea
             curator = build_curator(config) if config.evaluation != "benchmark" else None
             space = build_space(config, curator)
             evaluator = build_evaluator(config, env, curator)
-            # asynchronous runs keep one candidate in reserve at each worker, so that no
-            # worker waits for rank 0 between two evaluations (bench/async_dispatch.py)
-            executor = MPIExecutor(evaluator, env, space=space,
-                                   prefetch=1 if config.mode == "async" else 0)
+            if config.worker_processes is not None:
+                executor = build_worker_executor(config, evaluator)
+            else:
+                # asynchronous runs keep one candidate in reserve at each worker, so that no
+                # worker waits for rank 0 between two evaluations (bench/async_dispatch.py)
+                executor = MPIExecutor(evaluator, env, space=space,
+                                       prefetch=1 if config.mode == "async" else 0)
             algorithm = scheduler = None
             if env.is_root:   # only the engine's rank asks, tells and schedules
                 algorithm = make_algorithm(config.algorithm, space, seed=config.seed,
@@ -720,6 +820,8 @@ def _run_with_environment(config: RunConfig, resume: bool, progress: bool, strea
                     view.close()
             if view is not None and summary is not None:
                 view.close(summary)
+                if config.worker_processes is not None:
+                    view.display.write(worker_line(executor))
     if refused is not None:
         raise refused
     return summary if env.is_root else None

@@ -6,11 +6,14 @@ Pure functions of the ranks' facts (no torch, no MPI), so every rule is tested w
     gpu = physical_gpu(index, visible_gpus())                # '5' with CUDA_VISIBLE_DEVICES=4,5
     problem = shared_gpu_refusal([Placement(0, 'h1', '0', 0, 1),
                                   Placement(1, 'h1', '0', 0, 1)], backend='torch')
+    worker_devices(4, 'cuda', gpus=2)    # ['cuda:0', 'cuda:1', 'cuda:0', 'cuda:1']
 
 Each rank on a host takes GPU ``local_rank % count`` of the GPUs ``CUDA_VISIBLE_DEVICES``
 lets it see (CUDA numbers them from 0 in the variable's order). NCCL, which the torch backend
 and a Horovod built with NCCL use on GPUs, cannot put two ranks of one communicator on the
 same GPU: such a group is refused before any candidate, naming the ranks and the fixes.
+Worker processes on one machine (``nord run --workers N``) take GPUs by the same rule, their
+worker number in place of the local rank, so N workers on G GPUs share them round robin.
 """
 from __future__ import annotations
 
@@ -20,7 +23,13 @@ from typing import Dict, Iterable, List, Mapping, NamedTuple, Optional, Sequence
 from nord.errors import ConfigurationError
 
 __all__ = ["Placement", "visible_gpus", "gpu_for_rank", "physical_gpu", "shared_gpus",
-           "shared_gpu_refusal"]
+           "shared_gpu_refusal", "worker_devices", "check_worker_count", "MAX_WORKERS_PER_GPU"]
+
+MAX_WORKERS_PER_GPU = 16
+"""The most worker processes ``--workers`` puts on one GPU. Each holds its own CUDA context
+(about 0.5 GB) and, under MPS, is one of the daemon's clients (48 at most per GPU since
+Volta); measured on an H100, 8 small-network trainers gained little over 4 (2.75x against
+2.52x one process), so more than 16 only costs memory."""
 
 
 class Placement(NamedTuple):
@@ -110,3 +119,57 @@ def shared_gpu_refusal(placements: Sequence[Placement], backend: str) -> Optiona
             f"Fixes: start at most {per_host} rank(s) of a group per host, one per GPU (e.g. "
             f"mpirun --map-by ppr:{per_host}:node, or set CUDA_VISIBLE_DEVICES per rank); or "
             f"{other}; or train on the CPU (--device cpu)")
+
+
+def worker_devices(workers: int, device: str, gpus: int) -> List[str]:
+    """The device of each of ``workers`` worker processes on this machine, in worker order.
+
+    Args:
+        workers: how many worker processes.
+        device: the run's device setting: 'cpu', 'auto', 'cuda' or 'cuda:N'.
+        gpus: how many GPUs this process sees (``torch.cuda.device_count()``, which
+            CUDA_VISIBLE_DEVICES limits).
+
+    'auto' and 'cuda' deal the workers out round robin (worker ``i`` takes
+    ``cuda:{gpu_for_rank(i, gpus)}``, as an MPI rank with local rank ``i`` would); 'cuda:N'
+    puts every worker on that GPU; 'cpu', and 'auto' without a GPU, puts them on the CPU.
+
+    Raises:
+        ConfigurationError: a GPU was asked for and none is visible.
+    """
+    name = str(device).lower()
+    if name == "cpu" or (name == "auto" and gpus < 1):
+        return ["cpu"] * workers
+    if name.startswith("cuda:"):
+        return [name] * workers
+    return [f"cuda:{gpu_for_rank(index, gpus)}" for index in range(workers)]
+
+
+def check_worker_count(workers: int, cpus: int, gpus: int = 0) -> None:
+    """Refuse a number of worker processes this machine cannot host.
+
+    The rule: at least 1; at most one per usable CPU (each worker's Python drives its
+    training, on a GPU too, so two workers on one core only take turns); and, on GPUs, at
+    most :data:`MAX_WORKERS_PER_GPU` per GPU.
+
+    Args:
+        workers: the number asked for.
+        cpus: the CPUs this process may use.
+        gpus: the GPUs the workers share (0: they train on the CPU).
+
+    Raises:
+        ConfigurationError: naming the limit that was broken and the largest allowed value.
+    """
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise ConfigurationError(
+            f"--workers (worker processes) must be an integer >= 1; got {workers!r}")
+    if workers > cpus:
+        raise ConfigurationError(
+            f"--workers {workers} asks for more worker processes than the {cpus} CPUs this "
+            f"process may use; each worker needs a core to drive its training (on a GPU too), "
+            f"so more only take turns. Use --workers {cpus} or fewer")
+    if gpus > 0 and workers > MAX_WORKERS_PER_GPU * gpus:
+        raise ConfigurationError(
+            f"--workers {workers} would put more than {MAX_WORKERS_PER_GPU} worker processes "
+            f"on each of the {gpus} GPU(s); each holds a CUDA context and gains little beyond "
+            f"8. Use --workers {MAX_WORKERS_PER_GPU * gpus} or fewer")

@@ -24,6 +24,7 @@ _LAZY = {  # the engine imports the journal (sqlite) and the executors: load on 
     "SearchProgress": "nord.search.engine",
     "SerialExecutor": "nord.search.executors",
     "MPIExecutor": "nord.search.executors",
+    "ProcessExecutor": "nord.search.executors",
     "ProcessPool": "nord.search.executors",
 }
 
