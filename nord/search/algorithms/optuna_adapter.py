@@ -130,11 +130,10 @@ class OptunaAlgorithm(SearchAlgorithm):
             raise ConfigurationError(
                 f"candidate {candidate.number} was told already, or was not asked of this "
                 f"{self.name} algorithm; tell each candidate that ask() returned once")
-        fitness = result.fitness
         optuna = self._optuna
         with _quiet(optuna):
-            if result.ok and math.isfinite(fitness):
-                self.study.tell(trial, fitness)
+            if result.ok and math.isfinite(result.accuracy):   # else fitness is FAILED_FITNESS
+                self.study.tell(trial, result.fitness)
             else:
                 self.study.tell(trial, state=optuna.trial.TrialState.FAIL)
 
