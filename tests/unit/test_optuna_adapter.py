@@ -207,7 +207,7 @@ def test_results_may_be_told_out_of_order():
 @pytest.mark.parametrize("make, steps", [
     pytest.param(lambda seed: TPE(Ordered(), seed=seed, n_startup_trials=4), 12, id="tpe"),
     pytest.param(lambda seed: GaussianProcessBO(Ordered(), seed=seed, n_startup_trials=2), 5,
-                 id="gp-bo", marks=pytest.mark.slow),
+                 id="gp-bo", marks=[pytest.mark.slow, pytest.mark.timeout(600)]),
     pytest.param(lambda seed: CMAES(Ordered(), seed=seed), 12, id="cmaes", marks=needs_cmaes)])
 def test_the_same_seed_gives_the_same_run_and_another_seed_another(make, steps):
     first, again, other = (drive(make(seed), peak, steps) for seed in (3, 3, 4))
@@ -227,6 +227,7 @@ def test_tpe_learns_the_peak():
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(600)   # about 10 s on an idle core, minutes on a loaded one
 def test_gp_bo_learns_the_peak():
     def distance(genomes):
         return np.mean([1 / peak(g).accuracy - 1 for g in genomes[-8:]])
