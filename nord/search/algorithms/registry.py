@@ -12,8 +12,8 @@ last a fixed number of generations, take as many generations as ``budget`` needs
 ``generations`` is not given.
 
 The pygmo and Optuna adapters are registered without importing pygmo or Optuna: each is
-needed only when one of its algorithms is made. Other packages add algorithms through the ``nord.algorithms``
-entry-point group (see :mod:`nord.registry`).
+needed only when one of its algorithms is made. Other packages add algorithms through the
+``nord.algorithms`` entry-point group (see :mod:`nord.registry`).
 """
 from __future__ import annotations
 
