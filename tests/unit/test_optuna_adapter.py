@@ -8,7 +8,8 @@ import sys
 import numpy as np
 import pytest
 
-optuna = pytest.importorskip("optuna", reason="optuna is not installed (pip install 'nord[optuna]')")
+optuna = pytest.importorskip("optuna",
+                             reason="optuna is not installed (pip install 'nord[optuna]')")
 from optuna.distributions import (CategoricalDistribution, FloatDistribution,  # noqa: E402
                                   IntDistribution)
 from optuna.trial import TrialState  # noqa: E402
