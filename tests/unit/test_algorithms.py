@@ -3,6 +3,7 @@
 A cheap synthetic evaluation stands in for training: the accuracy of a genome falls with
 its L1 distance from a hidden target.
 """
+import importlib.util
 import json
 from collections import Counter
 from typing import Callable, List, Tuple
@@ -29,6 +30,10 @@ try:
 except ImportError:
     HAVE_PYGMO = False
 needs_pygmo = pytest.mark.skipif(not HAVE_PYGMO, reason="pygmo is not installed")
+needs_optuna = pytest.mark.skipif(importlib.util.find_spec("optuna") is None,
+                                  reason="optuna is not installed")
+needs_cmaes = pytest.mark.skipif(importlib.util.find_spec("cmaes") is None,
+                                 reason="cmaes (for Optuna's CMA-ES) is not installed")
 
 
 class Grid(SearchSpace):
@@ -104,6 +109,8 @@ FACTORIES = {
     "pygmo_sga": lambda space, seed: _pygmo(space, seed),
     "local_search": lambda space, seed: LocalSearch(space, seed=seed),
     "reinforce": lambda space, seed: Reinforce(space, seed=seed),
+    "tpe": lambda space, seed: registry.make_algorithm("tpe", space, seed=seed),
+    "cmaes": lambda space, seed: registry.make_algorithm("cmaes", space, seed=seed),
 }
 BUDGET = 110   # the paper's pygmo run: 10 initial + 10 generations of 10
 GENERATIONAL = ("genetic", "genetic_uniform", "genetic_roulette", "pygmo_sga")
@@ -119,9 +126,14 @@ def _pygmo(space, seed):
     return PygmoAlgorithm(space, seed=seed)
 
 
+MARKS = {"pygmo_sga": [needs_pygmo], "tpe": [needs_optuna], "cmaes": [needs_optuna, needs_cmaes]}
+"""Algorithms whose optional dependency may be missing. Optuna's GP-BO keeps to its own tests
+(tests/unit/test_optuna_adapter.py): at a tenth of a second or more per proposal, these
+budgets would take minutes."""
+
+
 def factories(exclude=()):
-    return [pytest.param(factory, id=name,
-                         marks=[needs_pygmo] if name.startswith("pygmo") else [])
+    return [pytest.param(factory, id=name, marks=MARKS.get(name, []))
             for name, factory in FACTORIES.items() if name not in exclude]
 
 

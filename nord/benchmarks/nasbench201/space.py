@@ -60,6 +60,7 @@ class NASBench201Space(SearchSpace):
     lower = (0,) * N_EDGES
     upper = (N_OPS - 1,) * N_EDGES
     integer = True
+    categorical = True   # an edge's operation: the indices have no order
 
     def __init__(self, channels: int = DEFAULT_CHANNELS):
         self.channels = check_int(channels, "channels (the cell's width)", 1)

@@ -8,6 +8,7 @@ from nord.search.algorithms.base import Candidate, SearchAlgorithm
 from nord.search.algorithms.evolution import RegularizedEvolution
 from nord.search.algorithms.genetic import GeneticAlgorithm
 from nord.search.algorithms.local_search import LocalSearch
+from nord.search.algorithms.optuna_adapter import CMAES, TPE, GaussianProcessBO
 from nord.search.algorithms.pygmo_adapter import PygmoAlgorithm
 from nord.search.algorithms.random_search import RandomSearch
 from nord.search.algorithms.reinforce import Reinforce
@@ -15,5 +16,6 @@ from nord.search.algorithms.registry import (ALGORITHMS, get_algorithm, list_alg
                                              make_algorithm, register_algorithm)
 
 __all__ = ["Candidate", "SearchAlgorithm", "RandomSearch", "RegularizedEvolution",
-           "GeneticAlgorithm", "LocalSearch", "Reinforce", "PygmoAlgorithm", "ALGORITHMS", "make_algorithm",
+           "GeneticAlgorithm", "LocalSearch", "Reinforce", "PygmoAlgorithm", "TPE",
+           "GaussianProcessBO", "CMAES", "ALGORITHMS", "make_algorithm",
            "list_algorithms", "get_algorithm", "register_algorithm"]

@@ -11,9 +11,9 @@ not matter). An entry is a class with preset keyword arguments; pygmo's entries,
 last a fixed number of generations, take as many generations as ``budget`` needs when
 ``generations`` is not given.
 
-The pygmo adapter is registered without importing pygmo: pygmo is needed only when one of
-its algorithms is made. Other packages add algorithms through the ``nord.algorithms``
-entry-point group (see :mod:`nord.registry`).
+The pygmo and Optuna adapters are registered without importing pygmo or Optuna: each is
+needed only when one of its algorithms is made. Other packages add algorithms through the
+``nord.algorithms`` entry-point group (see :mod:`nord.registry`).
 """
 from __future__ import annotations
 
@@ -28,6 +28,7 @@ from nord.search.algorithms.bohb import BOHB
 from nord.search.algorithms.evolution import RegularizedEvolution
 from nord.search.algorithms.genetic import GeneticAlgorithm
 from nord.search.algorithms.local_search import LocalSearch
+from nord.search.algorithms.optuna_adapter import CMAES, TPE, GaussianProcessBO
 from nord.search.algorithms.pygmo_adapter import PygmoAlgorithm
 from nord.search.algorithms.random_search import RandomSearch
 from nord.search.algorithms.reinforce import Reinforce
@@ -164,6 +165,14 @@ for _name, _cls, _aliases, _description, _preset, _sized in (
          "pygmo's de (differential evolution), population 10", {"algorithm": "de"}, True),
         ("nsga2", PygmoAlgorithm, ("pygmo-nsga2",),
          "pygmo's nsga2 on (1 - accuracy, parameters), population 20",
-         {"algorithm": "nsga2", "population_size": 20, "objectives": 2}, True)):
+         {"algorithm": "nsga2", "population_size": 20, "objectives": 2}, True),
+        ("tpe", TPE, (),
+         "Optuna's TPE: multivariate, 10 random proposals first", {}, False),
+        ("gp-bo", GaussianProcessBO, ("gp", "bayesopt"),
+         "Optuna's Gaussian-process BO (log expected improvement), 10 random proposals "
+         "first; costly per proposal", {}, False),
+        ("cmaes", CMAES, (),
+         "Optuna's CMA-ES (also cma-es), for spaces of ordered genes only; needs cmaes",
+         {}, False)):
     register_algorithm(_name, _cls, aliases=_aliases, description=_description, preset=_preset,
                        generations_from_budget=_sized)

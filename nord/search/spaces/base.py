@@ -64,6 +64,11 @@ class SearchSpace:
     upper: Sequence[float] = ()
     integer: Union[bool, Sequence[bool]] = True
     """True (every dimension is an integer), False, or one flag per dimension."""
+    categorical: Union[bool, Sequence[bool]] = False
+    """Whether an integer gene's values are unordered choices (an edge's operation: 2 is no
+    nearer to 3 than to 0) rather than ordered numbers (a channel count): True for every
+    integer gene, False (the default: numbers), or one flag per dimension. Models that
+    treat a gene as a number (Gaussian processes, CMA-ES) read it."""
 
     @property
     def dimension(self) -> int:
@@ -74,6 +79,29 @@ class SearchSpace:
         if isinstance(self.integer, bool):
             return (self.integer,) * self.dimension
         return tuple(bool(flag) for flag in self.integer)
+
+    @property
+    def categorical_mask(self) -> Tuple[bool, ...]:
+        """One flag per dimension: True where the gene is an unordered choice.
+
+        Raises:
+            SearchSpaceError: ``categorical`` flags a real-valued gene, or has the wrong length.
+        """
+        integer = self.integer_mask
+        if isinstance(self.categorical, bool):
+            return tuple(self.categorical and flag for flag in integer)
+        flags = tuple(bool(flag) for flag in self.categorical)
+        if len(flags) != len(integer):
+            raise SearchSpaceError(
+                f"{type(self).__name__}.categorical has {len(flags)} flags for "
+                f"{len(integer)} genes; give one per gene, or True/False for all")
+        real = [index for index, (flag, is_int) in enumerate(zip(flags, integer))
+                if flag and not is_int]
+        if real:
+            raise SearchSpaceError(
+                f"{type(self).__name__}.categorical flags real-valued genes (positions "
+                f"{real}); only integer genes can be unordered choices")
+        return flags
 
     def bounds(self) -> Tuple[Tuple[float, ...], Tuple[float, ...]]:
         return tuple(self.lower), tuple(self.upper)
