@@ -150,12 +150,13 @@ class Bananas(SearchAlgorithm):
             self._batch.extend(self._random(self.k))
         else:
             pool = self._pool()
-            chosen = []
+            chosen: List[Genome] = []
             if pool:
                 self._fit()
                 features = np.stack([self._features_of(genome) for genome in pool])
                 chosen = [pool[index] for index in thompson_choice(
                     self.ensemble.predict(features), self.k, self.rng)]
+            # a space with fewer than k genomes left: repeats, which the engine's cache answers
             self._batch.extend(chosen + self._random(self.k - len(chosen), set(chosen)))
         self._iteration += 1
         return True
@@ -167,7 +168,9 @@ class Bananas(SearchAlgorithm):
         self.fits += 1
 
     def _pool(self) -> List[Genome]:
-        """Up to ``candidates`` genomes never asked, mutated from the best told ones."""
+        """``candidates`` genomes never asked: mutations of the best told ones, topped up
+        with random genomes where mutations run short (late in a run on a small space, when
+        every neighbour of the best genomes has been asked)."""
         ranked = sorted(self._learnt, key=lambda pair: -pair[1])   # stable: first told first
         pool: List[Genome] = []
         members: Set[Genome] = set()
@@ -182,17 +185,24 @@ class Bananas(SearchAlgorithm):
                     pool.append(child)
                     if len(pool) == self.candidates:
                         return pool
-        return pool
+        return pool + self._random(self.candidates - len(pool), members, repeats=False)
 
-    def _random(self, count: int, taken: Set[Genome] = frozenset()) -> List[Genome]:
-        """``count`` random genomes, each new where one is found in a hundred draws (a small
-        space runs out of new genomes: then a repeat, which the engine's cache answers)."""
+    def _random(self, count: int, taken: Set[Genome] = frozenset(),
+                repeats: bool = True) -> List[Genome]:
+        """``count`` random genomes not asked before and not in ``taken``, as long as a new
+        one turns up in a hundred draws; then, with ``repeats``, genomes asked before (a
+        small space has run out), else no more."""
         drawn: List[Genome] = []
+        seen = set(taken)
         for _ in range(count):
             for _ in range(_RANDOM_TRIES):
                 genome = self.space.normalise(self.space.sample(self.rng))
-                if genome not in self._asked and genome not in taken and genome not in drawn:
+                if genome not in self._asked and genome not in seen:
                     break
+            else:
+                if not repeats:
+                    break
+            seen.add(genome)
             drawn.append(genome)
         return drawn
 

@@ -66,33 +66,26 @@ class MLPEnsemble:
         self.epochs = check_int(epochs, "epochs (passes over the data per fit)", 1)
         self.learning_rate = check_learning_rate(learning_rate)
         self.batch_size = check_int(batch_size, "batch_size (examples per Adam step)", 1)
-        self._weights: List[np.ndarray] = []   # views into one flat parameter vector
-        self._biases: List[np.ndarray] = []
+        self._layers: List[np.ndarray] = []   # views into one flat parameter vector
         self._centre, self._scale = 0.0, 1.0
 
     @property
     def fitted(self) -> bool:
-        return bool(self._weights)
+        return bool(self._layers)
 
     def _layout(self, inputs: int) -> List[Tuple[int, int]]:
         return ([(inputs, self.width)] + [(self.width, self.width)] * (self.layers - 1)
                 + [(self.width, 1)])
 
-    def _views(self, flat: np.ndarray, inputs: int) -> Tuple[List[np.ndarray], List[np.ndarray]]:
-        """Each layer's weights ``(members, in, out)`` and biases ``(members, 1, out)`` as views
-        of ``flat``, so that Adam updates every parameter with a few whole-vector operations."""
-        weights, biases, offset = [], [], 0
+    def _views(self, flat: np.ndarray, inputs: int) -> List[np.ndarray]:
+        """Each layer's parameters ``(members, in + 1, out)`` (the last row: its biases) as
+        views of ``flat``, so that Adam updates them all with a few whole-vector operations."""
+        layers, offset = [], 0
         for fan_in, fan_out in self._layout(inputs):
-            size = self.members * fan_in * fan_out
-            weights.append(flat[offset:offset + size].reshape(self.members, fan_in, fan_out))
+            size = self.members * (fan_in + 1) * fan_out
+            layers.append(flat[offset:offset + size].reshape(self.members, fan_in + 1, fan_out))
             offset += size
-            biases.append(flat[offset:offset + self.members * fan_out].reshape(
-                self.members, 1, fan_out))
-            offset += self.members * fan_out
-        return weights, biases
-
-    def _size(self, inputs: int) -> int:
-        return sum(self.members * (fan_in + 1) * fan_out for fan_in, fan_out in self._layout(inputs))
+        return layers
 
     def fit(self, features: Any, targets: Any, seed: Any) -> "MLPEnsemble":
         """Train every member from scratch on ``features`` ``(n, d)`` and ``targets`` ``(n,)``.
@@ -111,41 +104,48 @@ class MLPEnsemble:
             raise ConfigurationError("fit needs finite features and targets")
         count, inputs = features.shape
         rng = np.random.default_rng(seed)
-        flat = np.zeros(self._size(inputs))
-        weights, biases = self._views(flat, inputs)
-        for weight in weights:   # Glorot uniform; biases start at zero
-            limit = math.sqrt(6.0 / (weight.shape[1] + weight.shape[2]))
-            weight[...] = rng.uniform(-limit, limit, size=weight.shape)
+        layout = self._layout(inputs)
+        flat = np.zeros(sum(self.members * (fan_in + 1) * fan_out for fan_in, fan_out in layout))
+        layers = self._views(flat, inputs)
+        for layer in layers:   # Glorot-uniform weights; biases (the last row) start at zero
+            limit = math.sqrt(6.0 / (layer.shape[1] - 1 + layer.shape[2]))
+            layer[:, :-1] = rng.uniform(-limit, limit, size=layer[:, :-1].shape)
         self._centre = float(targets.mean())
         spread = float(targets.std())
         self._scale = spread if spread > 0 else 1.0
         standard = (targets - self._centre) / self._scale
-
+        # every layer's input carries a last column of ones, its bias's input
+        augmented = np.concatenate([features, np.ones((count, 1))], axis=1)
         gradient = np.zeros_like(flat)
-        weight_grads, bias_grads = self._views(gradient, inputs)
+        gradients = self._views(gradient, inputs)
         first, second, scratch = (np.zeros_like(flat) for _ in range(3))
         members, batch, step = self.members, self.batch_size, 0
+        weights = [layer[:, :-1].transpose(0, 2, 1) for layer in layers]   # for the backward pass
+        hidden_inputs = {}   # batch size -> the hidden layers' input buffers
         rows = np.broadcast_to(np.arange(count), (members, count))
         for _ in range(self.epochs):
             order = rng.permuted(rows, axis=1)          # each member its own shuffle
             for start in range(0, count, batch):
                 chosen = order[:, start:start + batch]  # (members, b)
-                activations = [features[chosen]]        # (members, b, d)
-                for weight, bias in zip(weights[:-1], biases[:-1]):
-                    hidden = activations[-1] @ weight
-                    hidden += bias
+                size = chosen.shape[1]
+                buffers = hidden_inputs.get(size)
+                if buffers is None:
+                    buffers = hidden_inputs[size] = [
+                        np.ones((members, size, fan_in + 1)) for fan_in, _ in layout[1:]]
+                activations = [augmented[chosen]] + buffers
+                for layer, below, above in zip(layers, activations, buffers):
+                    hidden = above[..., :-1]
+                    np.matmul(below, layer, out=hidden)
                     np.maximum(hidden, 0.0, out=hidden)
-                    activations.append(hidden)
-                output = (activations[-1] @ weights[-1])[..., 0] + biases[-1][..., 0]
+                output = (activations[-1] @ layers[-1])[..., 0]
                 # mean absolute error's gradient in the output, per member
-                delta = (np.sign(output - standard[chosen]) / chosen.shape[1])[..., None]
-                for layer in range(len(weights) - 1, -1, -1):
-                    below = activations[layer]
-                    np.matmul(below.transpose(0, 2, 1), delta, out=weight_grads[layer])
-                    np.sum(delta, axis=1, keepdims=True, out=bias_grads[layer])
-                    if layer:
-                        delta = delta @ weights[layer].transpose(0, 2, 1)
-                        delta *= below > 0
+                delta = (np.sign(output - standard[chosen]) / size)[..., None]
+                for index in range(len(layers) - 1, -1, -1):
+                    below = activations[index]
+                    np.matmul(below.transpose(0, 2, 1), delta, out=gradients[index])
+                    if index:
+                        delta = delta @ weights[index]
+                        delta *= below[..., :-1] > 0
                 step += 1
                 # Adam, in place on the flat vectors: a dozen numpy calls per step
                 first *= _BETA1
@@ -161,7 +161,7 @@ class MLPEnsemble:
                 np.divide(first, scratch, out=scratch)
                 scratch *= self.learning_rate * correction / (1 - _BETA1 ** step)
                 flat -= scratch
-        self._weights, self._biases = weights, biases
+        self._layers = layers
         return self
 
     def predict(self, features: Any) -> np.ndarray:
@@ -174,7 +174,7 @@ class MLPEnsemble:
             raise ConfigurationError("predict needs a fitted ensemble; call fit(features, "
                                      "targets, seed) first")
         hidden = np.asarray(features, dtype=np.float64)[None]
-        for weight, bias in zip(self._weights[:-1], self._biases[:-1]):
-            hidden = np.maximum(hidden @ weight + bias, 0.0)
-        output = (hidden @ self._weights[-1] + self._biases[-1])[..., 0]
+        for layer in self._layers[:-1]:
+            hidden = np.maximum(hidden @ layer[:, :-1] + layer[:, -1:], 0.0)
+        output = (hidden @ self._layers[-1][:, :-1] + self._layers[-1][:, -1:])[..., 0]
         return output * self._scale + self._centre
