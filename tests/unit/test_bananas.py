@@ -379,7 +379,7 @@ def test_a_resumed_nasbench201_run_rebuilds_the_path_encoded_model(tmp_path):
 
 # --- the command line --------------------------------------------------------------------------
 @pytest.mark.slow
-def test_nord_run_takes_it_and_its_refusals(tmp_path, capsys):
+def test_nord_run_and_compare_take_it_and_its_refusals(tmp_path, capsys):
     journal = tmp_path / "bananas.db"
     assert main(["run", "--space", "nasbench201", "--algorithm", "bananas", "--budget", "14",
                  "--seed", "1", "--params", '{"epochs": 20}', "--journal", str(journal)]) == 0
@@ -392,6 +392,9 @@ def test_nord_run_takes_it_and_its_refusals(tmp_path, capsys):
                  "--params", '{"encoding": "adjacency"}',
                  "--journal", str(tmp_path / "y.db")]) == 2
     assert "encoding must be one of path, onehot" in capsys.readouterr().err
+    assert main(["compare", "--algorithms", "random,bananas", "--budget", "12",
+                 "--seeds", "2"]) == 0
+    assert "bananas" in capsys.readouterr().out
 
 
 def _journaled(journal) -> int:
