@@ -14,6 +14,7 @@ import pytest
 from nord.errors import ConfigurationError
 from nord.evaluators.result import FAILED_FITNESS, EvaluationResult
 from nord.search.algorithms import registry
+from nord.search.algorithms.bananas import Bananas
 from nord.search.algorithms.base import Candidate, SearchAlgorithm
 from nord.search.algorithms.evolution import RegularizedEvolution, mutate_one, mutate_value
 from nord.search.algorithms.genetic import GeneticAlgorithm, roulette_probabilities
@@ -111,14 +112,18 @@ FACTORIES = {
     "reinforce": lambda space, seed: Reinforce(space, seed=seed),
     "tpe": lambda space, seed: registry.make_algorithm("tpe", space, seed=seed),
     "cmaes": lambda space, seed: registry.make_algorithm("cmaes", space, seed=seed),
+    # Grid has no path encoding; a small ensemble keeps the contract fast (test_bananas)
+    "bananas": lambda space, seed: Bananas(space, seed=seed, encoding="onehot", ensemble_size=3,
+                                           layers=3, width=10, epochs=20),
 }
 BUDGET = 110   # the paper's pygmo run: 10 initial + 10 generations of 10
 GENERATIONAL = ("genetic", "genetic_uniform", "genetic_roulette", "pygmo_sga")
-WAITING = GENERATIONAL + ("local_search",)
-"""Algorithms that wait for results: at generation barriers, or for a whole neighbourhood."""
-NEEDS_NEIGHBOURS = ("local_search", "reinforce")
-"""Algorithms that refuse spaces with real-valued genes (tested in test_local_search and
-test_reinforce)."""
+WAITING = GENERATIONAL + ("local_search", "bananas")
+"""Algorithms that wait for results: at generation barriers, for a whole neighbourhood, or
+(BANANAS) for a first result to learn from."""
+NEEDS_NEIGHBOURS = ("local_search", "reinforce", "bananas")
+"""Algorithms that refuse spaces with real-valued genes (tested in test_local_search,
+test_reinforce and test_bananas)."""
 
 
 def _pygmo(space, seed):

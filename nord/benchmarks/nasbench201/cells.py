@@ -199,6 +199,57 @@ def is_connected(genome: Sequence[Any]) -> bool:
     return N_NODES - 1 in reached
 
 
+# --- path encoding ------------------------------------------------------------------------
+INPUT_OUTPUT_PATHS: Tuple[Tuple[int, ...], ...] = ((3,), (0, 4), (1, 5), (0, 2, 5))
+"""Every path from node 0 to node 3, as the genome positions of its edges: 0-3, 0-1-3, 0-2-3
+and 0-1-2-3."""
+
+PATH_OPS = N_OPS - 1
+"""Operations a path can carry: every one but 'none', which cuts the path."""
+
+N_PATH_FEATURES = PATH_OPS + PATH_OPS ** 2 + PATH_OPS ** 3   # 4 + 16 + 64 = 84
+"""Possible paths: sequences of 1, 2 or 3 operations other than 'none'."""
+
+
+def cell_paths(genome: Sequence[Any]) -> Tuple[Tuple[str, ...], ...]:
+    """The operations along each input-to-output path of the cell, in
+    :data:`INPUT_OUTPUT_PATHS` order, leaving out the paths through a 'none' edge."""
+    values = check_genome(genome)
+    return tuple(tuple(OPS[values[edge]] for edge in path) for path in INPUT_OUTPUT_PATHS
+                 if all(values[edge] for edge in path))
+
+
+@functools.lru_cache(maxsize=N_CELLS)
+def _path_features(code: int) -> Tuple[int, ...]:
+    values = code_to_genome(code)
+    features = set()
+    for path in INPUT_OUTPUT_PATHS:
+        if all(values[edge] for edge in path):
+            # paths of length L come after the shorter ones, numbered in base PATH_OPS
+            index = sum(PATH_OPS ** length for length in range(1, len(path)))
+            for position, edge in enumerate(path):
+                index += (values[edge] - 1) * PATH_OPS ** position
+            features.add(index)
+    return tuple(sorted(features))
+
+
+def path_encoding(genome: Sequence[Any]) -> np.ndarray:
+    """The path encoding of BANANAS (White, Neiswanger and Savani, AAAI 2021): one 0/1
+    feature per possible sequence of operations from the input node to the output node
+    (:data:`N_PATH_FEATURES` of them), set when the cell has such a path.
+
+    A path through a 'none' edge carries nothing and sets no feature, so a disconnected cell
+    encodes as zeros. Paths are sequences of operations, not of edges: cells that differ only
+    by which of the two two-edge paths carries a sequence encode alike.
+
+    Raises:
+        BenchmarkError: the genome is invalid (see ``check_genome``).
+    """
+    encoding = np.zeros(N_PATH_FEATURES)
+    encoding[list(_path_features(genome_to_code(genome)))] = 1.0
+    return encoding
+
+
 # --- cell <-> descriptor ------------------------------------------------------------------
 def _op_layer(op: str, channels: int) -> Tuple[str, Dict[str, Any]]:
     """Registry type and parameters of the layer for one operation."""

@@ -13,9 +13,11 @@ from __future__ import annotations
 
 from typing import Any, Dict, Hashable, List, Optional, Sequence, Tuple
 
+import numpy as np
+
 from nord.benchmarks.nasbench201.cells import (DEFAULT_CHANNELS, N_EDGES, N_OPS, cell_to_descriptor,
                                                cell_to_genome, check_genome, code_to_genome,
-                                               genome_to_cell, genome_to_code)
+                                               genome_to_cell, genome_to_code, path_encoding)
 from nord.benchmarks.nasbench201.table import load_table
 from nord.architecture.descriptor import NeuralDescriptor
 from nord.checks import check_int
@@ -104,6 +106,12 @@ class NASBench201Space(SearchSpace):
         except (KeyError, TypeError):
             pass
         return _rows()[genome_to_code(genome)], None
+
+    def path_encoding(self, genome: Sequence[Any]) -> np.ndarray:
+        """The cell's paths from input to output, one 0/1 feature per possible sequence of
+        operations (84; see :func:`~nord.benchmarks.nasbench201.cells.path_encoding`): what
+        BANANAS's predictors read."""
+        return path_encoding(genome)
 
     def describe(self) -> dict:
         description = super().describe()

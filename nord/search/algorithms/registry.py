@@ -23,6 +23,7 @@ from typing import Any, List, Mapping, Optional, Sequence, Type
 
 from nord.errors import ConfigurationError
 from nord.registry import Registry
+from nord.search.algorithms.bananas import Bananas
 from nord.search.algorithms.base import SearchAlgorithm, generations_within
 from nord.search.algorithms.bohb import BOHB
 from nord.search.algorithms.evolution import RegularizedEvolution
@@ -149,6 +150,10 @@ for _name, _cls, _aliases, _description, _preset, _sized in (
          "BOHB: TPE-like kernel densities propose the candidates of Hyperband's brackets "
          "(needs --scheduler hyperband or sha); 4 samples, no random share, bandwidth factor "
          "3 (the NAS-Bench-201 paper's settings)", {}, False),
+        ("bananas", Bananas, (),
+         "BANANAS: an ensemble of 5 MLPs (10 layers of width 20) on path encodings picks 10 "
+         "genomes per fit from 100 mutations of the best by independent Thompson sampling, "
+         "after 10 random ones", {}, False),
         ("genetic", GeneticAlgorithm, ("ga",),
          "nord's genetic algorithm: generational, population 10, single-point crossover 0.9, "
          "per-gene mutation 0.2, tournaments of 2, 1 elite", {}, False),

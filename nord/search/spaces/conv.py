@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from typing import List, Optional, Sequence, Tuple
 
+import numpy as np
+
 from nord.architecture.descriptor import NeuralDescriptor
 from nord.checks import check_int
 from nord.errors import ConfigurationError
@@ -104,6 +106,23 @@ class ConvSpace(SearchSpace):
         for kernel in self.repaired(genome)[1::2]:
             height, width = height - kernel + 1, width - kernel + 1
         return height, width
+
+    def path_encoding(self, genome: Sequence[int]) -> np.ndarray:
+        """The genome as the 0/1 features BANANAS's predictors read (see docs/search.md).
+
+        A chain has one path from input to output, through every layer, so encoding whole
+        paths would give each genome a feature of its own and a predictor nothing to
+        generalise from. The path is encoded layer by layer instead: each layer's channel
+        count and (repaired) kernel size in unary, feature ``j`` of a gene set when its value
+        exceeds the lower bound by at least ``j``. Unary keeps 3 channels nearer to 4 than to
+        40, which one feature per value would not; genomes that decode alike encode alike.
+        ``layers * (channel range + kernel range)`` features: 196 with the paper's bounds.
+        """
+        genome = self.repaired(genome) if self.repair else self.normalise(genome)
+        parts = []
+        for value, (low, high) in zip(genome, (self.channels, self.kernel_size) * self.layers):
+            parts.append(np.arange(low + 1, high + 1) <= value)
+        return np.concatenate(parts).astype(np.float64)
 
     def decode(self, genome: Genome) -> NeuralDescriptor:
         """A chain ``conv2d -> activation`` per layer; ``in_channels`` is left to NeuralNet.
