@@ -110,6 +110,9 @@ RUN_FLAGS = (
     ("device", "--device", str, "auto (CUDA when available), cpu, cuda or cuda:N"),
     ("threads", "--threads", int, "torch CPU threads per rank (default: torch's choice)"),
     ("seed", "--seed", int, "seeds the algorithm and every candidate's training"),
+    ("max_attempts", "--max-attempts", int,
+     "how often one candidate's evaluation may kill the run's process (e.g. the out-of-memory "
+     "killer's SIGKILL) before a resume records it as failed instead of trying it again"),
     ("journal", "--journal", str,
      "the run's SQLite journal (default: runs/<algorithm>-<date>-<time>.db)"),
     ("plugins", "--plugin", "list",
@@ -265,7 +268,7 @@ def _config(args) -> int:
 def _resume(args) -> int:
     from nord.app.runner import resume
     resume(args.journal, budget=args.budget, device=args.device, threads=args.threads,
-           backend=args.backend)
+           backend=args.backend, max_attempts=args.max_attempts)
     return 0
 
 
@@ -531,7 +534,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="extend the run to N evaluations in all, those in the journal "
                              "included (default: its own budget)")
     for _, flag, options in _run_arguments():
-        if flag in ("--device", "--threads", "--backend"):   # where it runs may change
+        if flag in ("--device", "--threads", "--backend", "--max-attempts"):   # how it runs
             resume.add_argument(flag, **{**options, "help": options["help"] + " (default: "
                                                            "the journal's)"})
     resume.set_defaults(handler=_resume)

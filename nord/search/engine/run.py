@@ -104,7 +104,8 @@ def run_search(algorithm: Optional[SearchAlgorithm], evaluator=None, budget: int
             ends (on the engine's rank).
         max_attempts: how often a candidate's evaluation may kill the run's process (``kill
             -9``, the out-of-memory killer) before a resume records it as failed instead of
-            evaluating it again (counted in the journal; without a scheduler).
+            evaluating it again (counted in the journal; with a scheduler, per leg: the leg
+            becomes a failed result at its rung).
 
     Returns:
         A :class:`SearchSummary` on the rank that runs the engine; None on worker ranks.
@@ -174,10 +175,13 @@ def _drive(algorithm, evaluator, budget, path, mode, executor, resume, on_result
             replay(search)
             if scheduler is not None:
                 replay_scheduler(search)
-            else:   # candidates whose evaluation kept killing the process are given up
-                search.killed = {number: deaths for number, deaths in journal.attempts().items()
-                                 if deaths >= max_attempts and number in search.pending
-                                 and number not in search.ready}
+                unfinished = set(search.resumed_legs)   # legs in flight, promoted ones too
+            else:
+                unfinished = set(search.pending) - set(search.ready)
+            # candidates whose evaluation kept killing the process are given up
+            search.killed = {number: deaths for number, deaths
+                             in journal.attempts(told=scheduler is not None).items()
+                             if deaths >= max_attempts and number in unfinished}
         try:
             if mode == "sync":
                 search.run_sync()
