@@ -177,6 +177,8 @@ def test_compare_refuses_flags_it_would_ignore_before_any_work(tmp_path, capsys,
     (["--seed", "4294967296"], "seed must be an integer in [0, 4294967295] (numpy and "
                                "scikit-learn take 32-bit seeds); got 4294967296"),
     (["--threads", "10000"], "CPUs this process may use; got 10000"),
+    (["--space-params", '{"layers": 1000}'], "layers must be an integer in [1, 100]: the space "
+                                             "builds plain chains of convolutions"),
     (["--max-attempts", "0"], "max_attempts (kills of the run's process by one candidate before "
                               "it is given up) must be an integer >= 1; got 0"),
     (["--optimizer-is-not-a-flag"], None),
