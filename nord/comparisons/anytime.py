@@ -22,7 +22,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 import numpy as np
 
-from nord.benchmarks.nasbench201 import BenchmarkEvaluator, NASBench201Space, get_dataset
+from nord.benchmarks.nasbench201 import N_CELLS, BenchmarkEvaluator, NASBench201Space, get_dataset
 from nord.benchmarks.nasbench201.evaluator import check_signal, signal_costs
 from nord.checks import check_int
 from nord.comparisons.records import SeedRun, SimulatedRun, incumbent_curve
@@ -58,7 +58,8 @@ class SimulatedSetting:
 
     Attributes:
         time_budget: simulated seconds per run.
-        workers: GPUs of the simulated cluster.
+        workers: GPUs of the simulated cluster (at most one network per cell of the
+            benchmark side by side: ``workers // train_workers <= N_CELLS``).
         mode: 'sync' (generations wait for their slowest network) or 'async'.
         signal: 'valid12' or 'valid200' (:data:`~nord.benchmarks.nasbench201.SIGNALS`).
         noise: None, or 'seed' (one training seed's accuracy per evaluation; 'valid200').
@@ -102,6 +103,12 @@ class SimulatedSetting:
             raise ConfigurationError(
                 f"workers ({self.workers}) must be a multiple of train_workers "
                 f"({self.train_workers}), the size of each group that trains one network")
+        if self.virtual_workers > N_CELLS:
+            raise ConfigurationError(
+                f"--workers (workers=) must be at most {N_CELLS * self.train_workers:,}: "
+                f"{N_CELLS:,} networks trained side by side, the number of cells in "
+                f"NAS-Bench-201; a worker more could never have a cell of its own to train "
+                f"(each architecture is trained once); got {self.workers:,}")
         if self.mode not in MODES:
             raise ConfigurationError(
                 f"--mode must be one of {', '.join(MODES)} (mode=); got {self.mode!r}")
