@@ -568,14 +568,15 @@ class Journal:
         rows = self._query(f"SELECT candidate, count FROM attempts WHERE count > 0{untold}")
         return {row[0]: row[1] for row in rows}
 
-    def release_attempts(self) -> None:
+    def release_attempts(self, only: Optional[Iterable[int]] = None) -> None:
         """Take back the attempts this writer recorded for candidates still without a result
         (or, under a scheduler, whose leg has not ended): the run stops (Ctrl-C, an error of
-        its own) and those evaluations did not kill it."""
-        if not self._attempted:
+        its own) and those evaluations did not kill it. ``only``: just these candidates
+        (those whose process is known to have survived a SIGTERM)."""
+        numbers = sorted(self._attempted if only is None else self._attempted & set(only))
+        if not numbers:
             return
-        numbers = sorted(self._attempted)
-        self._attempted.clear()
+        self._attempted.difference_update(numbers)
         self._write(
             f"UPDATE attempts SET count = MAX(count - 1, 0) WHERE candidate IN "
             f"({', '.join('?' * len(numbers))}) AND candidate NOT IN (SELECT candidate FROM "
