@@ -183,20 +183,25 @@ def simulate(algorithm, dataset: str, seed: int, setting: SimulatedSetting,
     add_index, add_accuracy, add_time = indices.append, accuracies.append, times.append
     now = executor.now
     best = [-math.inf]
-    recent = deque(maxlen=STALL_WINDOW)   # whether each of the last results was a new cell
-    fresh = [0]                            # new cells among them
+    # The stall rule without a window per result: fewer than STALL_NEW new cells among the
+    # last STALL_WINDOW results exactly when the STALL_NEW-th latest new cell came
+    # STALL_WINDOW or more results ago; so only new cells are remembered (their positions),
+    # and a repeat costs a comparison.
+    latest_new = deque(maxlen=STALL_NEW)   # positions (1-based) of the latest new cells
+    stall = [STALL_WINDOW, 0]              # [results at which the run stalls, results told]
 
     def told(progress) -> None:
-        result = progress.outcome.result
-        add_index(progress.outcome.key)
+        outcome = progress.outcome
+        result = outcome.result
+        add_index(outcome.key)
         add_accuracy(result.accuracy)
         add_time(now())
-        new = progress.outcome.cached_from is None
-        if len(recent) == STALL_WINDOW:
-            fresh[0] -= recent[0]
-        recent.append(new)
-        fresh[0] += new
-        if len(recent) == STALL_WINDOW and fresh[0] < STALL_NEW:
+        stall[1] += 1
+        if outcome.cached_from is None:
+            latest_new.append(stall[1])
+            if len(latest_new) == STALL_NEW:
+                stall[0] = latest_new[0] + STALL_WINDOW
+        if stall[1] >= stall[0]:
             # the clock all but stands still; repeats are told without waiting for a worker,
             # so the run is ended here, as its time budget would end it
             executor.end_now()
