@@ -143,6 +143,13 @@ class SimulatedSetting:
             return 1.0
         return 1.0 / (self.train_workers * self.scaling_efficiency)
 
+    def results_per_run(self, dataset: str) -> float:
+        """About how many results a run tells: its workers' time over the mean cost of an
+        evaluation (repeats, which cost nothing, make it more; a run that stalls, fewer)."""
+        costs = signal_costs(get_dataset(dataset).name, self.signal)
+        mean = self.cost_scale * float(np.mean(costs)) + self.overhead
+        return self.virtual_workers * self.time_budget / mean
+
     @property
     def virtual_workers(self) -> int:
         """Networks trained side by side."""
