@@ -216,9 +216,9 @@ class MPIExecutor(Executor):
         up to ``SURVIVOR_WAIT`` seconds): mpirun ends every rank so when one dies, and only
         the candidates of the rank that said nothing may have killed it.
 
-        A worker that trains with a group of ranks speaks for its candidate only when the
-        whole job is one group evaluated here (``_local``): then a dead member cannot be
-        told apart, and nothing is spared."""
+        A worker that trains each network with a group of ranks says nothing (a member of
+        its group may be the one that died), nor does rank 0 when it trains with the other
+        ranks (``_local`` under mpirun): their candidates stay counted."""
         if self._local:
             return [task.number for task in self._local_tasks] if self.size == 1 else []
         MPI = import_mpi()
@@ -312,7 +312,8 @@ class MPIExecutor(Executor):
                            0, TAG_RESULT)
                 served += 1
         except KeyboardInterrupt:   # RunInterrupted: this rank lived to be stopped
-            self._say_survived()
+            if self._group is None or self._group.size == 1:   # and it trains alone
+                self._say_survived()
             raise
         self._release_members()
         logger.debug("rank %d evaluated %d candidates", self.rank, served)
