@@ -116,6 +116,9 @@ RUN_FLAGS = (
      "how workers share a GPU: auto (CUDA MPS when installed or running), on (MPS or "
      "refuse), off (time-slicing)"),
     ("seed", "--seed", int, "seeds the algorithm and every candidate's training"),
+    ("max_attempts", "--max-attempts", int,
+     "how often one candidate's evaluation may kill the run's process (e.g. the out-of-memory "
+     "killer's SIGKILL) before a resume records it as failed instead of trying it again"),
     ("journal", "--journal", str,
      "the run's SQLite journal (default: runs/<algorithm>-<date>-<time>.db)"),
     ("plugins", "--plugin", "list",
@@ -271,7 +274,8 @@ def _config(args) -> int:
 def _resume(args) -> int:
     from nord.app.runner import resume
     resume(args.journal, budget=args.budget, device=args.device, threads=args.threads,
-           backend=args.backend, worker_processes=args.workers, mps=args.mps)
+           backend=args.backend, worker_processes=args.workers, mps=args.mps,
+           max_attempts=args.max_attempts)
     return 0
 
 
@@ -537,8 +541,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="extend the run to N evaluations in all, those in the journal "
                              "included (default: its own budget)")
     for _, flag, options in _run_arguments():
-        if flag in ("--device", "--threads", "--backend", "--workers",
-                    "--mps"):   # where it runs may change
+        if flag in ("--device", "--threads", "--backend", "--workers", "--mps",
+                    "--max-attempts"):   # where and how it runs may change
             resume.add_argument(flag, **{**options, "help": options["help"] + " (default: "
                                                            "the journal's)"})
     resume.set_defaults(handler=_resume)

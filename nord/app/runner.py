@@ -34,9 +34,10 @@ logger = logging.getLogger(__name__)
 EVALUATIONS = ("local", "data-parallel", "distributed", "benchmark")
 OPTIMIZERS = ("adam", "adamw", "sgd", "rmsprop")
 """The optimizers a run may name (``nord.nn.training.OPTIMIZERS``, without importing torch)."""
-EXECUTION_FIELDS = ("budget", "journal", "threads", "device", "backend", "worker_processes", "mps")
+EXECUTION_FIELDS = ("budget", "journal", "threads", "device", "backend", "worker_processes", "mps",
+                    "max_attempts")
 """Settings a resumed run may change: how long it runs and where, not what it measures."""
-RESUME_CHANGES = ("device", "threads", "backend", "worker_processes", "mps")
+RESUME_CHANGES = ("device", "threads", "backend", "worker_processes", "mps", "max_attempts")
 """Where it runs: what ``nord resume`` may change besides the budget."""
 TRAINING_FIELDS = ("epochs", "batch_size", "lr", "optimizer", "valid_fraction", "data_root",
                    "data_checksums", "max_params")
@@ -104,6 +105,10 @@ class RunConfig:
         plugins: modules to import first, which register the run's own algorithm, space,
             data set or scheduler (``nord.app.plugins``); recorded, so that a resume imports
             them too. None: none.
+        max_attempts: how often a candidate's evaluation may kill the run's process (the
+            out-of-memory killer's SIGKILL) before a resume records it as failed instead of
+            evaluating it again (``run_search``'s ``max_attempts``, default 2); a resume may
+            change it.
     """
 
     algorithm: str = "regularized_evolution"
@@ -136,6 +141,7 @@ class RunConfig:
     eta: Optional[int] = None
     callbacks: List[str] = field(default_factory=list)
     plugins: Optional[List[str]] = None
+    max_attempts: int = 2   # the engine's MAX_ATTEMPTS, without importing the engine here
 
     def __post_init__(self):
         from nord.search.algorithms.registry import ALGORITHMS
@@ -172,6 +178,8 @@ class RunConfig:
             check_int(self.seed, "seed", 0, MAX_SEED, rule=f"an integer in [0, {MAX_SEED}] "
                       "(numpy and scikit-learn take 32-bit seeds)")
         check_int(self.epochs, "epochs", 0)
+        check_int(self.max_attempts, "max_attempts (kills of the run's process by one candidate "
+                  "before it is given up)", 1)
         check_int(self.batch_size, "batch_size", 1)
         if (not isinstance(self.lr, (int, float)) or isinstance(self.lr, bool)
                 or not 0 < self.lr < math.inf):
@@ -806,7 +814,7 @@ def _run_with_environment(config: RunConfig, resume: bool, progress: bool, strea
                                      mode=config.mode, executor=executor, resume=resume,
                                      on_result=view and view.result,
                                      on_epoch=view and view.epoch, info=info,
-                                     scheduler=scheduler)
+                                     scheduler=scheduler, max_attempts=config.max_attempts)
             except RunInterrupted as stop:
                 if env.is_root:
                     env.print(f"interrupted by {stop.signal_name}: the journal {config.journal} "
@@ -844,11 +852,12 @@ def resume(journal: str, progress: bool = True, stream=None, budget: Optional[in
     ``budget`` (evaluations in all) when given; what :func:`run` returns (None on rank 0
     too when the run is finished and the budget is not larger: nothing runs).
 
-    ``execution``: where it runs now, when it changes (``device``, ``threads``, ``backend``;
-    None keeps the journal's).
+    ``execution``: where and how it runs now, when it changes (``device``, ``threads``,
+    ``backend``, ``worker_processes``, ``mps``, ``max_attempts``: :data:`RESUME_CHANGES`; None
+    keeps the journal's).
 
     Raises:
-        ConfigurationError: a setting in ``execution`` other than those three.
+        ConfigurationError: a setting in ``execution`` other than those.
 
     Rank 0 reads the journal (the other nodes of a cluster may not see its file) and sends
     the configuration to every rank.

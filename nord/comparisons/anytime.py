@@ -22,7 +22,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 import numpy as np
 
-from nord.benchmarks.nasbench201 import BenchmarkEvaluator, NASBench201Space, get_dataset
+from nord.benchmarks.nasbench201 import N_CELLS, BenchmarkEvaluator, NASBench201Space, get_dataset
 from nord.benchmarks.nasbench201.evaluator import check_signal, signal_costs
 from nord.checks import check_int
 from nord.comparisons.fidelities import TableFidelities, bracket_scheduler
@@ -59,7 +59,8 @@ class SimulatedSetting:
 
     Attributes:
         time_budget: simulated seconds per run.
-        workers: GPUs of the simulated cluster.
+        workers: GPUs of the simulated cluster (at most one network per cell of the
+            benchmark side by side: ``workers // train_workers <= N_CELLS``).
         mode: 'sync' (generations wait for their slowest network) or 'async'.
         signal: 'valid12' or 'valid200' (:data:`~nord.benchmarks.nasbench201.SIGNALS`).
         noise: None, or 'seed' (one training seed's accuracy per evaluation; 'valid200').
@@ -103,6 +104,12 @@ class SimulatedSetting:
             raise ConfigurationError(
                 f"workers ({self.workers}) must be a multiple of train_workers "
                 f"({self.train_workers}), the size of each group that trains one network")
+        if self.virtual_workers > N_CELLS:
+            raise ConfigurationError(
+                f"--workers (workers=) must be at most {N_CELLS * self.train_workers:,}: "
+                f"{N_CELLS:,} networks trained side by side, the number of cells in "
+                f"NAS-Bench-201; a worker more could never have a cell of its own to train "
+                f"(each architecture is trained once); got {self.workers:,}")
         if self.mode not in MODES:
             raise ConfigurationError(
                 f"--mode must be one of {', '.join(MODES)} (mode=); got {self.mode!r}")
@@ -136,6 +143,13 @@ class SimulatedSetting:
         if self.train_workers == 1:
             return 1.0
         return 1.0 / (self.train_workers * self.scaling_efficiency)
+
+    def results_per_run(self, dataset: str) -> float:
+        """About how many results a run tells: its workers' time over the mean cost of an
+        evaluation (repeats, which cost nothing, make it more; a run that stalls, fewer)."""
+        costs = signal_costs(get_dataset(dataset).name, self.signal)
+        mean = self.cost_scale * float(np.mean(costs)) + self.overhead
+        return self.virtual_workers * self.time_budget / mean
 
     @property
     def virtual_workers(self) -> int:
@@ -183,22 +197,27 @@ def simulate(algorithm, dataset: str, seed: int, setting: SimulatedSetting,
     add_index, add_accuracy, add_time = indices.append, accuracies.append, times.append
     now = executor.now
     best = [-math.inf]
-    recent = deque(maxlen=STALL_WINDOW)   # whether each of the last results was a new cell
-    fresh = [0]                            # new cells among them
+    # The stall rule without a window per result: fewer than STALL_NEW new cells among the
+    # last STALL_WINDOW results exactly when the STALL_NEW-th latest new cell came
+    # STALL_WINDOW or more results ago; so only new cells are remembered (their positions),
+    # and a repeat costs a comparison.
+    latest_new = deque(maxlen=STALL_NEW)   # positions (1-based) of the latest new cells
+    stall = [STALL_WINDOW, 0]              # [results at which the run stalls, results told]
 
     def told(progress) -> None:
-        result = progress.outcome.result
-        add_index(progress.outcome.key)
+        outcome = progress.outcome
+        result = outcome.result
+        add_index(outcome.key)
         add_accuracy(result.accuracy)
         add_time(now())
         if bracketed:
             epochs.append(result.epochs)
-        new = progress.outcome.cached_from is None
-        if len(recent) == STALL_WINDOW:
-            fresh[0] -= recent[0]
-        recent.append(new)
-        fresh[0] += new
-        if len(recent) == STALL_WINDOW and fresh[0] < STALL_NEW:
+        stall[1] += 1
+        if outcome.cached_from is None:
+            latest_new.append(stall[1])
+            if len(latest_new) == STALL_NEW:
+                stall[0] = latest_new[0] + STALL_WINDOW
+        if stall[1] >= stall[0]:
             # the clock all but stands still; repeats are told without waiting for a worker,
             # so the run is ended here, as its time budget would end it
             executor.end_now()

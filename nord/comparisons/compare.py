@@ -429,12 +429,21 @@ def _run_chunk(job: Tuple[str, str, Optional[int], List[int], Optional[LatencyLi
 CHUNK_SEEDS = 25
 """The most seeds in one job: progress is said, and an interrupted comparison keeps its
 finished seeds, at least that often."""
+CHUNK_RESULTS = 60_000
+"""The most results (told to an algorithm) in one job, about: a second or so of work. Seeds
+of long runs (a large budget, thousands of simulated workers) go fewer to a job, down to one,
+so that progress still comes as each of them finishes."""
 
 
-def chunks(seeds: Sequence[int], processes: int) -> List[List[int]]:
+def chunks(seeds: Sequence[int], processes: int,
+           results_per_seed: Optional[float] = None) -> List[List[int]]:
     """Seeds split into jobs: about four jobs per process (so that the workers finish
-    together), of at most CHUNK_SEEDS seeds."""
-    size = max(1, min(CHUNK_SEEDS, math.ceil(len(seeds) / (4 * processes))))
+    together), of at most CHUNK_SEEDS seeds and, when ``results_per_seed`` is known, about
+    CHUNK_RESULTS results."""
+    most = CHUNK_SEEDS
+    if results_per_seed:
+        most = min(most, int(CHUNK_RESULTS // results_per_seed))
+    size = max(1, min(most, math.ceil(len(seeds) / (4 * processes))))
     return [list(seeds[start:start + size]) for start in range(0, len(seeds), size)]
 
 
@@ -544,7 +553,8 @@ def run_comparison(dataset: str = "cifar10", algorithms: Union[str, Sequence[str
 
     seed_list = list(range(base_seed, base_seed + seeds))
     jobs = [(name, dataset, budget, chunk, limit, simulation) for name in names
-            for chunk in chunks(seed_list, processes)]
+            for chunk in chunks(seed_list, processes, budget if simulation is None
+                                else simulation.results_per_run(dataset))]
     runs: Dict[str, List[SeedRun]] = {name: [] for name in names}
     seconds = {name: 0.0 for name in names}
     started = time.perf_counter()

@@ -40,6 +40,7 @@ from nord.data.files import (
     FASHION_MNIST_FOLDER,
     IDX_FILES,
     MNIST_FOLDER,
+    check_idx_layout,
     cifar10_folder_complete,
     find_idx_files,
     idx_directories,
@@ -158,6 +159,10 @@ class _IdxCurator(FileCurator):
     folder: str = ""
     class_names: Tuple[str, ...] = ()
     stems = IDX_FILES
+    official_shapes = {"train_images": (60000, 28, 28), "train_labels": (60000,),
+                       "test_images": (10000, 28, 28), "test_labels": (10000,)}
+    """The shape of each official file (MNIST and Fashion-MNIST alike): what an unpacked file,
+    which no official MD5 covers, must hold."""
 
     def directories(self) -> List[Path]:
         """Folders searched, in order; the first is where downloads go."""
@@ -197,7 +202,10 @@ class _IdxCurator(FileCurator):
             found = self.find_files()
             if found is None:  # pragma: no cover - download_files raises first
                 raise MissingDataError(self._missing_message())
-        for path in found.values():
+        for key, path in found.items():
+            if self.verify and not self.checksums.get(path.name) and not self.own_checksums:
+                # no MD5 covers an unpacked file: hold it to the official layout instead
+                check_idx_layout(path, self.official_shapes[key])
             self._verify(path)
         n = len(self.class_names)
         x_train, y_train = read_idx_pair(found["train_images"], found["train_labels"], n)

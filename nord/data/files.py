@@ -32,6 +32,7 @@ from nord.errors import CorruptDataError, MissingDataError
 __all__ = [
     "IDX_TYPES",
     "read_idx",
+    "check_idx_layout",
     "read_idx_labels",
     "read_idx_pair",
     "IDX_FILES",
@@ -126,6 +127,48 @@ def read_idx(path: PathLike, ndim: Optional[int] = None) -> np.ndarray:
         )
     array = np.frombuffer(data, dtype=dtype, offset=header).reshape(shape)
     return array.astype(dtype.newbyteorder("="))
+
+
+def check_idx_layout(path: PathLike, shape: Tuple[int, ...]) -> None:
+    """Check that a plain (not gzip) IDX file holds unsigned bytes of exactly ``shape``: its
+    magic number (``0x0801`` = 2049 for a vector, ``0x0803`` = 2051 for images), each
+    dimension, and a length equal to what its header claims. Only the header is read.
+
+    For files that no checksum covers (MNIST's official MD5s name the ``.gz`` files), this is
+    what can be checked offline: a file of another data set, a truncated copy or a subset is
+    refused before it is read.
+
+    Raises:
+        CorruptDataError: naming the file, the rule it breaks and what it holds.
+    """
+    path = Path(path)
+    rank = len(shape)
+    header_size = 4 + 4 * rank
+    with open(path, "rb") as handle:
+        header = handle.read(header_size)
+        handle.seek(0, os.SEEK_END)
+        length = handle.tell()
+    magic = 0x0800 + rank
+    if len(header) < 4 or int.from_bytes(header[:4], "big") != magic:
+        raise CorruptDataError(
+            f"{path}: the magic number must be {magic} (0x{magic:08x}: unsigned bytes in {rank} "
+            f"dimension{'s' if rank > 1 else ''}); the file starts with 0x{header[:4].hex()}. It "
+            "is not this data set's file: delete it and fetch the official .gz")
+    if len(header) < header_size:
+        raise CorruptDataError(f"{path}: truncated inside the IDX header ({len(header)} of "
+                               f"{header_size} bytes); delete it and fetch the official .gz")
+    found = tuple(int(d) for d in np.frombuffer(header, dtype=">u4", count=rank, offset=4))
+    if found != tuple(shape):
+        raise CorruptDataError(
+            f"{path}: the header must announce shape {tuple(shape)} (the official file's); it "
+            f"announces {found}. A subset or another data set is not read under this name: "
+            "fetch the official .gz, or check your own files with --data-checksums FILE")
+    expected = header_size + int(np.prod(shape, dtype=np.int64))
+    if length != expected:
+        raise CorruptDataError(
+            f"{path}: the file must be {expected} bytes long (its header and shape {tuple(shape)}); "
+            f"it is {length}: {'truncated' if length < expected else 'it has trailing bytes'}. "
+            "Delete it and fetch the official .gz")
 
 
 def read_idx_labels(path: PathLike, num_classes: int) -> np.ndarray:

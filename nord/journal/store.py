@@ -503,8 +503,12 @@ class Journal:
         evaluation_rows = [evaluation_row(evaluation) for evaluation in evaluations]
         epoch_rows = [(candidate, e.epoch, e.train_loss, e.valid_accuracy, e.valid_loss,
                        e.seconds, dumps(e.metrics), rank, now) for candidate, e, rank in epochs]
+        legs = list(legs)
         leg_rows = [leg_row(leg) for leg in legs]
         attempt_rows = [(number, now) for number in attempts]
+        # a leg that ended is an attempt its process survived: the count starts again
+        # (before this commit's hand-outs, which may be the candidate's next leg)
+        survived = [(leg.candidate,) for leg in legs if leg.ended_event is not None]
         if not (candidate_rows or evaluation_rows or epoch_rows or leg_rows or attempt_rows):
             return
         connection = self._require_writer()
@@ -525,6 +529,8 @@ class Journal:
                 connection.executemany(
                     f"INSERT OR REPLACE INTO legs ({', '.join(LEG_COLUMNS)}) VALUES "
                     f"({', '.join('?' * len(LEG_COLUMNS))})", leg_rows)
+                connection.executemany("UPDATE attempts SET count = 0 WHERE candidate = ?",
+                                       survived)
                 connection.executemany(
                     "INSERT INTO attempts (candidate, count, started) VALUES (?, 1, ?) ON "
                     "CONFLICT (candidate) DO UPDATE SET count = count + 1, started = "
@@ -544,31 +550,35 @@ class Journal:
                 "a journal is written by one process, once per candidate") from error
         except sqlite3.OperationalError as error:
             raise self._write_error(error) from error
+        self._attempted.difference_update(number for number, in survived)
         self._attempted.update(number for number, _ in attempt_rows)
         self._checkpoint()
 
-    def attempts(self) -> Dict[int, int]:
-        """Candidate -> how often its evaluation was handed out and the process that ran the
-        run died before its result was recorded (``kill -9``, the out-of-memory killer, a
-        lost host; also a SIGTERM, as mpirun ends the other ranks when one dies), for the
-        candidates without a result. A stop that the run survived to mark (Ctrl-C, an error)
-        is not counted: see :meth:`release_attempts`."""
+    def attempts(self, told: bool = False) -> Dict[int, int]:
+        """Candidate -> how often its evaluation (under a scheduler: its current leg) was
+        handed out and the process that ran the run died before its result was recorded
+        (``kill -9``, the out-of-memory killer, a lost host; also a SIGTERM, as mpirun ends
+        the other ranks when one dies), for the candidates without a result (``told``: also
+        those told, whose later leg may be in flight). A stop that the run survived to mark
+        (Ctrl-C, an error) is not counted: see :meth:`release_attempts`."""
         if self._version == 1 or "attempts" not in {row[0] for row in self._query(
                 "SELECT name FROM sqlite_master WHERE type='table'")}:
             return {}
-        rows = self._query("SELECT candidate, count FROM attempts WHERE count > 0 AND candidate "
-                           "NOT IN (SELECT candidate FROM evaluations)")
+        untold = "" if told else " AND candidate NOT IN (SELECT candidate FROM evaluations)"
+        rows = self._query(f"SELECT candidate, count FROM attempts WHERE count > 0{untold}")
         return {row[0]: row[1] for row in rows}
 
-    def release_attempts(self) -> None:
-        """Take back the attempts this writer recorded for candidates still without a result:
-        the run stops (Ctrl-C, an error of its own) and those evaluations did not kill it."""
-        if not self._attempted:
+    def release_attempts(self, only: Optional[Iterable[int]] = None) -> None:
+        """Take back the attempts this writer recorded for candidates still without a result
+        (or, under a scheduler, whose leg has not ended): the run stops (Ctrl-C, an error of
+        its own) and those evaluations did not kill it. ``only``: just these candidates
+        (those whose process is known to have survived a SIGTERM)."""
+        numbers = sorted(self._attempted if only is None else self._attempted & set(only))
+        if not numbers:
             return
-        numbers = sorted(self._attempted)
-        self._attempted.clear()
+        self._attempted.difference_update(numbers)
         self._write(
-            f"UPDATE attempts SET count = count - 1 WHERE candidate IN "
+            f"UPDATE attempts SET count = MAX(count - 1, 0) WHERE candidate IN "
             f"({', '.join('?' * len(numbers))}) AND candidate NOT IN (SELECT candidate FROM "
             "evaluations)", numbers)
 

@@ -54,6 +54,15 @@ def write_mnist(directory, gz=True, seed=0, **sizes):
     return arrays, names
 
 
+def official_shapes(monkeypatch, n_train, n_test, side=28):
+    """Let small unpacked IDX files stand for the official ones (an unpacked file, which no
+    official MD5 covers, must have the official shape), for tests about something else."""
+    from nord.data.datasets import _IdxCurator
+    monkeypatch.setattr(_IdxCurator, "official_shapes", {
+        "train_images": (n_train, side, side), "train_labels": (n_train,),
+        "test_images": (n_test, side, side), "test_labels": (n_test,)})
+
+
 def cifar_arrays(per_batch=4, n_test=6, seed=0):
     rng = np.random.default_rng(seed)
     train = [(rng.integers(0, 256, (per_batch, 3072), dtype=np.uint8), rng.integers(0, 10, per_batch).tolist())

@@ -264,3 +264,54 @@ def test_a_data_parallel_run_resumed_without_mpirun_says_how_to_launch_it(tmp_pa
     assert ("this run trained each network on 2 ranks, and this launch (1 rank) would train "
             "each on 1" in done.stderr and "resume it under mpirun -np 2" in done.stderr)
     assert journal.read_bytes() == before
+
+
+# --- one rank killed: only its candidate counts as an attempt that killed a process -------------
+RANK_KILLER = """
+import os, signal, sys, time
+from nord.parallel.environment import Environment
+from nord.search.algorithms.random_search import RandomSearch
+from nord.search.engine import run_search
+from nord.search.executors import MPIExecutor
+from tests.helpers.toy import ToyEvaluator, ToySpace
+
+class Killer(ToyEvaluator):
+    '''Its process dies (SIGKILL, as the out-of-memory killer sends) on one architecture;
+    every other evaluation takes long enough to be in flight then.'''
+    def _evaluate(self, descriptor):
+        conv = next(layer for layer in descriptor.layers.values() if layer.type == "conv2d")
+        if [conv.params["out_channels"], conv.params["kernel_size"]] == [int(sys.argv[3]),
+                                                                         int(sys.argv[4])]:
+            time.sleep(0.5)
+            os.kill(os.getpid(), signal.SIGKILL)
+        time.sleep(20)
+        return super()._evaluate(descriptor)
+
+with Environment(group_size=1) as env:
+    executor = MPIExecutor(Killer(), env, space=ToySpace())
+    run_search(RandomSearch(ToySpace(), seed=int(sys.argv[2])) if env.is_root else None,
+               budget=6, mode="async", journal=sys.argv[1], executor=executor)
+"""
+
+
+def test_when_a_rank_dies_only_its_candidate_counts_as_an_attempt(tmp_path):
+    """mpirun ends every rank with SIGTERM when one dies; the workers that get it alive say
+    so, and their candidates' attempts are taken back: only the dead rank's candidate may
+    have killed it."""
+    from nord.search.algorithms.random_search import RandomSearch
+    from tests.helpers.toy import ToySpace
+    space, np = ToySpace(), 3
+    for seed in range(50):   # the first np - 1 candidates: distinct networks that decode
+        algorithm = RandomSearch(space, seed=seed)
+        first = [tuple(algorithm.ask().genome) for _ in range(np - 1)]
+        if len(set(first)) == len(first) and not {(6, 4), (1, 1)} & set(first):
+            break
+    journal = tmp_path / "killed.db"
+    run = run_mpi(["-c", RANK_KILLER, journal, seed, *first[0]], np=np, timeout=120,
+                  mpirun_args=["--mca", "odls_base_sigkill_timeout", "10"])
+    assert not run.timed_out and run.returncode != 0, run.output
+    with Journal(journal) as record:
+        assert record.state() == "interrupted", run.output
+        handed_out = record._query("SELECT candidate, count FROM attempts")
+        assert len(handed_out) == np - 1          # both were in flight when rank 1 died
+        assert record.attempts() == {0: 1}        # only the dead rank's candidate counts

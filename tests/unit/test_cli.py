@@ -177,6 +177,10 @@ def test_compare_refuses_flags_it_would_ignore_before_any_work(tmp_path, capsys,
     (["--seed", "4294967296"], "seed must be an integer in [0, 4294967295] (numpy and "
                                "scikit-learn take 32-bit seeds); got 4294967296"),
     (["--threads", "10000"], "CPUs this process may use; got 10000"),
+    (["--space-params", '{"layers": 1000}'], "layers must be an integer in [1, 100]: the space "
+                                             "builds plain chains of convolutions"),
+    (["--max-attempts", "0"], "max_attempts (kills of the run's process by one candidate before "
+                              "it is given up) must be an integer >= 1; got 0"),
     (["--optimizer-is-not-a-flag"], None),
 ])
 def test_bad_run_arguments_are_clear_errors(args, words, capsys):
@@ -208,6 +212,36 @@ def test_resume_may_change_where_the_run_executes(tmp_path, capsys):
     assert (execution["threads"], execution["device"], execution["backend"]) == (1, "cpu", "torch")
     assert main(["resume", journal, "--budget", "4", "--threads", "10000"]) == 2
     assert "got 10000" in capsys.readouterr().err
+
+
+def test_max_attempts_is_recorded_reaches_the_engine_and_a_resume_may_change_it(
+        tmp_path, capsys, monkeypatch):
+    import nord.search.engine as engine
+    given = []
+    real = engine.run_search
+
+    def spy(*args, **kwargs):
+        given.append(kwargs["max_attempts"])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(engine, "run_search", spy)
+    journal = str(tmp_path / "r.db")
+    assert main(["run", "--space", "nasbench201", "--algorithm", "random", "--budget", "2",
+                 "--max-attempts", "3", "--journal", journal]) == 0
+    with Journal(journal) as record:
+        assert record.metadata()["execution"]["max_attempts"] == 3
+    assert main(["resume", journal, "--budget", "3"]) == 0     # the journal's, kept
+    assert main(["resume", journal, "--budget", "4", "--max-attempts", "1"]) == 0
+    with Journal(journal) as record:
+        assert record.metadata()["execution"]["max_attempts"] == 1
+    assert given == [3, 3, 1]
+    assert main(["resume", journal, "--budget", "5", "--max-attempts", "0"]) == 2
+    assert "must be an integer >= 1; got 0" in capsys.readouterr().err
+
+
+def test_max_attempts_defaults_to_the_engines(tmp_path):
+    from nord.search.engine.loop import MAX_ATTEMPTS
+    assert RunConfig().max_attempts == MAX_ATTEMPTS
 
 
 def test_an_unwritable_journal_is_a_clear_error(capsys):

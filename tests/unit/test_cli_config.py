@@ -88,6 +88,8 @@ def read_config_text(folder, text):
     ("algoritm = 'rea'", "unknown setting 'algoritm'; did you mean 'algorithm'?"),
     ("epochs = 'three'", "bad.toml: epochs must be an integer"),
     ("budget = 'ten'", "bad.toml: budget must be an integer >= 1; got 'ten'"),
+    ("max_attempts = 0", "bad.toml: max_attempts (kills of the run's process by one "
+                         "candidate before it is given up) must be an integer >= 1; got 0"),
     ("population = 5", "'population' is a flag's name (--population); in a file it is "
                        "'population_size' in the [algorithm_params] table"),
     ("generations = 3", "write '[algorithm_params]' and below it 'generations = 3'"),

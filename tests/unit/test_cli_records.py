@@ -340,3 +340,33 @@ def test_a_plugin_module_given_to_nord_run_is_recorded_and_imported_again(tmp_pa
     assert done.returncode == 2 and "cannot import the plug-in module 'myplug'" in done.stderr
     done = nord_with((REPO,), "run", "--algorithm", "coin_search", "--space", "nasbench201")
     assert done.returncode == 2 and "--plugin" in done.stderr
+
+
+@pytest.mark.slow
+def test_ctrl_c_stops_the_deepest_conv_space_while_it_trains(tmp_path):
+    """The deepest chain ConvSpace builds is slow to train: Ctrl-C still ends it at once."""
+    from nord.search.spaces.conv import MAX_LAYERS
+    journal = tmp_path / "deep.db"
+    process = start("run", "--algorithm", "random", "--epochs", "20", "--threads", "1",
+                    "--budget", "2", "--space-params", json.dumps({"layers": MAX_LAYERS}),
+                    "--journal", journal)
+    deadline = time.monotonic() + 120
+    while True:   # the first network was handed out: it is being built or trained
+        try:
+            with Journal(journal) as record:
+                if record.attempts():
+                    break
+        except Exception:  # noqa: BLE001 - not yet a journal
+            pass
+        assert process.poll() is None, process.communicate()
+        assert time.monotonic() < deadline, "the run handed out no network in time"
+        time.sleep(0.2)
+    time.sleep(1.0)
+    stopped = time.monotonic()
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=60)
+    assert process.returncode == 130, err
+    assert time.monotonic() - stopped < 15, "Ctrl-C took too long"
+    assert "interrupted by SIGINT" in err
+    with Journal(journal) as record:
+        assert record.state() == "interrupted" and record.count() == 0

@@ -276,3 +276,33 @@ def test_rea_beats_random_search_at_budget_500():
     assert rea_mean - random_mean > 0.0015
     distance, band = _within_reference(result, "rea", 500)
     assert distance <= band
+
+
+def test_long_runs_go_fewer_to_a_job_so_that_progress_comes_as_each_finishes():
+    from nord.comparisons.compare import CHUNK_RESULTS, CHUNK_SEEDS, chunks
+    seeds = list(range(1000))
+    assert {len(job) for job in chunks(seeds, 2)} == {CHUNK_SEEDS}
+    assert {len(job) for job in chunks(seeds, 2, results_per_seed=100)} == {CHUNK_SEEDS}
+    assert {len(job) for job in chunks(seeds, 2, results_per_seed=CHUNK_RESULTS / 4)} == {4}
+    assert {len(job) for job in chunks(seeds, 2, results_per_seed=10 ** 7)} == {1}
+    assert sum(chunks(seeds, 2, results_per_seed=CHUNK_RESULTS / 3), []) == seeds
+
+
+def test_progress_comes_after_each_seed_of_a_simulated_run_with_many_workers(monkeypatch):
+    """Jobs hold about CHUNK_RESULTS results: made small here, each seed is a job of its own
+    (8 seeds on one process would otherwise go two to a job)."""
+    from nord.comparisons import compare
+    from nord.comparisons.anytime import SimulatedSetting
+    setting = SimulatedSetting.for_dataset("cifar10", workers=64, time_budget=1200)
+    monkeypatch.setattr(compare, "CHUNK_RESULTS", setting.results_per_run("cifar10") * 1.5)
+    calls = []
+    run_comparison("cifar10", ("random",), seeds=8, processes=1, simulation=setting,
+                   progress=lambda name, done, total: calls.append(done))
+    assert calls == list(range(1, 9))
+
+
+def test_the_results_a_simulated_run_is_expected_to_tell_match_a_run():
+    from nord.comparisons.anytime import SimulatedSetting, run_simulated_seed
+    setting = SimulatedSetting.for_dataset("cifar10", workers=8)
+    run = run_simulated_seed("random", "cifar10", seed=0, setting=setting)
+    assert 0.5 < run.evaluations / setting.results_per_run("cifar10") < 2

@@ -19,6 +19,9 @@ REFUSALS = {
     "workers below 1": (
         lambda: run_comparison(seeds=1, simulation=simulated(workers=0)),
         ["--workers", "0"], ["--workers", "workers=", "got 0"]),
+    "more workers than cells": (
+        lambda: run_comparison(seeds=1, simulation=simulated(workers=100_000)),
+        ["--workers", "100000"], ["--workers (workers=) must be at most 15,625", "got 100,000"]),
     "a budget of evaluations in simulated time": (
         lambda: run_comparison(budget=20, seeds=1, simulation=simulated(workers=4)),
         ["--budget", "20", "--workers", "4"], ["--budget 20", "budget=", "simulation="]),
@@ -118,3 +121,10 @@ def test_the_anytime_plot_leaves_matplotlib_backend_alone(tmp_path, monkeypatch)
              "high": [91.0, 93.0, 93.5], "runs": [1, 1, 1]}
     path = write_anytime_plot(tmp_path / "anytime.png", {"random": curve}, "a title")
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_as_many_workers_as_cells_is_the_limit():
+    assert simulated(workers=15_625).check("cifar10").virtual_workers == 15_625
+    with pytest.raises(ConfigurationError, match="at most 31,250"):
+        simulated(workers=31_252, train_workers=2).check("cifar10")
+    assert simulated(workers=31_250, train_workers=2).check("cifar10").virtual_workers == 15_625

@@ -16,7 +16,8 @@ from nord.data import MNIST
 from nord.app.data_commands import CommandProgress
 from nord.data.download import MIRROR_ENV, ROOT_ENV
 from nord.errors import CorruptDataError, MissingDataError
-from tests.helpers.datafiles import cifar_archive_bytes, cifar_parts, md5, write_file, write_mnist
+from tests.helpers.datafiles import (cifar_archive_bytes, cifar_parts, md5, official_shapes,
+                                     write_file, write_mnist)
 from tests.helpers.disks import tmpfs
 from tests.helpers.fileserver import FileServer, closed_port
 from tests.helpers.signals import default_sigint
@@ -120,9 +121,10 @@ def journal_files(path):
             if name.startswith(path.name)}
 
 
-def test_a_resume_on_other_data_is_refused_naming_the_file(tmp_path, capsys):
+def test_a_resume_on_other_data_is_refused_naming_the_file(tmp_path, capsys, monkeypatch):
     """Uncompressed IDX files have no official MD5 (the table names the .gz files): the run
     records the MD5 of every file it read, and a resume after a file changed is refused."""
+    official_shapes(monkeypatch, n_train=40, n_test=10)
     raw = tmp_path / "data" / "MNIST" / "raw"
     write_mnist(raw, gz=False, n_train=40, n_test=10)
     journal = tmp_path / "r.db"

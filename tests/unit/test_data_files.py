@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from nord.data import CIFAR10, MNIST, FashionMNIST
-from nord.data.files import read_cifar10, read_idx, read_idx_labels, read_idx_pair
+from nord.data.files import (check_idx_layout, read_cifar10, read_idx, read_idx_labels,
+                             read_idx_pair)
 from nord.errors import CorruptDataError, MissingDataError
 from tests.helpers.datafiles import (
     cifar_archive_bytes,
@@ -274,3 +275,61 @@ def test_cifar_folder_checksums_are_verified(tmp_path):
     write_cifar_folder(tmp_path)
     with pytest.raises(CorruptDataError, match="data_batch_1: MD5"):
         CIFAR10(tmp_path, valid_fraction=0).load()  # the official per-batch checksums do not fit generated batches
+
+
+# -- unpacked IDX files, which no official MD5 covers ---------------------------------------------
+@pytest.mark.parametrize("content, rule", [
+    (idx_bytes(np.zeros((5, 28, 28))), "announce shape (6, 28, 28) (the official file's); it "
+                                       "announces (5, 28, 28)"),
+    (idx_bytes(np.zeros((6, 32, 32))), "announces (6, 32, 32)"),
+    (idx_bytes(np.zeros((6, 28, 28)), type_code=0x0C), "magic number must be 2051 (0x00000803"),
+    (idx_bytes(np.zeros(6 * 28 * 28)), "magic number must be 2051"),
+    (idx_bytes(np.zeros((6, 28, 28)))[:-1], "must be 4720 bytes long (its header and shape "
+                                            "(6, 28, 28)); it is 4719: truncated"),
+    (idx_bytes(np.zeros((6, 28, 28))) + b"\0", "it is 4721: it has trailing bytes"),
+    (gzip.compress(idx_bytes(np.zeros((6, 28, 28)))), "the file starts with 0x1f8b"),
+    (b"\0\0\x08", "the file starts with 0x000008"),
+    (idx_bytes(np.zeros((6, 28, 28)))[:10], "truncated inside the IDX header (10 of 16 bytes)"),
+])
+def test_an_idx_file_of_another_layout_is_refused_naming_it_and_the_rule(tmp_path, content, rule):
+    path = write_file(tmp_path / "train-images-idx3-ubyte", content)
+    with pytest.raises(CorruptDataError) as error:
+        check_idx_layout(path, (6, 28, 28))
+    assert str(path) in str(error.value) and rule in str(error.value)
+
+
+def test_idx_layout_of_labels_is_magic_2049_and_the_count(tmp_path):
+    path = write_file(tmp_path / "t10k-labels-idx1-ubyte", idx_bytes(np.arange(7) % 10))
+    check_idx_layout(path, (7,))
+    with pytest.raises(CorruptDataError, match="announces \\(7,\\)"):
+        check_idx_layout(path, (10000,))
+    path.write_bytes(idx_bytes(np.arange(7) % 10, type_code=0x0B))
+    with pytest.raises(CorruptDataError, match="magic number must be 2049"):
+        check_idx_layout(path, (7,))
+
+
+def test_unpacked_mnist_files_without_an_md5_must_have_the_official_shape(tmp_path):
+    """The official table names the .gz files: an unpacked subset is refused, not read."""
+    write_mnist(tmp_path / "MNIST" / "raw", gz=False, n_train=40, n_test=10)
+    with pytest.raises(CorruptDataError) as error:
+        MNIST(tmp_path, valid_fraction=0).load()
+    assert "train-images-idx3-ubyte: the header must announce shape (60000, 28, 28)" in str(
+        error.value)
+
+
+def test_unpacked_mnist_files_of_the_official_shape_are_read(tmp_path, caplog):
+    write_mnist(tmp_path / "MNIST" / "raw", gz=False, n_train=60000, n_test=10000)
+    data = MNIST(tmp_path, valid_fraction=0)
+    assert (data.n_train, data.n_test) == (60000, 10000)
+    assert "has no official MD5" in caplog.text   # its content could not be checked
+
+
+def test_the_verified_gz_is_read_when_an_unpacked_copy_lies_beside_it(tmp_path):
+    """A folder that holds both reads the .gz (its MD5 checked); the unpacked copy is ignored,
+    whatever it holds."""
+    raw = tmp_path / "MNIST" / "raw"
+    (x, _, _, _), names = write_mnist(raw, n_train=40, n_test=10)
+    write_file(raw / "train-images-idx3-ubyte", b"not an IDX file")
+    data = MNIST(tmp_path, normalise=False, valid_fraction=0,
+                 checksums={name: md5(raw / name) for name in names})
+    assert np.allclose(data.tensors("train")[0][:, 0].numpy(), x / 255.0)

@@ -582,6 +582,23 @@ def test_a_candidate_that_kills_its_process_twice_becomes_a_failed_result(tmp_pa
     assert others and others.items() <= {row["candidate"]: row["accuracy"] for row in after}.items()
 
 
+def test_a_sigterm_to_a_serial_run_takes_back_its_attempts(tmp_path):
+    """The process that evaluates is the one that got the SIGTERM, alive: nothing it
+    evaluated killed it (under mpirun, only the workers that say so are spared)."""
+    class Terminated(ToyEvaluator):
+        def _evaluate(self, descriptor):
+            if self.calls >= 2:
+                raise RunInterrupted("SIGTERM")
+            return super()._evaluate(descriptor)
+
+    with pytest.raises(RunInterrupted):
+        run_search(RandomSearch(ToySpace(), seed=0), Terminated(), budget=10, mode="async",
+                   journal=tmp_path / "run.db")
+    with Journal(tmp_path / "run.db") as journal:
+        assert journal.state() == "interrupted" and journal.attempts() == {}
+        assert journal._query("SELECT COUNT(*) FROM attempts")[0][0] > 0   # they were counted
+
+
 def test_a_stop_the_run_survives_takes_back_its_attempts(tmp_path):
     """Ctrl-C while a candidate trains is no death of its process: a resume does not count it."""
     class Interrupting(ToyEvaluator):

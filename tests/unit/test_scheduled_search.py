@@ -304,3 +304,75 @@ def test_a_scheduled_run_that_fills_the_disk_says_failed_and_leaves_no_debris(tm
         assert not any(name.endswith((".partial", "-reserve")) for name in left), left
         folder = disk / "r.db.checkpoints"
         assert not folder.exists() or os.listdir(folder)   # kept only while it holds some
+
+
+# --- a leg that kills its process -------------------------------------------------------------
+LEG_KILLER = """
+import os, signal, sys
+from nord.search.engine import run_search
+from nord.search.algorithms.random_search import RandomSearch
+from nord.search.schedulers import make_scheduler
+from tests.helpers.toy import ToyCurves, ToySpace
+
+class Killer(ToyCurves):
+    '''Its process dies (SIGKILL, as the out-of-memory killer sends) on one architecture's
+    first leg, or on its promoted leg.'''
+    def evaluate_task(self, task):
+        conv = next(layer for layer in task.descriptor.layers.values() if layer.type == "conv2d")
+        promoted = task.resume_from is not None
+        if ([conv.params["out_channels"], conv.params["kernel_size"]]
+                == [int(sys.argv[3]), int(sys.argv[4])] and promoted == (sys.argv[6] == "promoted")):
+            os.kill(os.getpid(), signal.SIGKILL)
+        return super().evaluate_task(task)
+
+run_search(RandomSearch(ToySpace(), seed=0), Killer(max_epochs=9), budget=12, mode=sys.argv[2],
+           journal=sys.argv[1], resume=sys.argv[5] == "resume", batch_size=4,
+           scheduler=make_scheduler(sys.argv[7], min_epochs=1, max_epochs=9, eta=3))
+"""
+
+
+@pytest.mark.timeout(180)
+@pytest.mark.parametrize("name,mode,leg", [("asha", "async", "first"), ("asha", "async", "promoted"),
+                                           ("sha", "sync", "promoted")])
+def test_a_leg_that_kills_its_process_twice_becomes_a_failed_result_at_its_rung(tmp_path, name,
+                                                                               mode, leg):
+    import signal
+    import subprocess
+    import sys
+    repo = Path(__file__).resolve().parents[2]
+    whole = tmp_path / "whole.db"
+    run_search(random(), ToyCurves(max_epochs=9), budget=12, mode=mode, journal=whole,
+               batch_size=4, scheduler=make_scheduler(name, min_epochs=1, max_epochs=9, eta=3))
+    with Journal(whole) as journal:
+        rows, legs = journal.evaluations(), journal.legs()
+    promoted = {row["candidate"] for row in legs if row["start_epochs"] > 0}
+    deadly = next(row for row in rows if row["status"] == "ok" and not row["cached"]
+                  and (row["candidate"] in promoted) == (leg == "promoted")
+                  and row["sequence"] >= (0 if leg == "promoted" else 2))
+    path = tmp_path / "killed.db"
+    env = dict(os.environ, PYTHONPATH=str(repo))
+
+    def attempt(how):
+        return subprocess.run([sys.executable, "-c", LEG_KILLER, str(path), mode,
+                               *map(str, deadly["genome"]), how, leg, name], env=env,
+                              cwd=str(repo), capture_output=True, text=True, timeout=60)
+
+    for how, deaths in (("new", 1), ("resume", 2)):   # killed on the same leg, twice
+        done = attempt(how)
+        assert done.returncode == -signal.SIGKILL, done.stdout + done.stderr
+        with Journal(path) as journal:
+            assert journal.attempts(told=True) == {deadly["candidate"]: deaths}
+    done = attempt("resume")
+    assert done.returncode == 0, done.stdout + done.stderr
+    with Journal(path) as journal:
+        after, after_legs = journal.evaluations(), journal.legs()
+        assert journal.state() == "finished" and journal.attempts(told=True) == {}
+    assert len(after) == 12
+    its_legs = [row for row in after_legs if row["candidate"] == deadly["candidate"]]
+    assert its_legs[-1]["status"] == "failed" and its_legs[-1]["decision"] in ("stop", "done")
+    assert "killed (SIGKILL) 2 times" in its_legs[-1]["error"]
+    assert [row["status"] for row in its_legs[:-1]] == ["ok"] * (len(its_legs) - 1)
+    assert (its_legs[-1]["start_epochs"] > 0) == (leg == "promoted")
+    # no other candidate's leg failed: the run went on past the deadly one
+    assert all(row["status"] == "ok" or "toy failure" in row["error"] for row in after_legs
+               if row["candidate"] != deadly["candidate"])

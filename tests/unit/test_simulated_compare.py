@@ -204,3 +204,25 @@ def test_a_run_that_proposes_almost_only_evaluated_cells_ends_where_its_clock_st
     assert run.simulated_time < setting.time_budget
     assert STALL_WINDOW <= run.evaluations < 10 * STALL_WINDOW
     assert run.unique < run.evaluations - STALL_WINDOW + STALL_NEW
+
+
+@pytest.mark.parametrize("window, new", [pytest.param(10_000, 100, marks=pytest.mark.slow),
+                                         (300, 30)])
+def test_the_stall_rule_ends_a_run_at_the_first_window_with_too_few_new_cells(monkeypatch,
+                                                                             window, new):
+    """The rule, checked against its plain statement: the run ends at the first result after
+    which fewer than ``new`` of the last ``window`` results were new cells."""
+    from nord.comparisons import anytime
+    from nord.search.algorithms.registry import make_algorithm
+    from nord.benchmarks.nasbench201 import NASBench201Space
+    monkeypatch.setattr(anytime, "STALL_WINDOW", window)
+    monkeypatch.setattr(anytime, "STALL_NEW", new)
+    setting = anytime.SimulatedSetting.for_dataset("cifar10", workers=8, mode="async")
+    run = anytime.simulate(make_algorithm("reinforce", NASBench201Space(), seed=1,
+                                          budget=10 ** 6), "cifar10", 1, setting)
+    seen, fresh = set(), []
+    for key in run.indices:
+        fresh.append(key not in seen)
+        seen.add(key)
+    ends = next(n for n in range(window, len(fresh) + 1) if sum(fresh[n - window:n]) < new)
+    assert len(run.indices) == ends and run.simulated_time < setting.time_budget

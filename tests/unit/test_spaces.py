@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from nord.errors import ConfigurationError, SearchSpaceError, ShapeError, UnknownLayerError
 from nord.evaluators.base import Evaluator
 from nord.evaluators.result import FAILED_FITNESS, EvaluationResult
-from nord.search.spaces.conv import PAPER_LAYERS, ConvSpace
+from nord.search.spaces.conv import MAX_LAYERS, PAPER_LAYERS, ConvSpace
 
 torch = pytest.importorskip("torch")
 from nord.nn.network import NeuralNet  # noqa: E402  (needs torch)
@@ -47,6 +47,16 @@ def test_default_is_the_papers_two_layer_space():
 def test_layers_and_bounds_are_configurable():
     space = ConvSpace(DIGITS, layers=3, channels=(4, 16), kernel_size=(1, 5))
     assert space.bounds() == ((4, 1) * 3, (16, 5) * 3)
+
+
+def test_depth_is_limited_to_what_the_space_builds_and_trains_in_reasonable_time():
+    deepest = ConvSpace(DIGITS, layers=MAX_LAYERS)
+    genome = deepest.sample(np.random.default_rng(0))
+    assert len(deepest.decode(genome).layers) == 2 * MAX_LAYERS
+    with pytest.raises(ConfigurationError) as error:
+        ConvSpace(DIGITS, layers=MAX_LAYERS + 1)
+    assert (f"layers must be an integer in [1, {MAX_LAYERS}]" in str(error.value)
+            and f"got {MAX_LAYERS + 1}" in str(error.value))
 
 
 def test_samples_are_within_bounds():

@@ -20,9 +20,9 @@ from nord.errors import ConfigurationError
 from nord.evaluators.result import EvaluationResult
 from nord.journal import LegRecord
 from nord.search.algorithms.base import Candidate
-from nord.search.engine.loop import Search
+from nord.search.engine.loop import Search, killed_result
 from nord.search.engine.outcomes import Outcome
-from nord.search.executors import Task
+from nord.search.executors import Completion, Task
 from nord.search.schedulers import CONTINUE, DONE, RUNGS_METRIC, STOP, Scheduler
 
 __all__ = ["ScheduledSearch", "checkpoint_folder"]
@@ -121,8 +121,11 @@ class ScheduledSearch(Search):
                        first=True)
 
     def collect(self) -> None:
-        """Wait for a leg; let the scheduler decide; tell, continue, pause or release."""
-        done = self.executor.wait()
+        """Wait for a leg and end it."""
+        self.end_leg(self.executor.wait())
+
+    def end_leg(self, done: Completion) -> None:
+        """A leg is back: let the scheduler decide; tell, continue, pause or release."""
         number = done.number
         task = self.tasks.pop(number)
         task.report = None   # it points back at this search: the outcome keeps the task
@@ -263,8 +266,11 @@ class ScheduledSearch(Search):
         for number, row in sorted(self.resumed_legs.items(), key=lambda item: item[1]["leg"]):
             again = LegRecord(row["leg"], number, row["start_epochs"], row["target_epochs"],
                               row["started_event"], row["started"])
-            self.queue_leg(number, row["start_epochs"], row["target_epochs"], first=True,
-                           again=again)
+            if number in self.killed:
+                self.give_up_leg(number, again)
+            else:
+                self.queue_leg(number, row["start_epochs"], row["target_epochs"], first=True,
+                               again=again)
         started = set(self.resumed_legs) | set(self.latest)
         self.resumed_legs = {}
         for number in sorted(self.pending):
@@ -273,6 +279,15 @@ class ScheduledSearch(Search):
         return sorted(self.pending) if self.mode == "sync" else []
 
     resumed_legs: Dict[int, Dict] = {}
+
+    def give_up_leg(self, number: int, leg: LegRecord) -> None:
+        """A leg whose training killed the run's process ``max_attempts`` times ends as a
+        failed result at its rung (the scheduler stops the candidate), so the run goes on."""
+        self.legs[number] = leg
+        self.tasks[number] = self.basis.get(number) or self._rebuild_basis(number)
+        now = self.now()
+        self.end_leg(Completion(number, killed_result(number, self.killed.pop(number)),
+                                None, now, now))
 
     def best(self):
         """The run's best candidate and result: the best search accuracy among the

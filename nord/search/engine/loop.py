@@ -19,13 +19,24 @@ from nord.search.algorithms.base import Candidate, SearchAlgorithm
 from nord.search.engine.outcomes import NO_KEY, Outcome, SearchProgress, SearchSummary
 from nord.search.executors import Executor, Task
 
-__all__ = ["Search", "MAX_ATTEMPTS"]
+__all__ = ["Search", "MAX_ATTEMPTS", "killed_result"]
 
 logger = logging.getLogger(__name__)
 
 MAX_ATTEMPTS = 2
 """How often a candidate's evaluation may kill the run's process (the out-of-memory killer's
 SIGKILL) before a resume records it as failed instead of handing it out again."""
+
+
+def killed_result(number: int, deaths: int) -> EvaluationResult:
+    """The failed result of candidate ``number`` (or of its leg of training) whose evaluation
+    killed the run's process ``deaths`` times: it is not tried again."""
+    logger.warning("candidate %d killed the process that evaluated it %d times; it is "
+                   "recorded as failed and the run goes on", number, deaths)
+    return EvaluationResult.failure(
+        f"the process evaluating it was killed (SIGKILL) {deaths} times, likely by the "
+        "out-of-memory killer: the network needs more memory than the machine has; it was "
+        "not tried again")
 
 
 class Search:
@@ -117,14 +128,10 @@ class Search:
     def give_up(self, candidate: Candidate, key: Hashable) -> None:
         """A candidate whose evaluation killed the run's process ``max_attempts`` times is a
         failed result (a repeat of its architecture reuses it), so the run goes on."""
-        deaths = self.killed.pop(candidate.number)
-        logger.warning("candidate %d killed the process that evaluated it %d times; it is "
-                       "recorded as failed and the run goes on", candidate.number, deaths)
         now = self.now()
-        outcome = Outcome(candidate, EvaluationResult.failure(
-            f"the process evaluating it was killed (SIGKILL) {deaths} times, likely by the "
-            "out-of-memory killer: the network needs more memory than the machine has; it was "
-            "not tried again"), key, started=now, ended=now)
+        outcome = Outcome(candidate, killed_result(candidate.number,
+                                                   self.killed.pop(candidate.number)),
+                          key, started=now, ended=now)
         del self.evaluating[key]
         self.cache.setdefault(key, outcome)
         self.finish(outcome)

@@ -20,7 +20,7 @@ import contextlib
 import logging
 import os
 import shutil
-from typing import Any, Callable, Optional, Union
+from typing import Any, Callable, List, Optional, Union
 
 from nord.checks import check_int
 from nord.errors import ConfigurationError, DiskFullError
@@ -104,7 +104,8 @@ def run_search(algorithm: Optional[SearchAlgorithm], evaluator=None, budget: int
             ends (on the engine's rank).
         max_attempts: how often a candidate's evaluation may kill the run's process (``kill
             -9``, the out-of-memory killer) before a resume records it as failed instead of
-            evaluating it again (counted in the journal; without a scheduler).
+            evaluating it again (counted in the journal; with a scheduler, per leg: the leg
+            becomes a failed result at its rung).
 
     Returns:
         A :class:`SearchSummary` on the rank that runs the engine; None on worker ranks.
@@ -177,10 +178,13 @@ def _drive(algorithm, evaluator, budget, path, mode, executor, resume, on_result
             replay(search)
             if scheduler is not None:
                 replay_scheduler(search)
-            else:   # candidates whose evaluation kept killing the process are given up
-                search.killed = {number: deaths for number, deaths in journal.attempts().items()
-                                 if deaths >= max_attempts and number in search.pending
-                                 and number not in search.ready}
+                unfinished = set(search.resumed_legs)   # legs in flight, promoted ones too
+            else:
+                unfinished = set(search.pending) - set(search.ready)
+            # candidates whose evaluation kept killing the process are given up
+            search.killed = {number: deaths for number, deaths
+                             in journal.attempts(told=scheduler is not None).items()
+                             if deaths >= max_attempts and number in unfinished}
         try:
             if mode == "sync":
                 search.run_sync()
@@ -202,8 +206,16 @@ def _drive(algorithm, evaluator, budget, path, mode, executor, resume, on_result
     except KeyboardInterrupt as stop:   # RunInterrupted too
         signal_name = getattr(stop, "signal_name", "SIGINT")
         # mpirun ends the other ranks with SIGTERM when one is killed: that may be the
-        # candidate's doing, so only Ctrl-C and SIGHUP take back the attempts in flight
-        _stop(journal, search, "interrupted", signal_name, survived=signal_name != "SIGTERM")
+        # candidate's doing, so after a SIGTERM only the attempts of the candidates whose
+        # process is known to have survived are taken back (Ctrl-C, SIGHUP: all of them)
+        survivors = None
+        if signal_name == "SIGTERM" and search is not None:
+            try:
+                survivors = list(executor.survivors())
+            except Exception:  # noqa: BLE001 - the stop matters more
+                logger.debug("could not learn which workers survived", exc_info=True)
+                survivors = []
+        _stop(journal, search, "interrupted", signal_name, survivors=survivors)
         raise
     except DiskFullError as error:
         _stop(journal, search, "failed", f"disk full: {error}")
@@ -241,10 +253,10 @@ def _prepare_scheduler(scheduler, algorithm, evaluator, budget: int, mode: str,
 
 
 def _stop(journal: Optional[Journal], search: Optional[Search], status: str, detail: str,
-          survived: bool = True) -> None:
+          survivors: Optional[List[int]] = None) -> None:
     """Keep what is known and mark how the run ended, if this process holds the journal;
-    ``survived``: the evaluations in flight did not end the run (their attempts are taken
-    back)."""
+    the attempts of the evaluations in flight are taken back (they did not end the run), or
+    only those of ``survivors`` when given."""
     if journal is None or not journal.writing:
         return   # a refused start: the journal is not this run's to mark
     try:
@@ -253,8 +265,7 @@ def _stop(journal: Optional[Journal], search: Optional[Search], status: str, det
     except Exception:  # noqa: BLE001 - the original error matters more
         logger.debug("could not flush the journal", exc_info=True)
     try:
-        if survived:
-            journal.release_attempts()
+        journal.release_attempts(survivors)
     except Exception:  # noqa: BLE001 - the original error matters more
         logger.debug("could not take back the attempts in flight", exc_info=True)
     try:

@@ -206,6 +206,13 @@ class Executor:
         """Block until a submitted task is evaluated; return it."""
         raise NotImplementedError
 
+    def survivors(self) -> Sequence[int]:
+        """After a SIGTERM stopped the run (as mpirun sends when one rank dies): the candidates
+        in flight whose evaluating process is known to have lived to get it too, so their
+        evaluation killed nothing (see ``Journal.attempts``). Default: none is known, and
+        every evaluation in flight counts as one that may have killed its process."""
+        return ()
+
     def close(self, failed: bool = False) -> None:
         """End the search: release the workers. ``failed``: the search ended with an error
         or an interruption, so do not wait for workers that may be gone."""

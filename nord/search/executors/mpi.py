@@ -26,7 +26,7 @@ from nord.evaluators.result import EpochRecord, EvaluationResult
 from nord.parallel import import_mpi, launched_by_mpi, wait_for_message
 from nord.search.executors.base import Completion, Executor, Task, run_task
 
-__all__ = ["MPIExecutor", "TAG_TASK", "TAG_RESULT", "TAG_STOP"]
+__all__ = ["MPIExecutor", "TAG_TASK", "TAG_RESULT", "TAG_STOP", "TAG_SURVIVED"]
 
 logger = logging.getLogger(__name__)
 
@@ -34,6 +34,10 @@ TAG_TASK = 71
 TAG_RESULT = 72
 TAG_STOP = 73
 TAG_EPOCH = 75
+TAG_SURVIVED = 76
+SURVIVOR_WAIT = 0.5
+"""Seconds rank 0 waits, after a SIGTERM, for the workers to say they got it too (Open MPI
+sends SIGKILL 1 s after its SIGTERM: ``odls_base_sigkill_timeout``)."""
 
 
 class _SoloGroup:
@@ -184,9 +188,11 @@ class MPIExecutor(Executor):
 
     def wait(self) -> Completion:
         if self._local:
-            task = self._local_tasks.popleft()
+            task = self._local_tasks[0]   # in flight until it is done (see survivors)
             self._local_report(task, 0)
-            return run_task(self.evaluator, task, 0)
+            done = run_task(self.evaluator, task, 0)
+            self._local_tasks.popleft()
+            return done
         MPI = import_mpi()
         status = MPI.Status()
         while True:   # finished epochs arrive before their task's result, in order
@@ -204,6 +210,35 @@ class MPIExecutor(Executor):
         if number != expected:  # a protocol bug, never a user error
             raise RuntimeError(f"rank {worker} returned candidate {number}, expected {expected}")
         return Completion(number, EvaluationResult.from_dict(result), worker, started, ended)
+
+    def survivors(self) -> List[int]:
+        """The candidates in flight on workers that said they got the SIGTERM too (waiting
+        up to ``SURVIVOR_WAIT`` seconds): mpirun ends every rank so when one dies, and only
+        the candidates of the rank that said nothing may have killed it.
+
+        A worker that trains each network with a group of ranks says nothing (a member of
+        its group may be the one that died), nor does rank 0 when it trains with the other
+        ranks (``_local`` under mpirun): their candidates stay counted."""
+        if self._local:
+            return [task.number for task in self._local_tasks] if self.size == 1 else []
+        MPI = import_mpi()
+        status = MPI.Status()
+        waiting = {rank for rank, numbers in self._outstanding.items() if numbers}
+        spared: List[int] = []
+        deadline = time.monotonic() + SURVIVOR_WAIT
+        while waiting and time.monotonic() < deadline:
+            if not self._world.Iprobe(source=MPI.ANY_SOURCE, tag=TAG_SURVIVED, status=status):
+                time.sleep(0.005)
+                continue
+            worker = status.Get_source()
+            self._world.recv(source=worker, tag=TAG_SURVIVED)
+            if worker in waiting:
+                waiting.discard(worker)
+                spared.extend(self._outstanding[worker])
+        if waiting:
+            logger.info("ranks %s did not say they survived the stop: their candidates count "
+                        "as having killed their process", sorted(waiting))
+        return spared
 
     def close(self, failed: bool = False) -> None:
         """Stop every worker (rank 0) and the members of rank 0's group; free the communicator.
@@ -265,18 +300,34 @@ class MPIExecutor(Executor):
         MPI = import_mpi()
         status = MPI.Status()
         served = 0
-        while True:
-            wait_for_message(self._world, 0, MPI.ANY_TAG, status, self.poll_interval)
-            tag = status.Get_tag()
-            message = self._world.recv(source=0, tag=tag)
-            if tag == TAG_STOP:
-                break
-            done = self._evaluate(message)
-            self._send((done.number, done.result.to_dict(), done.started, done.ended),
-                       0, TAG_RESULT)
-            served += 1
+        try:
+            while True:
+                wait_for_message(self._world, 0, MPI.ANY_TAG, status, self.poll_interval)
+                tag = status.Get_tag()
+                message = self._world.recv(source=0, tag=tag)
+                if tag == TAG_STOP:
+                    break
+                done = self._evaluate(message)
+                self._send((done.number, done.result.to_dict(), done.started, done.ended),
+                           0, TAG_RESULT)
+                served += 1
+        except KeyboardInterrupt:   # RunInterrupted: this rank lived to be stopped
+            if self._group is None or self._group.size == 1:   # and it trains alone
+                self._say_survived()
+            raise
         self._release_members()
         logger.debug("rank %d evaluated %d candidates", self.rank, served)
+
+    def _say_survived(self) -> None:
+        """Tell rank 0 that this worker got the stop signal alive (see :meth:`survivors`),
+        waiting a little for the message to leave: rank 0 may be gone already."""
+        try:
+            request = self._world.isend(self.rank, dest=0, tag=TAG_SURVIVED)
+            deadline = time.monotonic() + SURVIVOR_WAIT
+            while not request.Test() and time.monotonic() < deadline:
+                time.sleep(0.005)
+        except Exception:  # noqa: BLE001 - the stop matters more than the message
+            logger.debug("could not tell rank 0 that rank %d survived", self.rank, exc_info=True)
 
     def _evaluate(self, message) -> Completion:
         try:

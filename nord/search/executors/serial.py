@@ -7,7 +7,7 @@
 from __future__ import annotations
 
 from collections import deque
-from typing import Deque
+from typing import Deque, Sequence
 
 from nord.search.executors.base import Completion, Executor, Task, run_task
 
@@ -36,7 +36,13 @@ class SerialExecutor(Executor):
     def submit(self, task: Task) -> None:
         self._queue.append(task)
 
+    def survivors(self) -> Sequence[int]:
+        """Every candidate in flight: this process evaluates them, and it lived to be told."""
+        return [task.number for task in self._queue]
+
     def wait(self) -> Completion:
-        task = self._queue.popleft()
+        task = self._queue[0]   # in flight until it is done (see survivors)
         self._local_report(task, 0)
-        return run_task(self.evaluator, task, 0)
+        done = run_task(self.evaluator, task, 0)
+        self._queue.popleft()
+        return done
