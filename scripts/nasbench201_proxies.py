@@ -7,7 +7,8 @@
 For each cell and each data set (CIFAR-10 and CIFAR-100 at 32x32 with 10 and 100 classes,
 ImageNet16-120 at 16x16 with 120 classes) the script builds the benchmark's network with the
 torch seed ``--seed`` and scores it with synflow, params and flops (nord.nn.proxies), the
-values ZeroCostEvaluator(proxy, seed=seed) gives. Rows go to a plain CSV as they are made
+values ZeroCostEvaluator(proxy, seed=seed) gives, and records the seconds that building the
+network and scoring it with synflow took (the cost of a synflow evaluation). Rows go to a plain CSV as they are made
 (``<out>.partial.csv``), so a killed run loses at most one cell and starts again where it
 stopped. Cells are taken in a seeded random order, so the rows done at any moment are a
 uniform sample of the space. When every cell is done (or with ``--pack``), the rows are
@@ -36,7 +37,8 @@ DEFAULT_OUT = os.path.join(os.path.dirname(__file__), os.pardir, "nord", "benchm
 
 
 def header():
-    return ["index"] + [f"{dataset}_{proxy}" for dataset in DATASETS for proxy in PROXIES]
+    return ["index"] + [f"{dataset}_{column}" for dataset in DATASETS
+                        for column in PROXIES + ("synflow_seconds",)]
 
 
 def cell_row(cell: str, index: int, seed: int, device: str):
@@ -44,11 +46,15 @@ def cell_row(cell: str, index: int, seed: int, device: str):
     descriptor = network_to_descriptor(cell)
     row = [index]
     for name, dataset in DATASETS.items():
+        started = time.perf_counter()
         torch.manual_seed(seed)
         shape = INPUT_SHAPES[name]
         net = NeuralNet(descriptor, input_shape=shape, num_classes=dataset.num_classes)
         inputs = torch.zeros((1,) + shape)
-        row += [repr(score(proxy, net, inputs, device=device)) for proxy in PROXIES]
+        row.append(repr(score("synflow", net, inputs, device=device)))
+        seconds = time.perf_counter() - started   # what a ZeroCostEvaluator spends on it
+        row += [repr(score(proxy, net, inputs, device=device)) for proxy in PROXIES[1:]]
+        row.append(f"{seconds:.4f}")
     return row
 
 

@@ -1,0 +1,71 @@
+"""Does a synflow warm-up help REA on NAS-Bench-201? Warm-started against plain REA.
+
+    .venv/bin/python bench/proxy_warmup.py --seeds 200           # budgets 50 and 100
+    .venv/bin/python bench/proxy_warmup.py --seeds 5 --candidates 100   # a smoke run
+
+For each data set, budget and seed: plain REA (population 10, sample 3) and REA whose first
+population is the ``--keep`` best of ``--candidates`` random cells by the packaged synflow
+table (nord.comparisons.warmup), with the same seed. Each returns the cell with the best
+12-epoch validation accuracy it evaluated, judged by its 200-epoch test accuracy. Prints,
+per data set and budget, both means with their standard errors, the mean paired difference
+and the share of seeds where the warm start does better / worse. Also writes the figures as
+JSON (``--out``).
+"""
+import argparse
+import json
+import math
+import sys
+
+import numpy as np
+
+from nord.comparisons.compare import run_seed
+from nord.comparisons.warmup import WarmUp, run_warm_seed
+
+DATASETS = ("cifar10", "cifar100", "imagenet16")
+
+
+def compare(dataset: str, budget: int, seeds: int, warm_up: WarmUp):
+    plain = np.array([run_seed("rea", dataset, budget, seed).reported_accuracy
+                      for seed in range(seeds)]) * 100
+    warm = np.array([run_warm_seed(dataset, budget, seed, warm_up).reported_accuracy
+                     for seed in range(seeds)]) * 100
+    difference = warm - plain
+    error = lambda values: float(values.std(ddof=1) / math.sqrt(len(values))) if len(values) > 1 else math.nan  # noqa: E731
+    return {"dataset": dataset, "budget": budget, "seeds": seeds,
+            "rea": float(plain.mean()), "rea_se": error(plain),
+            "warm": float(warm.mean()), "warm_se": error(warm),
+            "difference": float(difference.mean()), "difference_se": error(difference),
+            "warm_better": float((difference > 0).mean()),
+            "warm_worse": float((difference < 0).mean())}
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", type=int, default=100)
+    parser.add_argument("--budgets", default="50,100")
+    parser.add_argument("--datasets", default=",".join(DATASETS))
+    parser.add_argument("--candidates", type=int, default=1000)
+    parser.add_argument("--keep", type=int, default=10)
+    parser.add_argument("--out", default=None, help="write the rows as JSON here")
+    args = parser.parse_args(argv)
+    warm_up = WarmUp(candidates=args.candidates, keep=args.keep)
+    rows = []
+    print(f"{'data set':<11}{'budget':>7}{'REA':>16}{'warm REA':>16}{'difference':>16}"
+          f"{'better':>8}{'worse':>7}")
+    for dataset in args.datasets.split(","):
+        for budget in (int(b) for b in args.budgets.split(",")):
+            row = compare(dataset, budget, args.seeds, warm_up)
+            rows.append(row)
+            print(f"{dataset:<11}{budget:>7}{row['rea']:>9.2f} ± {row['rea_se']:.2f}"
+                  f"{row['warm']:>9.2f} ± {row['warm_se']:.2f}"
+                  f"{row['difference']:>+9.2f} ± {row['difference_se']:.2f}"
+                  f"{row['warm_better']:>8.0%}{row['warm_worse']:>7.0%}", flush=True)
+    if args.out:
+        with open(args.out, "w") as handle:
+            json.dump({"candidates": args.candidates, "keep": args.keep, "rows": rows},
+                      handle, indent=2)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
