@@ -11,7 +11,7 @@ values ZeroCostEvaluator(proxy, seed=seed) gives, and records the seconds that b
 network and scoring it with synflow took (the cost of a synflow evaluation). Rows go to a plain CSV as they are made
 (``<out>.partial.csv``), so a killed run loses at most one cell and starts again where it
 stopped. Cells are taken in a seeded random order, so the rows done at any moment are a
-uniform sample of the space. When every cell is done (or with ``--pack``), the rows are
+uniform sample of the space (after the cells of ``--first``, when given). When every cell is done (or with ``--pack``), the rows are
 written, in index order, to the gzipped CSV ``--out``.
 """
 from __future__ import annotations
@@ -83,6 +83,8 @@ def main(argv=None) -> int:
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--limit", type=int, default=None, help="stop after this many cells")
+    parser.add_argument("--first", default=None, metavar="FILE",
+                        help="table indices (one a line) to compute before the random order")
     parser.add_argument("--pack", action="store_true", help="only write --out from the rows done")
     args = parser.parse_args(argv)
     out = os.path.abspath(args.out)
@@ -92,9 +94,13 @@ def main(argv=None) -> int:
         return 0
     torch.set_num_threads(args.threads)
     table = load_table()
-    order = np.random.default_rng(ORDER_SEED).permutation(len(table))
+    order = [int(i) for i in np.random.default_rng(ORDER_SEED).permutation(len(table))]
+    if args.first:
+        with open(args.first) as handle:
+            first = [int(line) for line in handle if line.strip()]
+        order = first + [i for i in order if i not in set(first)]
     done = done_indices(partial)
-    todo = [int(i) for i in order if int(i) not in done]
+    todo = [i for i in order if i not in done]
     if args.limit is not None:
         todo = todo[:args.limit]
     fresh = not os.path.exists(partial)

@@ -45,6 +45,7 @@ def synflow(net: nn.Module, inputs: torch.Tensor, targets=None) -> float:
     layer's bias, and the score would lose the weights' magnitudes.
     """
     net = copy.deepcopy(net).double()
+    _weights(net)
     for module in net.modules():
         if isinstance(module, nn.modules.batchnorm._BatchNorm):
             module.eval()  # no statistics of a single sample, which may be one value
