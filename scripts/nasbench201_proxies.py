@@ -28,21 +28,16 @@ import torch
 
 from nord.benchmarks.nasbench201 import INPUT_SHAPES, DATASETS, load_table, network_to_descriptor
 from nord.nn.network import NeuralNet
+from nord.benchmarks.nasbench201.proxy_table import COLUMNS, PROXY_TABLE_FILE, TABLE_PROXIES
 from nord.nn.proxies import score
 
-PROXIES = ("synflow", "params", "flops")
 ORDER_SEED = 201
 DEFAULT_OUT = os.path.join(os.path.dirname(__file__), os.pardir, "nord", "benchmarks",
-                           "nasbench201", "data", "nasbench201_proxies.csv.gz")
-
-
-def header():
-    return ["index"] + [f"{dataset}_{column}" for dataset in DATASETS
-                        for column in PROXIES + ("synflow_seconds",)]
+                           "nasbench201", "data", PROXY_TABLE_FILE)
 
 
 def cell_row(cell: str, index: int, seed: int, device: str):
-    """The proxies of one cell for the three data sets."""
+    """The row of one cell: for each data set, its proxies and synflow's seconds (COLUMNS)."""
     descriptor = network_to_descriptor(cell)
     row = [index]
     for name, dataset in DATASETS.items():
@@ -53,7 +48,7 @@ def cell_row(cell: str, index: int, seed: int, device: str):
         inputs = torch.zeros((1,) + shape)
         row.append(repr(score("synflow", net, inputs, device=device)))
         seconds = time.perf_counter() - started   # what a ZeroCostEvaluator spends on it
-        row += [repr(score(proxy, net, inputs, device=device)) for proxy in PROXIES[1:]]
+        row += [repr(score(proxy, net, inputs, device=device)) for proxy in TABLE_PROXIES[1:]]
         row.append(f"{seconds:.4f}")
     return row
 
@@ -71,7 +66,7 @@ def pack(partial: str, out: str) -> int:
     rows.sort(key=lambda row: int(row[0]))
     with gzip.open(out, "wt", newline="") as handle:
         writer = csv.writer(handle)
-        writer.writerow(header())
+        writer.writerow(COLUMNS)
         writer.writerows(rows)
     return len(rows)
 
@@ -108,7 +103,7 @@ def main(argv=None) -> int:
     with open(partial, "a", newline="") as handle:
         writer = csv.writer(handle)
         if fresh:
-            writer.writerow(header())
+            writer.writerow(COLUMNS)
         for count, index in enumerate(todo, 1):
             writer.writerow(cell_row(table.cell(index), index, args.seed, args.device))
             handle.flush()

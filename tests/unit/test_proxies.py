@@ -234,3 +234,24 @@ def test_a_proxy_table_with_a_repeated_cell_is_refused(tmp_path):
     path.write_bytes(gzip.compress(("\n".join([",".join(COLUMNS), row, row]) + "\n").encode()))
     with pytest.raises(CorruptDataError, match="at most once"):
         read_proxies(path)
+
+
+@pytest.mark.slow
+def test_the_table_script_resumes_where_it_stopped_and_packs_a_readable_table(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+    script = Path(__file__).resolve().parents[2] / "scripts" / "nasbench201_proxies.py"
+    out = tmp_path / "proxies.csv.gz"
+    for _ in range(2):
+        subprocess.run([sys.executable, str(script), "--out", str(out), "--limit", "1"],
+                       check=True, capture_output=True, cwd=script.parents[1])
+    subprocess.run([sys.executable, str(script), "--out", str(out), "--pack"], check=True,
+                   capture_output=True, cwd=script.parents[1])
+    table = read_proxies(out)
+    assert len(table) == 2   # two different cells: the second run went on from the first
+    packaged = load_proxies()
+    for index in np.flatnonzero(table.computed):
+        if packaged.computed[index]:
+            assert table.score("imagenet16", "synflow")[index] == \
+                packaged.score("imagenet16", "synflow")[index]
