@@ -224,10 +224,15 @@ class RunConfig:
             return
         from nord.nn.proxies import check_proxy
         self.proxy = check_proxy("synflow" if self.proxy is None else self.proxy)
-        if self.scheduler is not None or self.callbacks:
+        defaults = {f.name: f.default for f in fields(self)}
+        given = [f"--{name.replace('_', '-')}" for name in ("epochs", "lr", "optimizer",
+                                                            "max_params", "scheduler")
+                 if getattr(self, name) != defaults[name]]
+        if given or self.callbacks:
             raise ConfigurationError(
-                "--scheduler and --callbacks act on training, but --evaluation zero-cost "
-                "scores untrained networks; drop them")
+                f"{', '.join(given + ['--callbacks'] * bool(self.callbacks))} set(s) how "
+                "candidates are trained, but --evaluation zero-cost scores untrained networks; "
+                "drop them")
 
     def _check_callbacks(self) -> None:
         """Built-in training callbacks by canonical name; none where nothing trains."""

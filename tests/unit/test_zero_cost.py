@@ -93,7 +93,8 @@ def test_a_zero_cost_run_defaults_to_synflow_and_records_the_proxy():
 @pytest.mark.parametrize("settings, words", [
     ({"evaluation": "zero-cost", "proxy": "synflo"}, "choose one of synflow, snip"),
     ({"proxy": "snip"}, "add --evaluation zero-cost"),
-    ({"evaluation": "zero-cost", "callbacks": ["grad_norm"]}, "untrained"),
+    ({"evaluation": "zero-cost", "callbacks": ["grad_norm"]}, "--callbacks set"),
+    ({"evaluation": "zero-cost", "epochs": 3}, "--epochs set.*untrained"),
 ])
 def test_a_wrong_proxy_setting_is_refused_before_the_run(settings, words):
     with pytest.raises(ConfigurationError, match=words):
