@@ -9,7 +9,9 @@ table (nord.comparisons.warmup), with the same seed. Each returns the cell with 
 12-epoch validation accuracy it evaluated, judged by its 200-epoch test accuracy. Prints,
 per data set and budget, both means with their standard errors, the mean paired difference
 and the share of seeds where the warm start does better / worse. Also writes the figures as
-JSON (``--out``).
+JSON (``--out``). With ``--simulated``, the same comparison in simulated time on one worker
+(the NATS-Bench time budget of each data set; the warm-up's proxy seconds come first, out of
+the budget): the incumbent's test accuracy at a quarter of the budget and at its end.
 """
 import argparse
 import json
@@ -18,8 +20,9 @@ import sys
 
 import numpy as np
 
+from nord.comparisons.anytime import SimulatedSetting, run_simulated_seed
 from nord.comparisons.compare import run_seed
-from nord.comparisons.warmup import WarmUp, run_warm_seed
+from nord.comparisons.warmup import WarmUp, run_simulated_warm_seed, run_warm_seed
 
 DATASETS = ("cifar10", "cifar100", "imagenet16")
 
@@ -39,6 +42,25 @@ def compare(dataset: str, budget: int, seeds: int, warm_up: WarmUp):
             "warm_worse": float((difference < 0).mean())}
 
 
+def incumbent_at(curve, time):
+    """The incumbent's test accuracy (%) at simulated ``time`` (NaN before the first result)."""
+    reached = [accuracy for moment, accuracy in curve if moment <= time]
+    return reached[-1] * 100 if reached else math.nan
+
+
+def compare_simulated(dataset: str, seeds: int, warm_up: WarmUp):
+    setting = SimulatedSetting.for_dataset(dataset)
+    quarter = setting.time_budget / 4
+    rows = {}
+    for name, run in (("rea", lambda seed: run_simulated_seed("rea", dataset, seed, setting)),
+                      ("warm", lambda seed: run_simulated_warm_seed(dataset, seed, setting,
+                                                                    warm_up))):
+        runs = [run(seed) for seed in range(seeds)]
+        rows[name] = {"quarter": float(np.nanmean([incumbent_at(r.curve, quarter) for r in runs])),
+                      "end": float(np.mean([r.reported_accuracy for r in runs]) * 100)}
+    return {"dataset": dataset, "seeds": seeds, "time_budget": setting.time_budget, **rows}
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=100)
@@ -47,8 +69,16 @@ def main(argv=None) -> int:
     parser.add_argument("--candidates", type=int, default=1000)
     parser.add_argument("--keep", type=int, default=10)
     parser.add_argument("--out", default=None, help="write the rows as JSON here")
+    parser.add_argument("--simulated", action="store_true")
     args = parser.parse_args(argv)
     warm_up = WarmUp(candidates=args.candidates, keep=args.keep)
+    if args.simulated:
+        for dataset in args.datasets.split(","):
+            row = compare_simulated(dataset, args.seeds, warm_up)
+            print(f"{dataset:<11} {row['time_budget']:,.0f} s: REA {row['rea']['quarter']:.2f} at "
+                  f"a quarter, {row['rea']['end']:.2f} at the end; warm REA "
+                  f"{row['warm']['quarter']:.2f}, {row['warm']['end']:.2f}", flush=True)
+        return 0
     rows = []
     print(f"{'data set':<11}{'budget':>7}{'REA':>16}{'warm REA':>16}{'difference':>16}"
           f"{'better':>8}{'worse':>7}")
