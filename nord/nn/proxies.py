@@ -259,6 +259,8 @@ def score(name: str, net: nn.Module, inputs: torch.Tensor,
           targets: Optional[torch.Tensor] = None, device: str = "cpu") -> float:
     """The proxy ``name`` of ``net`` for one batch, on ``device`` ("cpu", "cuda", ...).
 
+    ``net`` is moved to ``device`` (``Module.to``); its weights and modes are left as they were.
+
     Raises:
         ConfigurationError: ``name`` is not a proxy, or it needs labels and none were given.
         ProxyError: the score cannot be computed (no weights, NaN or infinite).
