@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import List, Tuple
+from typing import List, Optional, Tuple
 
 import numpy as np
 
@@ -39,6 +39,9 @@ _STREAM = 0x5EED
 class WarmUp:
     """Score ``candidates`` random cells with ``proxy``; REA starts from the best ``keep``.
 
+    ``pool``: the table indices candidates are drawn from (None: every cell the proxy table
+    holds); each must be in the table.
+
     Raises:
         ConfigurationError: counts out of range, or a proxy the table does not hold.
     """
@@ -46,6 +49,7 @@ class WarmUp:
     candidates: int = 1000
     keep: int = 10
     proxy: str = "synflow"
+    pool: Optional[Tuple[int, ...]] = None
 
     def __post_init__(self):
         check_int(self.candidates, "candidates (cells the proxy scores)", 1)
@@ -68,10 +72,18 @@ def warm_start(dataset: str, seed: int, warm_up: WarmUp) -> Tuple[List[Tuple[int
     dataset = get_dataset(dataset).name
     proxies = load_proxies()
     pool = np.flatnonzero(proxies.computed)
+    if warm_up.pool is not None:
+        asked = np.asarray(warm_up.pool, dtype=np.int64)
+        missing = np.setdiff1d(asked, pool)
+        if len(missing):
+            raise ConfigurationError(
+                f"the warm-up's pool holds {len(missing)} cells the proxy table does not "
+                f"(e.g. {missing[0]}); draw from cells it holds (proxies.computed)")
+        pool = np.unique(asked)
     if len(pool) < warm_up.candidates:
         raise ConfigurationError(
-            f"the proxy table holds {len(pool)} cells, fewer than the {warm_up.candidates} "
-            "candidates of the warm-up; ask for fewer candidates")
+            f"the warm-up draws from {len(pool)} cells, fewer than its {warm_up.candidates} "
+            "candidates; ask for fewer candidates")
     drawn = np.random.default_rng([seed, _STREAM]).choice(pool, warm_up.candidates,
                                                             replace=False)
     scores = proxies.score(dataset, warm_up.proxy)[drawn]

@@ -190,9 +190,14 @@ PUBLISHED_SPEARMAN = {"cifar10": 0.737, "cifar100": 0.763, "imagenet16": 0.751}
 
 @pytest.mark.parametrize("dataset", sorted(PUBLISHED_SPEARMAN))
 def test_packaged_synflow_ranks_cells_as_the_published_synflow_does(dataset):
+    # over the table's uniform sample of the space: the cells the script took in its seeded
+    # random order, after NASLib's sample (computed first, and not representative: on it,
+    # NASLib's own synflow reads 0.776 on CIFAR-10). All cells once the table is complete.
     proxies = load_proxies()
-    held = proxies.computed
-    assert held.sum() >= 500   # enough cells (a uniform sample before the table is complete)
+    held = proxies.computed.copy()
+    if len(proxies) < len(held):
+        held[list(naslib_sample(dataset))] = False
+    assert held.sum() >= 500
     accuracy = load_table().column(f"{dataset}_test_200ep")[held]
     rho = spearmanr(proxies.score(dataset, "synflow")[held], accuracy).statistic
     assert abs(rho - PUBLISHED_SPEARMAN[dataset]) <= 0.03

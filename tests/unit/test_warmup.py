@@ -92,3 +92,14 @@ def test_a_warm_up_that_asks_for_what_the_table_cannot_give_is_refused():
         WarmUp(proxy="snip")
     with pytest.raises(ConfigurationError, match="keep"):
         WarmUp(candidates=5, keep=6)
+
+
+def test_a_warm_up_draws_only_from_its_pool():
+    held = np.flatnonzero(load_proxies().computed)
+    pool = tuple(int(i) for i in held[:30])
+    genomes, _ = warm_start("cifar10", 0, WarmUp(candidates=30, keep=3, pool=pool))
+    table = load_table()
+    assert {table.index_of_genome(g) for g in genomes} <= set(pool)
+    missing = int(np.flatnonzero(~load_proxies().computed)[0])
+    with pytest.raises(ConfigurationError, match="does not"):
+        warm_start("cifar10", 0, WarmUp(candidates=1, keep=1, pool=(missing,)))
