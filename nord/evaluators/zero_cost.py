@@ -2,7 +2,7 @@
 
     evaluator = ZeroCostEvaluator(proxy="synflow", curator=Digits(), seed=0)
     result = evaluator.descriptor_evaluate(descriptor)
-    result.metrics["proxy_score"]     # the raw score (synflow: up to 1e50 or so)
+    result.metrics["proxy_score"]     # the raw score (synflow: up to about 7e50)
     result.accuracy                   # the search signal: the score mapped into (0, 1)
     result.reported_accuracy          # NaN: nothing was trained, no accuracy was measured
 

@@ -5,10 +5,11 @@
     value = score("snip", net, inputs, targets)        # one labelled mini-batch
 
 Every proxy is a function ``proxy(net, inputs, targets) -> float`` that works on a copy of
-``net`` (the network given is never changed) in its training mode, as Abdelfattah et al.
-(ICLR 2021) compute them. Higher means "predicted to be better" for every proxy. Sums run over
-the weights of convolution and linear layers (biases and batch-norm scales excluded), the
-choice of Abdelfattah et al. ``score`` raises ``ProxyError`` when a score cannot be computed
+``net`` in training mode, as Abdelfattah et al. (ICLR 2021) compute them (flops runs ``net``
+itself, without gradients, and restores its modes): the network given is never changed.
+Higher means "predicted to be better" for every proxy. Sums run over the weights of
+convolution and linear layers (biases and batch-norm scales excluded), the choice of
+Abdelfattah et al. ``score`` raises ``ProxyError`` when a score cannot be computed
 (no such weights, a NaN or infinite score). Which proxy needs data and labels: ``PROXIES``.
 Details (each proxy, batch norm, overflow, agreement with published scores): docs/proxies.md.
 """
@@ -35,7 +36,7 @@ def synflow(net: nn.Module, inputs: torch.Tensor, targets=None) -> float:
     Every parameter is replaced by its absolute value, the input by a single all-ones sample
     (only ``inputs``' shape is read), and R = sum of the outputs; the score is the sum of
     |theta * dR/dtheta| over the weights. All in double precision: the products of absolute
-    weights grow with depth (about 1e50 for the deepest NAS-Bench-201 network), and float32
+    weights grow with depth (up to about 7e50 for NAS-Bench-201 networks), and float32
     overflows past 3e38. A score that overflows even double precision (about 1e308, networks
     of hundreds of layers) raises ``ProxyError`` rather than ranking as infinitely good.
 
