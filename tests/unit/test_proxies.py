@@ -184,8 +184,14 @@ def test_cuda_gives_the_cpu_score(name):
 
 # --- NAS-Bench-201 ----------------------------------------------------------------------------
 PUBLISHED_SPEARMAN = {"cifar10": 0.737, "cifar100": 0.763, "imagenet16": 0.751}
-"""Spearman rho of synflow and 200-epoch test accuracy over NAS-Bench-201 (Abdelfattah et al.,
+"""Spearman rho of synflow and 200-epoch accuracy over NAS-Bench-201 (Abdelfattah et al.,
 "Zero-Cost Proxies for Lightweight NAS", ICLR 2021)."""
+PUBLISHED_COLUMN = {"cifar10": "cifar10_valid_200ep", "cifar100": "cifar100_test_200ep",
+                    "imagenet16": "imagenet16_test_200ep"}
+"""The accuracy each published figure ranks against. For CIFAR-10 it matches the benchmark's
+cifar10-valid split (train on half the training set, validate on the other half): nord's synflow
+reads 0.74 against it and 0.79 against the test accuracy of the network trained on the whole
+training set (docs/proxies.md)."""
 
 
 @pytest.mark.parametrize("dataset", sorted(PUBLISHED_SPEARMAN))
@@ -198,7 +204,7 @@ def test_packaged_synflow_ranks_cells_as_the_published_synflow_does(dataset):
     if len(proxies) < len(held):
         held[list(naslib_sample(dataset))] = False
     assert held.sum() >= 500
-    accuracy = load_table().column(f"{dataset}_test_200ep")[held]
+    accuracy = load_table().column(PUBLISHED_COLUMN[dataset])[held]
     rho = spearmanr(proxies.score(dataset, "synflow")[held], accuracy).statistic
     assert abs(rho - PUBLISHED_SPEARMAN[dataset]) <= 0.03
 
