@@ -12,17 +12,19 @@ cifar10 --data-root DIR`` uses the first training batch of CIFAR-10 instead.
 """
 import argparse
 import sys
+from pathlib import Path
 import time
 
 import numpy as np
 import torch
 from scipy.stats import spearmanr
 
-from nord.benchmarks.nasbench201 import load_table, network_to_descriptor
-from nord.data.registry import get_curator
-from nord.nn.network import NeuralNet
-from nord.nn.proxies import PROXIES, score
-from tests.helpers.naslib import naslib_sample
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # this checkout's nord and tests.helpers
+from nord.benchmarks.nasbench201 import load_table, network_to_descriptor  # noqa: E402
+from nord.data.registry import get_curator  # noqa: E402
+from nord.nn.network import NeuralNet  # noqa: E402
+from nord.nn.proxies import PROXIES, score  # noqa: E402
+from tests.helpers.naslib import naslib_sample  # noqa: E402
 
 
 def noise_batch(size: int):

@@ -19,14 +19,16 @@ import argparse
 import json
 import math
 import sys
+from pathlib import Path
 
 import numpy as np
 
-from nord.comparisons.anytime import SimulatedSetting, run_simulated_seed
-from nord.comparisons.compare import run_seed
-from nord.benchmarks.nasbench201.proxy_table import load_proxies
-from nord.comparisons.warmup import WarmUp, run_simulated_warm_seed, run_warm_seed
-from tests.helpers.naslib import naslib_sample
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # this checkout's nord and tests.helpers
+from nord.comparisons.anytime import SimulatedSetting, run_simulated_seed  # noqa: E402
+from nord.comparisons.compare import run_seed  # noqa: E402
+from nord.benchmarks.nasbench201.proxy_table import load_proxies  # noqa: E402
+from nord.comparisons.warmup import WarmUp, run_simulated_warm_seed, run_warm_seed  # noqa: E402
+from tests.helpers.naslib import naslib_sample  # noqa: E402
 
 DATASETS = ("cifar10", "cifar100", "imagenet16")
 
