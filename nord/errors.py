@@ -13,7 +13,8 @@ __all__ = ["NordError", "ConfigurationError", "MissingDependencyError", "Descrip
            "CycleError", "UnreachableLayerError", "EmptyDescriptorError",
            "LayerParameterError", "ShapeError", "CandidateTooLargeError", "DataError",
            "MissingDataError", "CorruptDataError", "DistributedError", "SearchSpaceError",
-           "JournalError", "JournalInUseError", "DiskFullError", "RunInterrupted", "BenchmarkError"]
+           "JournalError", "JournalInUseError", "DiskFullError", "RunInterrupted", "BenchmarkError",
+           "ProxyError"]
 
 
 class NordError(Exception):
@@ -131,3 +132,8 @@ class RunInterrupted(KeyboardInterrupt):
 
 class BenchmarkError(NordError, ValueError):
     """A tabular-benchmark query that cannot be answered (invalid cell string, unknown data set)."""
+
+
+class ProxyError(NordError, ArithmeticError):
+    """A zero-cost proxy that cannot be computed for a network (no weights, a NaN or an
+    infinite score); an evaluator records it as a failed result."""

@@ -66,8 +66,11 @@ RUN_FLAGS = (
     ("evaluation", "--evaluation", str,
      "how candidates are evaluated: local (one process per network), data-parallel (all ranks "
      "train each network), distributed (groups of --group-size ranks train networks side by "
-     "side), benchmark (NAS-Bench-201 look-ups) (default: local; benchmark for --space "
-     "nasbench201)"),
+     "side), benchmark (NAS-Bench-201 look-ups), zero-cost (untrained networks scored by "
+     "--proxy) (default: local; benchmark for --space nasbench201)"),
+    ("proxy", "--proxy", str,
+     "(zero-cost) the proxy scoring each untrained network: synflow, snip, grasp, fisher, "
+     "grad_norm, jacov, nwot, params, flops (default: synflow)"),
     ("dataset", "--dataset", str,
      "digits (built in), mnist, fashion-mnist, cifar10; for nasbench201: cifar10, cifar100, "
      "imagenet16 (also ImageNet16-120) (default: digits; cifar10 for nasbench201)"),

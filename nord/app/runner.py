@@ -31,7 +31,7 @@ from nord.errors import ConfigurationError, JournalError, NordError, RunInterrup
 
 logger = logging.getLogger(__name__)
 
-EVALUATIONS = ("local", "data-parallel", "distributed", "benchmark")
+EVALUATIONS = ("local", "data-parallel", "distributed", "benchmark", "zero-cost")
 OPTIMIZERS = ("adam", "adamw", "sgd", "rmsprop")
 """The optimizers a run may name (``nord.nn.training.OPTIMIZERS``, without importing torch)."""
 EXECUTION_FIELDS = ("budget", "journal", "threads", "device", "backend", "worker_processes", "mps",
@@ -43,7 +43,7 @@ TRAINING_FIELDS = ("epochs", "batch_size", "lr", "optimizer", "valid_fraction", 
                    "data_checksums", "max_params")
 """Settings of training and of the data it reads: what a benchmark run (a table look-up)
 must leave at their defaults."""
-RECORDED_WHEN_SET = ("data_checksums", "max_params", "plugins")
+RECORDED_WHEN_SET = ("data_checksums", "max_params", "plugins", "proxy")
 """Settings added after journals were first written, recorded only when not None (what
 leaving them out meant before), so that a journal written without them still resumes."""
 MAX_SEED = 2 ** 32 - 1
@@ -63,8 +63,10 @@ class RunConfig:
         space: a registered search space: 'conv' (the paper's k convolutional layers) or
             'nasbench201'.
         space_params: the space's keyword arguments (e.g. layers, channels, kernel_size).
-        evaluation: 'local', 'data-parallel', 'distributed' or 'benchmark' (module docstring);
-            None: 'benchmark' for the 'nasbench201' space, else 'local'.
+        evaluation: 'local', 'data-parallel', 'distributed', 'benchmark' or 'zero-cost'
+            (module docstring); None: 'benchmark' for the 'nasbench201' space, else 'local'.
+        proxy: for 'zero-cost', the proxy that scores each untrained candidate
+            (``nord.nn.proxies.PROXIES``; None: 'synflow'); refused with any other evaluation.
         dataset: a data set name ('digits', 'mnist', 'fashion-mnist', 'cifar10') or, for
             'benchmark', a NAS-Bench-201 data set ('cifar10', 'cifar100', 'imagenet16');
             None: 'cifar10' for the benchmark, else 'digits'.
@@ -116,6 +118,7 @@ class RunConfig:
     space: str = "conv"
     space_params: Dict[str, Any] = field(default_factory=dict)
     evaluation: Optional[str] = None
+    proxy: Optional[str] = None
     dataset: Optional[str] = None
     data_root: Optional[str] = None
     data_checksums: Optional[Union[str, Dict[str, str]]] = None
@@ -156,6 +159,7 @@ class RunConfig:
         if self.evaluation not in EVALUATIONS:
             raise ConfigurationError(
                 f"evaluation must be one of {', '.join(EVALUATIONS)}; got {self.evaluation!r}")
+        self._check_proxy()
         if self.dataset is None:
             self.dataset = "cifar10" if self.evaluation == "benchmark" else "digits"
         if (self.evaluation == "benchmark") != (self.space == "nasbench201"):
@@ -247,6 +251,28 @@ class RunConfig:
                 f"{self.plugins!r}")
         self.plugins = self.plugins or None   # none given: recorded as before plug-ins
         load_modules(self.plugins or ())
+
+    def _check_proxy(self) -> None:
+        """A zero-cost run names a known proxy (synflow by default); no other run names one,
+        and a zero-cost run trains nothing, so nothing may stop or watch its training."""
+        if self.evaluation != "zero-cost":
+            if self.proxy is not None:
+                raise ConfigurationError(
+                    f"--proxy {self.proxy} chooses the zero-cost proxy that scores untrained "
+                    f"candidates, but evaluation is {self.evaluation!r}, which trains or looks "
+                    "them up; add --evaluation zero-cost, or drop --proxy")
+            return
+        from nord.nn.proxies import check_proxy
+        self.proxy = check_proxy("synflow" if self.proxy is None else self.proxy)
+        defaults = {f.name: f.default for f in fields(self)}
+        given = [f"--{name.replace('_', '-')}" for name in ("epochs", "lr", "optimizer",
+                                                            "max_params", "scheduler")
+                 if getattr(self, name) != defaults[name]]
+        if given or self.callbacks:
+            raise ConfigurationError(
+                f"{', '.join(given + ['--callbacks'] * bool(self.callbacks))} set(s) how "
+                "candidates are trained, but --evaluation zero-cost scores untrained networks; "
+                "drop them")
 
     def _check_callbacks(self) -> None:
         """Built-in training callbacks by canonical name; none where nothing trains."""
@@ -569,6 +595,10 @@ def build_evaluator(config: RunConfig, env, curator=None):
         return BenchmarkEvaluator(dataset=config.dataset)
     if env.group is None:
         return None
+    if config.evaluation == "zero-cost":
+        from nord.evaluators.zero_cost import ZeroCostEvaluator
+        return ZeroCostEvaluator(config.proxy, curator=curator, batch_size=config.batch_size,
+                                 device=config.device, seed=config.seed, threads=config.threads)
     return _training_evaluator(config, curator, env if env.group.size > 1 else None)
 
 
@@ -593,6 +623,11 @@ def describe_evaluation(config: RunConfig, world_size: int) -> Dict[str, Any]:
     if config.evaluation == "benchmark":
         from nord.benchmarks.nasbench201 import BenchmarkEvaluator
         return BenchmarkEvaluator(dataset=config.dataset).describe()
+    if config.evaluation == "zero-cost":
+        return {"evaluator": "ZeroCostEvaluator", "proxy": config.proxy,
+                "dataset": config.dataset, "batch_size": config.batch_size, "seed": config.seed,
+                "signal": f"{config.proxy} score, mapped into (0, 1) (not an accuracy)",
+                "reported": "none: no network is trained"}
     ranks = ranks_per_network(config, world_size)
     described = {"evaluator": "DistributedEvaluator" if ranks > 1 else "LocalEvaluator",
                  "dataset": config.dataset, "epochs": config.training_epochs,
@@ -613,7 +648,7 @@ TEST_SELECTION = ("there is no validation split (valid_fraction=0 and the data s
 def accuracy_names(config: RunConfig, evaluator: Dict[str, Any],
                    warnings: List[str]) -> Tuple[str, str]:
     """What the search's accuracy and the reported accuracy are measured on, in words."""
-    if config.evaluation == "benchmark":
+    if config.evaluation in ("benchmark", "zero-cost"):
         return evaluator.get("signal", "accuracy"), evaluator.get("reported", "test accuracy")
     if TEST_SELECTION in warnings:
         return "test accuracy (no validation split)", "test accuracy"

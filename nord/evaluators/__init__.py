@@ -15,6 +15,7 @@ _LAZY = {
     "LocalEvaluator": "nord.evaluators.local",
     "NeuralEvaluator": "nord.evaluators.local",
     "DistributedEvaluator": "nord.evaluators.distributed",
+    "ZeroCostEvaluator": "nord.evaluators.zero_cost",
     "TrainingCallback": "nord.evaluators.callbacks",
     "CALLBACKS": "nord.evaluators.callbacks",
 }

@@ -14,6 +14,7 @@ from typing import Any, Deque, Dict, List, NamedTuple, Optional, Sequence, Union
 import numpy as np
 
 from nord.checks import check_int
+from nord.errors import ConfigurationError
 from nord.evaluators.result import EvaluationResult
 from nord.search.algorithms.base import Candidate, SearchAlgorithm
 from nord.search.algorithms.draws import CHOICE_LIMIT, IntegerDraws
@@ -73,6 +74,10 @@ class RegularizedEvolution(SearchAlgorithm):
             results told in the same order give the same candidates.
         population_size: members kept (and random candidates at the start).
         sample_size: members drawn to choose each parent; 1 <= sample_size <= population_size.
+        initial_population: genomes asked first, in order, in place of as many random ones
+            (at most ``population_size``): a warm start, e.g. the cells a zero-cost proxy
+            ranks best (Abdelfattah et al., "Zero-Cost Proxies for Lightweight NAS", ICLR
+            2021). They are evaluated and told like any candidate.
 
     Candidates are labelled generation ``number // population_size``: the random
     population is generation 0, and each following block of ``population_size`` children
@@ -84,11 +89,19 @@ class RegularizedEvolution(SearchAlgorithm):
     name = "regularized_evolution"
 
     def __init__(self, space: SearchSpace, seed: Optional[int] = None,
-                 population_size: int = 10, sample_size: int = 3):
+                 population_size: int = 10, sample_size: int = 3,
+                 initial_population: Sequence[Sequence[Union[int, float]]] = ()):
         population_size = check_int(population_size, "population_size", 1)
         sample_size = check_int(sample_size, "sample_size", 1, population_size,
                                 rule=f"an integer in [1, population_size={population_size}]")
+        if len(initial_population) > population_size:
+            raise ConfigurationError(
+                f"initial_population holds {len(initial_population)} genomes, more than "
+                f"population_size={population_size}; give at most {population_size}, or a "
+                "larger population_size")
+        initial = tuple(space.normalise(genome) for genome in initial_population)
         super().__init__(space, seed)
+        self.initial_population = initial
         self.population_size = population_size
         self.sample_size = sample_size
         self._population: Deque[Member] = deque()
@@ -116,13 +129,18 @@ class RegularizedEvolution(SearchAlgorithm):
         return list(self._population)
 
     def parameters(self) -> Dict[str, Any]:
-        return {**super().parameters(), "population_size": self.population_size,
-                "sample_size": self.sample_size}
+        parameters = {**super().parameters(), "population_size": self.population_size,
+                      "sample_size": self.sample_size}
+        if self.initial_population:
+            parameters["initial_population"] = [list(g) for g in self.initial_population]
+        return parameters
 
     def _ask(self) -> Optional[Candidate]:
         generation = self.asked // self.population_size
         if self._random_asked < self.population_size or not self._population:
             self._random_asked += 1
+            if self._random_asked <= len(self.initial_population):
+                return Candidate(self.initial_population[self._random_asked - 1], generation)
             genome = (self.space.sample(self.rng) if self._draws is None
                 else self._draws.genome(self.space))
             return Candidate(genome, generation)
