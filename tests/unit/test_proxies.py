@@ -106,7 +106,7 @@ def test_fisher_is_half_the_mean_squared_activation_gradient_product_per_channel
     x, y = batch(size=5, shape=(2,), classes=3)
     activation = net(x).detach().requires_grad_(True)
     (gradient,) = torch.autograd.grad(F.cross_entropy(activation, y), [activation])
-    expected = float((activation * gradient).pow(2).mean(0).mul(0.5).sum())
+    expected = float((activation.detach() * gradient).pow(2).mean(0).mul(0.5).sum())
     assert score("fisher", net, x, y) == pytest.approx(expected, rel=1e-5)
 
 
