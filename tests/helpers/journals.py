@@ -1,4 +1,5 @@
-"""Run journals made with the Journal write API, for the report tests.
+"""Run journals made with the Journal write API, for the report tests; and what a running
+search has journaled so far, for the tests that kill one.
 
     path = write_journal(tmp_path / "ga.db", [[ev(0.5, 1200), ev(None)], [ev(0.7, 900)]])
 
@@ -8,6 +9,7 @@
 """
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
@@ -77,3 +79,16 @@ def write_journal(path, generations: Sequence[Sequence[Dict[str, Any]]], algorit
         journal._writing = False
     journal.close()
     return Path(path)
+
+
+def journaled_evaluations(journal) -> int:
+    """Evaluations committed to ``journal`` so far (0 while it does not exist yet), read
+    without disturbing the process that writes it."""
+    try:
+        connection = sqlite3.connect(f"file:{journal}?mode=ro", uri=True, timeout=5)
+        try:
+            return connection.execute("SELECT COUNT(*) FROM evaluations").fetchone()[0]
+        finally:
+            connection.close()
+    except sqlite3.Error:
+        return 0

@@ -2,7 +2,6 @@
 determinism and resuming."""
 import os
 import signal
-import sqlite3
 import subprocess
 import sys
 import time
@@ -24,6 +23,7 @@ from nord.search.algorithms.registry import make_algorithm
 from nord.search.engine import run_search
 from nord.search.spaces import ConvSpace
 from nord.search.spaces.base import SearchSpace
+from tests.helpers.journals import journaled_evaluations
 from tests.helpers.toy import Interrupting, ToyEvaluator, ToySpace, journal_rows
 
 pytestmark = pytest.mark.timeout(60)
@@ -397,17 +397,6 @@ def test_nord_run_and_compare_take_it_and_its_refusals(tmp_path, capsys):
     assert "bananas" in capsys.readouterr().out
 
 
-def _journaled(journal) -> int:
-    try:
-        connection = sqlite3.connect(f"file:{journal}?mode=ro", uri=True, timeout=5)
-        try:
-            return connection.execute("SELECT COUNT(*) FROM evaluations").fetchone()[0]
-        finally:
-            connection.close()
-    except sqlite3.Error:
-        return 0
-
-
 @pytest.mark.slow
 @pytest.mark.timeout(180)
 def test_kill_9_then_nord_resume_gives_the_uninterrupted_journal(tmp_path):
@@ -420,12 +409,12 @@ def test_kill_9_then_nord_resume_gives_the_uninterrupted_journal(tmp_path):
         env=dict(os.environ, PYTHONPATH=str(REPO)), stdout=subprocess.DEVNULL,
         stderr=subprocess.STDOUT, start_new_session=True)
     deadline = time.monotonic() + 120
-    while _journaled(journal) < 15:
+    while journaled_evaluations(journal) < 15:
         assert process.poll() is None, "the run ended before it could be killed"
         assert time.monotonic() < deadline, "the run did not record evaluations in time"
         time.sleep(0.005)
     os.killpg(process.pid, signal.SIGKILL)
     process.wait(timeout=30)
-    assert _journaled(journal) < 60
+    assert journaled_evaluations(journal) < 60
     assert main(["resume", str(journal)]) == 0
     assert journal_rows(journal) == journal_rows(tmp_path / "whole.db")

@@ -4,7 +4,6 @@ real training, kill -9 included) and the command line's refusals."""
 import itertools
 import os
 import signal
-import sqlite3
 import subprocess
 import sys
 import time
@@ -24,6 +23,7 @@ from nord.search.algorithms.registry import make_algorithm
 from nord.search.engine import run_search
 from nord.search.schedulers import make_scheduler
 from nord.search.spaces.base import SearchSpace
+from tests.helpers.journals import journaled_evaluations
 from tests.helpers.toy import ToyCurves, ToySpace, journal_rows, toy_accuracy
 
 pytestmark = pytest.mark.timeout(60)
@@ -327,17 +327,6 @@ def test_nord_run_refuses_bohb_without_brackets_before_anything_runs(tmp_path, c
     assert not journal.exists()
 
 
-def _journaled(journal) -> int:
-    try:
-        connection = sqlite3.connect(f"file:{journal}?mode=ro", uri=True, timeout=5)
-        try:
-            return connection.execute("SELECT COUNT(*) FROM evaluations").fetchone()[0]
-        finally:
-            connection.close()
-    except sqlite3.Error:
-        return 0
-
-
 def _what_was_measured(journal):
     with Journal(journal) as record:
         rows = [(row["candidate"], row["genome"], row["status"], row["epochs"],
@@ -363,13 +352,13 @@ def test_real_training_killed_with_sigkill_resumes_to_the_uninterrupted_journal(
                                cwd=str(tmp_path), stdout=subprocess.PIPE,
                                stderr=subprocess.STDOUT, start_new_session=True)
     deadline = time.monotonic() + 60
-    while _journaled(killed) < 10:
+    while journaled_evaluations(killed) < 10:
         assert process.poll() is None, process.stdout.read().decode()
         assert time.monotonic() < deadline, "the run did not record evaluations in time"
         time.sleep(0.01)
     os.killpg(process.pid, signal.SIGKILL)
     process.wait(timeout=30)
-    assert _journaled(killed) < 24
+    assert journaled_evaluations(killed) < 24
     done = subprocess.run(nord + ["resume", str(killed)], env=env, cwd=str(tmp_path),
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr

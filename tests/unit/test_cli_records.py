@@ -14,6 +14,7 @@ import pytest
 from nord.app.cli import main
 from nord.journal import Journal
 from tests.helpers.disks import tmpfs
+from tests.helpers.journals import journaled_evaluations
 from tests.helpers.signals import default_sigint
 
 REPO = Path(__file__).resolve().parents[2]
@@ -36,20 +37,9 @@ def start(*args, cwd=None):
                             preexec_fn=default_sigint)
 
 
-def count(journal):
-    try:
-        connection = sqlite3.connect(f"file:{journal}?mode=ro", uri=True, timeout=5)
-        try:
-            return connection.execute("SELECT COUNT(*) FROM evaluations").fetchone()[0]
-        finally:
-            connection.close()
-    except sqlite3.Error:
-        return 0
-
-
 def wait_for(journal, evaluations, process, timeout=90):
     deadline = time.monotonic() + timeout
-    while count(journal) < evaluations:
+    while journaled_evaluations(journal) < evaluations:
         assert process.poll() is None, process.communicate()
         assert time.monotonic() < deadline, "the run recorded no evaluations in time"
         time.sleep(0.05)

@@ -19,6 +19,7 @@ from nord.search.algorithms.base import Candidate, SearchAlgorithm
 from nord.search.engine import run_search
 from nord.search.executors import Completion, Executor, run_task
 from nord.search.algorithms.random_search import RandomSearch
+from tests.helpers.journals import journaled_evaluations
 from tests.helpers.toy import Interrupting, ToyEvaluator, ToyGenerational, ToySpace, journal_rows
 
 REPO = Path(__file__).resolve().parents[2]
@@ -400,27 +401,16 @@ def _start(*args):
                             stderr=subprocess.STDOUT, start_new_session=True)
 
 
-def _count(journal) -> int:
-    try:
-        connection = sqlite3.connect(f"file:{journal}?mode=ro", uri=True, timeout=5)
-        try:
-            return connection.execute("SELECT COUNT(*) FROM evaluations").fetchone()[0]
-        finally:
-            connection.close()
-    except sqlite3.Error:
-        return 0
-
-
 def kill_after(process, journal, evaluations, timeout=60.0):
     """SIGKILL the process group once ``evaluations`` are journaled; return how many were."""
     deadline = time.monotonic() + timeout
-    while _count(journal) < evaluations:
+    while journaled_evaluations(journal) < evaluations:
         assert process.poll() is None, process.stdout.read().decode()
         assert time.monotonic() < deadline, "the run did not record evaluations in time"
         time.sleep(0.01)
     os.killpg(process.pid, signal.SIGKILL)
     process.wait(timeout=30)
-    return _count(journal)
+    return journaled_evaluations(journal)
 
 
 @pytest.mark.timeout(120)
