@@ -222,3 +222,14 @@ def journal_rows(path, drop=TIMES):
             if row[key] != row[key]:
                 row[key] = None
     return evaluations, candidates
+
+
+def ask_and_tell(algorithm: SearchAlgorithm, evaluate, steps: int) -> list:
+    """Ask and tell ``steps`` times, one candidate at a time, with ``evaluate(genome)``'s
+    result; the genomes asked, in order."""
+    asked = []
+    for _ in range(steps):
+        candidate = algorithm.ask()
+        asked.append(candidate.genome)
+        algorithm.tell(candidate, evaluate(candidate.genome))
+    return asked

@@ -27,7 +27,8 @@ from nord.search.algorithms.registry import make_algorithm  # noqa: E402
 from nord.search.engine import run_search  # noqa: E402
 from nord.search.executors import SerialExecutor, SimulatedExecutor  # noqa: E402
 from nord.search.spaces.base import SearchSpace  # noqa: E402
-from tests.helpers.toy import Interrupting, ToyEvaluator, ToySpace, journal_rows  # noqa: E402
+from tests.helpers.toy import (Interrupting, ToyEvaluator, ToySpace, ask_and_tell,  # noqa: E402
+                               journal_rows)
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -58,15 +59,6 @@ def peak(genome) -> EvaluationResult:
     return EvaluationResult(accuracy=1.0 / (1.0 + distance))
 
 
-def drive(algorithm, evaluate, steps):
-    asked = []
-    for _ in range(steps):
-        candidate = algorithm.ask()
-        asked.append(candidate.genome)
-        algorithm.tell(candidate, evaluate(candidate.genome))
-    return asked
-
-
 # --- genes -> distributions -------------------------------------------------------------
 def test_each_gene_becomes_the_distribution_of_its_kind():
     algorithm = TPE(Mixed(), seed=0)
@@ -85,7 +77,7 @@ def test_nasbench201_edges_are_categorical_and_conv_genes_ordered():
 
 def test_candidates_are_genomes_of_the_space():
     space = Mixed()
-    for candidate in drive(TPE(space, seed=1, n_startup_trials=3), peak, 25):
+    for candidate in ask_and_tell(TPE(space, seed=1, n_startup_trials=3), peak, 25):
         assert space.normalise(candidate) == candidate
         assert [type(value) for value in candidate] == [int, int, float]
 
@@ -153,7 +145,7 @@ def test_importing_the_registry_does_not_import_optuna():
 def test_optunas_logging_is_left_as_the_caller_set_it():
     optuna.logging.set_verbosity(optuna.logging.INFO)
     try:
-        drive(TPE(Mixed(), seed=0), peak, 3)
+        ask_and_tell(TPE(Mixed(), seed=0), peak, 3)
         assert optuna.logging.get_verbosity() == optuna.logging.INFO
     finally:
         optuna.logging.set_verbosity(optuna.logging.WARNING)
@@ -181,8 +173,8 @@ def test_a_non_finite_accuracy_is_a_failed_trial():
 def test_failures_do_not_count_as_startup_trials():
     """Optuna's samplers leave failed trials out: the model starts after 3 successes."""
     algorithm = TPE(Mixed(), seed=0, n_startup_trials=3)
-    drive(algorithm, lambda genome: EvaluationResult.failure("no"), 5)
-    drive(algorithm, peak, 3)
+    ask_and_tell(algorithm, lambda genome: EvaluationResult.failure("no"), 5)
+    ask_and_tell(algorithm, peak, 3)
     complete = algorithm.study.get_trials(states=(TrialState.COMPLETE,))
     assert len(complete) == 3 and len(algorithm.study.trials) == 8
 
@@ -211,7 +203,7 @@ def test_results_may_be_told_out_of_order():
                  id="gp-bo", marks=[pytest.mark.slow, pytest.mark.timeout(600)]),
     pytest.param(lambda seed: CMAES(Ordered(), seed=seed), 12, id="cmaes", marks=needs_cmaes)])
 def test_the_same_seed_gives_the_same_run_and_another_seed_another(make, steps):
-    first, again, other = (drive(make(seed), peak, steps) for seed in (3, 3, 4))
+    first, again, other = (ask_and_tell(make(seed), peak, steps) for seed in (3, 3, 4))
     assert first == again
     assert first != other
 
@@ -222,8 +214,8 @@ def test_tpe_learns_the_peak():
     def distance(genomes):
         return np.mean([1 / peak(g).accuracy - 1 for g in genomes[-20:]])
 
-    tpe = distance(drive(TPE(Ordered(), seed=0), peak, 60))
-    random = distance(drive(RandomSearch(Ordered(), seed=0), peak, 60))
+    tpe = distance(ask_and_tell(TPE(Ordered(), seed=0), peak, 60))
+    random = distance(ask_and_tell(RandomSearch(Ordered(), seed=0), peak, 60))
     assert tpe < random / 2
 
 
@@ -233,8 +225,8 @@ def test_gp_bo_learns_the_peak():
     def distance(genomes):
         return np.mean([1 / peak(g).accuracy - 1 for g in genomes[-8:]])
 
-    gp = distance(drive(GaussianProcessBO(Ordered(), seed=0, n_startup_trials=5), peak, 16))
-    random = distance(drive(RandomSearch(Ordered(), seed=0), peak, 16))
+    gp = distance(ask_and_tell(GaussianProcessBO(Ordered(), seed=0, n_startup_trials=5), peak, 16))
+    random = distance(ask_and_tell(RandomSearch(Ordered(), seed=0), peak, 16))
     assert gp < random / 2
 
 

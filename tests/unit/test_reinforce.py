@@ -11,7 +11,7 @@ from nord.search.algorithms.registry import make_algorithm
 from nord.search.algorithms.reinforce import Reinforce
 from nord.search.engine import run_search
 from nord.search.spaces.base import SearchSpace
-from tests.helpers.toy import Interrupting, ToyEvaluator, ToySpace, journal_rows
+from tests.helpers.toy import Interrupting, ToyEvaluator, ToySpace, ask_and_tell, journal_rows
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -28,20 +28,11 @@ def rewarded(genome) -> EvaluationResult:
     return EvaluationResult(accuracy=0.9 if genome[0] == 1 else 0.1)
 
 
-def train(algorithm, evaluate, steps):
-    asked = []
-    for _ in range(steps):
-        candidate = algorithm.ask()
-        asked.append(candidate.genome)
-        algorithm.tell(candidate, evaluate(candidate.genome))
-    return asked
-
-
 def test_the_policy_starts_uniform_and_moves_toward_the_rewarded_choice():
     algorithm = Reinforce(Pair(), seed=0, learning_rate=0.05)
     first, second = algorithm.probabilities()
     assert np.allclose(first, 1 / 3) and np.allclose(second, 1 / 4)
-    asked = train(algorithm, rewarded, 150)
+    asked = ask_and_tell(algorithm, rewarded, 150)
     first, second = algorithm.probabilities()
     assert first[1] > 0.8 and first.argmax() == 1
     assert second.max() < 0.6          # the unrewarded gene stays spread out
@@ -55,13 +46,13 @@ def test_failures_get_the_worst_reward_and_are_avoided():
         return EvaluationResult(accuracy=0.05)
 
     algorithm = Reinforce(Pair(), seed=1, learning_rate=0.05)
-    train(algorithm, fails_unless_two, 150)
+    ask_and_tell(algorithm, fails_unless_two, 150)
     assert algorithm.probabilities()[0].argmax() == 2
 
 
 def test_a_zero_learning_rate_keeps_the_policy_uniform():
     algorithm = Reinforce(Pair(), seed=0, learning_rate=0)
-    train(algorithm, rewarded, 20)
+    ask_and_tell(algorithm, rewarded, 20)
     assert np.allclose(algorithm.probabilities()[0], 1 / 3)
 
 
@@ -97,7 +88,7 @@ def test_a_space_with_a_real_valued_gene_is_refused_clearly():
 def test_the_same_seed_gives_the_same_run_and_another_seed_another():
     def run(seed):
         algorithm = Reinforce(Pair(), seed=seed)
-        return train(algorithm, rewarded, 40), algorithm.logits.tolist()
+        return ask_and_tell(algorithm, rewarded, 40), algorithm.logits.tolist()
 
     assert run(3) == run(3)
     assert run(3)[0] != run(4)[0]
