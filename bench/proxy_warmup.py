@@ -11,9 +11,10 @@ first, and better than the space on average). Each returns the cell with the bes
 12-epoch validation accuracy it evaluated, judged by its 200-epoch test accuracy. Prints,
 per data set and budget, both means with their standard errors, the mean paired difference
 and the share of seeds where the warm start does better / worse. Also writes the figures as
-JSON (``--out``). With ``--simulated``, the same comparison in simulated time on one worker
-(the NATS-Bench time budget of each data set; the warm-up's proxy seconds come first, out of
-the budget): the incumbent's test accuracy at a quarter of the budget and at its end.
+JSON (``--out``). With ``--simulated``, the same comparison in simulated time on ``--workers``
+simulated GPUs (``--mode`` async or sync; the NATS-Bench time budget of each data set; the
+warm-up's proxy seconds, spread over the workers, come first, out of the budget): the
+incumbent's test accuracy at a quarter of the budget and at its end.
 """
 import argparse
 import json
@@ -54,8 +55,9 @@ def incumbent_at(curve, time):
     return reached[-1] * 100 if reached else math.nan
 
 
-def compare_simulated(dataset: str, seeds: int, warm_up: WarmUp):
-    setting = SimulatedSetting.for_dataset(dataset)
+def compare_simulated(dataset: str, seeds: int, warm_up: WarmUp, workers: int = 1,
+                      mode: str = "async"):
+    setting = SimulatedSetting.for_dataset(dataset, workers=workers, mode=mode).check(dataset)
     quarter = setting.time_budget / 4
     rows = {}
     for name, run in (("rea", lambda seed: run_simulated_seed("rea", dataset, seed, setting)),
@@ -64,7 +66,8 @@ def compare_simulated(dataset: str, seeds: int, warm_up: WarmUp):
         runs = [run(seed) for seed in range(seeds)]
         rows[name] = {"quarter": float(np.nanmean([incumbent_at(r.curve, quarter) for r in runs])),
                       "end": float(np.mean([r.reported_accuracy for r in runs]) * 100)}
-    return {"dataset": dataset, "seeds": seeds, "time_budget": setting.time_budget, **rows}
+    return {"dataset": dataset, "seeds": seeds, "time_budget": setting.time_budget,
+            "workers": workers, "mode": mode, **rows}
 
 
 def main(argv=None) -> int:
@@ -76,6 +79,9 @@ def main(argv=None) -> int:
     parser.add_argument("--keep", type=int, default=10)
     parser.add_argument("--out", default=None, help="write the rows as JSON here")
     parser.add_argument("--simulated", action="store_true")
+    parser.add_argument("--workers", type=int, default=1, help="simulated GPUs (--simulated)")
+    parser.add_argument("--mode", default="async", choices=("async", "sync"),
+                        help="how the simulated workers are kept busy (--simulated)")
     args = parser.parse_args(argv)
     proxies = load_proxies()
     pool = None
@@ -88,8 +94,9 @@ def main(argv=None) -> int:
     warm_up = WarmUp(candidates=args.candidates, keep=args.keep, pool=pool)
     if args.simulated:
         for dataset in args.datasets.split(","):
-            row = compare_simulated(dataset, args.seeds, warm_up)
-            print(f"{dataset:<11} {row['time_budget']:,.0f} s: REA {row['rea']['quarter']:.2f} at "
+            row = compare_simulated(dataset, args.seeds, warm_up, args.workers, args.mode)
+            print(f"{dataset:<11} {row['time_budget']:,.0f} s, {args.workers} {args.mode} "
+                  f"worker(s): REA {row['rea']['quarter']:.2f} at "
                   f"a quarter, {row['rea']['end']:.2f} at the end; warm REA "
                   f"{row['warm']['quarter']:.2f}, {row['warm']['end']:.2f}", flush=True)
         return 0

@@ -1,6 +1,7 @@
 """Compute the data-free zero-cost proxies of every NAS-Bench-201 cell, for the three data sets.
 
     python scripts/nasbench201_proxies.py                     # resumes where it stopped
+    python scripts/nasbench201_proxies.py --jobs 2            # two processes side by side
     python scripts/nasbench201_proxies.py --device cuda       # the same on a GPU
     python scripts/nasbench201_proxies.py --pack              # write the gzipped table now
 
@@ -18,7 +19,9 @@ from __future__ import annotations
 
 import argparse
 import csv
+import functools
 import gzip
+import multiprocessing
 import os
 import sys
 import time
@@ -53,6 +56,14 @@ def cell_row(cell: str, index: int, seed: int, device: str):
     return row
 
 
+def _init_worker(threads: int):
+    torch.set_num_threads(threads)
+
+
+def _cell_row_at(index: int, seed: int, device: str):
+    return cell_row(load_table().cell(index), index, seed, device)
+
+
 def done_indices(partial: str):
     if not os.path.exists(partial):
         return set()
@@ -76,7 +87,9 @@ def main(argv=None) -> int:
     parser.add_argument("--out", default=DEFAULT_OUT)
     parser.add_argument("--seed", type=int, default=0, help="torch seed of each network")
     parser.add_argument("--device", default="cpu")
-    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--threads", type=int, default=1, help="torch threads of each process")
+    parser.add_argument("--jobs", type=int, default=1,
+                        help="processes scoring cells side by side (one writer keeps the file whole)")
     parser.add_argument("--limit", type=int, default=None, help="stop after this many cells")
     parser.add_argument("--first", default=None, metavar="FILE",
                         help="table indices (one a line) to compute before the random order")
@@ -87,6 +100,8 @@ def main(argv=None) -> int:
     if args.pack:
         print(f"{pack(partial, out)} cells written to {out}")
         return 0
+    if args.jobs < 1 or args.threads < 1:
+        parser.error(f"--jobs and --threads take an integer >= 1 (given {args.jobs} and {args.threads})")
     torch.set_num_threads(args.threads)
     table = load_table()
     order = [int(i) for i in np.random.default_rng(ORDER_SEED).permutation(len(table))]
@@ -100,20 +115,29 @@ def main(argv=None) -> int:
         todo = todo[:args.limit]
     fresh = not os.path.exists(partial)
     start = time.perf_counter()
+    pool = None
+    if args.jobs > 1:
+        pool = multiprocessing.get_context("spawn").Pool(args.jobs, _init_worker, (args.threads,))
+        rows = pool.imap(functools.partial(_cell_row_at, seed=args.seed, device=args.device), todo)
+    else:
+        rows = (cell_row(table.cell(index), index, args.seed, args.device) for index in todo)
     with open(partial, "a", newline="") as handle:
         writer = csv.writer(handle)
         if fresh:
             writer.writerow(COLUMNS)
-        for count, index in enumerate(todo, 1):
-            writer.writerow(cell_row(table.cell(index), index, args.seed, args.device))
+        for count, row in enumerate(rows, 1):
+            writer.writerow(row)
             handle.flush()
             if count % 100 == 0:
                 elapsed = time.perf_counter() - start
                 print(f"{len(done) + count} / {len(table)} cells, {elapsed / count:.3f} s per cell",
                       flush=True)
+    if pool is not None:
+        pool.close()
+        pool.join()
     elapsed = time.perf_counter() - start
     print(f"{len(todo)} cells in {elapsed:.0f} s ({elapsed / max(len(todo), 1):.3f} s per cell, "
-          f"device {args.device}, {args.threads} thread(s))")
+          f"device {args.device}, {args.jobs} process(es) of {args.threads} thread(s))")
     if len(done) + len(todo) == len(table):
         print(f"{pack(partial, out)} cells written to {out}")
     return 0
