@@ -392,7 +392,9 @@ def _compare_in(args) -> int:
             print(f"  {name}: {done}/{total} seeds", file=sys.stderr, flush=True)
 
     result = run_comparison(budget=args.budget, progress=progress, simulation=_simulation(args),
-                            **given, **_given(algorithms=args.algorithms))
+                            **given, **_given(algorithms=args.algorithms,
+                                              params=_json_dict(args.params, "--params")
+                                              if args.params is not None else None))
     print(result.table())
     if args.json:
         print(f"saved: {result.save_json(args.json)}")
@@ -444,6 +446,10 @@ def _check_comparison_flags(args) -> None:
         raise ConfigurationError(
             f"--algorithms {args.algorithms} chooses single-objective algorithms; "
             "--multi-objective always runs pygmo's nsga2. Leave one of them out")
+    if args.params is not None and args.multi_objective:
+        raise ConfigurationError(
+            f"--params {args.params} sets algorithms of a single-objective comparison; "
+            "--multi-objective runs nsga2 with --population. Leave one of them out")
     if args.population is not None and not args.multi_objective:
         raise ConfigurationError(
             f"--population {args.population} sets nsga2's population in a --multi-objective "
@@ -597,6 +603,10 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("--algorithms", default=None,
                          help=f"comma-separated: {names} (default: random,rea; not with "
                               "--multi-objective, which runs nsga2)")
+    compare.add_argument("--params", default=None, metavar="JSON",
+                         help="settings of algorithms compared, keyed by algorithm, e.g. "
+                              "'{\"rea\": {\"population_size\": 20}}' (default: each "
+                              "algorithm's own, as in nord run --params)")
     compare.add_argument("--budget", type=int, default=None,
                          help="evaluations per run (default: 100; not with --workers, whose "
                               "budget is --time-budget)")

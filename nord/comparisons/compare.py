@@ -89,12 +89,15 @@ def evaluated_cells(algorithm, dataset: str, budget: int, evaluator=None) -> Lis
 
 
 def run_seed(algorithm: str = "rea", dataset: str = "cifar10", budget: int = 100,
-             seed: int = 0, limit: Optional[LatencyLimit] = None) -> SeedRun:
-    """One run of the algorithm named ``algorithm`` with ``seed`` (under a latency limit)."""
+             seed: int = 0, limit: Optional[LatencyLimit] = None,
+             params: Optional[Mapping[str, Any]] = None) -> SeedRun:
+    """One run of the algorithm named ``algorithm`` with ``seed`` (under a latency limit;
+    ``params``: its settings, default its own)."""
     dataset = get_dataset(dataset).name
+    params = dict(params or {})
     if get_algorithm(algorithm).schedulers is not None:   # BOHB: Hyperband over the fidelities
-        return run_bracketed_seed(algorithm, dataset, budget, seed)
-    instance = make_algorithm(algorithm, NASBench201Space(), seed=seed, budget=budget)
+        return run_bracketed_seed(algorithm, dataset, budget, seed, params)
+    instance = make_algorithm(algorithm, NASBench201Space(), seed=seed, budget=budget, **params)
     if limit is None:
         return SeedRun.from_indices(seed, evaluated_cells(instance, dataset, budget), dataset)
     evaluator = LatencyEvaluator(benchmark_evaluator(dataset), limit=limit)
@@ -122,15 +125,17 @@ def cycle_collector_paused():
 
 def run_seeds(algorithm: str, dataset: str, budget: int, seeds: Iterable[int],
               limit: Optional[LatencyLimit] = None,
-              simulation: Optional[SimulatedSetting] = None) -> Tuple[List[SeedRun], float]:
+              simulation: Optional[SimulatedSetting] = None,
+              params: Optional[Mapping[str, Any]] = None) -> Tuple[List[SeedRun], float]:
     """Runs for several seeds in this process, the collector paused during each (see
     :func:`cycle_collector_paused`); also returns the seconds they took."""
     started = time.perf_counter()
     runs = []
     for seed in seeds:
         with cycle_collector_paused():
-            runs.append(run_seed(algorithm, dataset, budget, seed, limit) if simulation is None
-                        else run_simulated_seed(algorithm, dataset, seed, simulation))
+            runs.append(run_seed(algorithm, dataset, budget, seed, limit, params)
+                        if simulation is None
+                        else run_simulated_seed(algorithm, dataset, seed, simulation, params))
     return runs, time.perf_counter() - started
 
 
@@ -157,6 +162,7 @@ class ComparisonResult(JSONRecord):
         base_seed: seeds are ``base_seed .. base_seed + len(seeds) - 1``.
         seeds: number of seeds per algorithm.
         runs: algorithm short name -> its runs, ordered by seed.
+        params: algorithm -> the settings given to it (absent: its own defaults).
         seconds: algorithm -> seconds of computation summed over the processes.
         descriptions: algorithm -> its description.
         wall_time: seconds ``run_comparison`` took.
@@ -171,6 +177,7 @@ class ComparisonResult(JSONRecord):
     base_seed: int
     seeds: int
     runs: Dict[str, List[SeedRun]]
+    params: Dict[str, Dict[str, Any]] = field(default_factory=dict)
     seconds: Dict[str, float] = field(default_factory=dict)
     descriptions: Dict[str, str] = field(default_factory=dict)
     wall_time: float = math.nan
@@ -256,6 +263,9 @@ class ComparisonResult(JSONRecord):
             lines.append(f"interrupted by {self.interrupted}: only the seeds that finished ("
                          + ", ".join(f"{name} {count}/{self.seeds}" for name, count
                                      in done.items()) + ")")
+        for name, settings in self.params.items():
+            lines.append(f"{name} settings: " + ", ".join(
+                f"{key}={json.dumps(value)}" for key, value in settings.items()))
         if self.limit is not None:
             lines.append(f"latency limit: cells slower than {self.limit.max_ms:g} ms on "
                          f"{self.limit.device} are failed evaluations, never returned")
@@ -343,6 +353,7 @@ class ComparisonResult(JSONRecord):
                          "summary percent"),
             "algorithms": {
                 name: {"description": self.descriptions.get(name, ""),
+                       "params": self.params.get(name, {}),
                        "seconds": self.seconds.get(name),
                        "summary": summary[name],
                        **({"protocol": BRACKETED_PROTOCOL} if _bracketed(name) else {}),
@@ -364,6 +375,8 @@ class ComparisonResult(JSONRecord):
                        base_seed=int(data["base_seed"]), seeds=int(data["seeds"]),
                        runs={name: [SeedRun.from_dict(run) for run in entry["runs"]]
                              for name, entry in algorithms.items()},
+                       params={name: dict(entry["params"]) for name, entry in algorithms.items()
+                               if entry.get("params")},
                        seconds={name: _number(entry.get("seconds"))
                                 for name, entry in algorithms.items()},
                        descriptions={name: entry.get("description", "")
@@ -418,11 +431,44 @@ def _mean(values: Sequence[Optional[float]]) -> float:
     return float(np.mean(values)) if values else math.nan
 
 
+def _settings_by_name(params: Optional[Mapping[str, Mapping[str, Any]]], names: List[str],
+                      canonical: List[str]) -> Dict[str, Dict[str, Any]]:
+    """``params`` keyed by the names the comparison lists (a key may be any alias of one).
+
+    Raises:
+        ConfigurationError: ``params`` not a mapping of mappings, or a key naming no algorithm
+            of the comparison.
+    """
+    if params is None:
+        return {}
+    if not isinstance(params, Mapping):
+        raise ConfigurationError(
+            f"--params (params=) maps each algorithm to its settings, e.g. "
+            f"'{{\"rea\": {{\"population_size\": 20}}}}'; got {params!r}")
+    settings: Dict[str, Dict[str, Any]] = {}
+    for key, value in params.items():
+        try:
+            index = canonical.index(ALGORITHMS.canonical(key))
+        except (ConfigurationError, ValueError):
+            raise ConfigurationError(
+                f"--params (params=) has settings for {key!r}, which is not compared here "
+                f"(--algorithms {','.join(names)}); key each algorithm's settings by one of "
+                "those names") from None
+        if not isinstance(value, Mapping):
+            raise ConfigurationError(
+                f"--params (params=): the settings of {key!r} must be a JSON object of its "
+                f"keyword arguments, e.g. {{\"population_size\": 20}}; got {value!r}")
+        if value:
+            settings[names[index]] = dict(value)
+    return settings
+
+
 def _run_chunk(job: Tuple[str, str, Optional[int], List[int], Optional[LatencyLimit],
-                          Optional[SimulatedSetting]]) -> Tuple[str, List[SeedRun], float]:
+                          Optional[SimulatedSetting], Dict[str, Any]]
+               ) -> Tuple[str, List[SeedRun], float]:
     """One worker's share: several seeds of one algorithm, and the seconds they took."""
-    algorithm, dataset, budget, seeds, limit, simulation = job
-    runs, seconds = run_seeds(algorithm, dataset, budget, seeds, limit, simulation)
+    algorithm, dataset, budget, seeds, limit, simulation, params = job
+    runs, seconds = run_seeds(algorithm, dataset, budget, seeds, limit, simulation, params)
     return algorithm, runs, seconds
 
 
@@ -452,7 +498,8 @@ def run_comparison(dataset: str = "cifar10", algorithms: Union[str, Sequence[str
                    processes: Optional[int] = 1, progress: Optional[Progress] = None,
                    max_latency_ms: Optional[float] = None,
                    latency_device: Optional[str] = None,
-                   simulation: Optional[SimulatedSetting] = None) -> ComparisonResult:
+                   simulation: Optional[SimulatedSetting] = None,
+                   params: Optional[Mapping[str, Mapping[str, Any]]] = None) -> ComparisonResult:
     """Run each algorithm for ``seeds`` seeds at ``budget`` evaluations on NAS-Bench-201,
     or, with ``simulation``, for a budget of simulated time on simulated workers.
 
@@ -472,13 +519,16 @@ def run_comparison(dataset: str = "cifar10", algorithms: Union[str, Sequence[str
         latency_device: the device of the limit (:data:`nord.benchmarks.DEVICES`).
         simulation: a :class:`~nord.comparisons.anytime.SimulatedSetting` (the result's
             budget is then None). Not with a budget of evaluations or a latency limit.
+        params: algorithm (a name in ``algorithms``, or any of its aliases) -> its settings,
+            e.g. ``{"rea": {"population_size": 20}}``; the others run with their own.
 
     Returns:
         A :class:`ComparisonResult`; ``.table()`` prints it, ``.save_json(path)`` saves it.
 
     Raises:
         ConfigurationError: an unknown algorithm (the message lists the valid ones), a
-            repeated one; a budget, seed count, base seed, process count or simulated setting
+            repeated one; settings of an algorithm not compared, or that it does not take;
+            a budget, seed count, base seed, process count or simulated setting
             out of range; a budget or a latency limit with simulated time; a latency device
             without a limit.
         BenchmarkError: an unknown data set.
@@ -495,6 +545,7 @@ def run_comparison(dataset: str = "cifar10", algorithms: Union[str, Sequence[str
     if len(set(canonical)) != len(canonical):
         raise ConfigurationError(
             f"an algorithm is listed twice in --algorithms (algorithms=): {names}")
+    settings = _settings_by_name(params, names, canonical)
     if simulation is not None:
         if budget is not None:
             raise ConfigurationError(
@@ -545,14 +596,20 @@ def run_comparison(dataset: str = "cifar10", algorithms: Union[str, Sequence[str
     # fail now, in this process, on anything an algorithm's construction rejects (pygmo
     # missing, a bad setting) rather than in every worker
     for name in names:
-        make_algorithm(name, NASBench201Space(), seed=base_seed,
-                       budget=budget or DEFAULT_BUDGET).close()
+        try:
+            make_algorithm(name, NASBench201Space(), seed=base_seed,
+                           budget=budget or DEFAULT_BUDGET, **settings.get(name, {})).close()
+        except ConfigurationError as error:
+            if name not in settings:
+                raise
+            raise ConfigurationError(f"--params (params=) for {name}: {error}") from None
     benchmark_evaluator(dataset).evaluate_genome((0,) * 6)   # load the table before any fork
     if limit is not None:
         LatencyEvaluator(benchmark_evaluator(dataset), limit=limit).evaluate_genome((0,) * 6)
 
     seed_list = list(range(base_seed, base_seed + seeds))
-    jobs = [(name, dataset, budget, chunk, limit, simulation) for name in names
+    jobs = [(name, dataset, budget, chunk, limit, simulation, settings.get(name, {}))
+            for name in names
             for chunk in chunks(seed_list, processes, budget if simulation is None
                                 else simulation.results_per_run(dataset))]
     runs: Dict[str, List[SeedRun]] = {name: [] for name in names}
@@ -582,7 +639,7 @@ def run_comparison(dataset: str = "cifar10", algorithms: Union[str, Sequence[str
                 f"{budget} evaluations" if simulation is None
                 else f"{simulation.time_budget:g} simulated seconds", wall_time)
     return ComparisonResult(dataset=dataset, budget=budget, base_seed=base_seed, seeds=seeds,
-                            runs=runs, seconds=seconds,
+                            runs=runs, params=settings, seconds=seconds,
                             descriptions={n: ALGORITHMS.entry(n).description for n in names},
                             wall_time=wall_time, processes=processes, simulation=simulation,
                             limit=limit, interrupted=interrupted)

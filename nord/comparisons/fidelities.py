@@ -18,7 +18,7 @@ docs/comparisons.md.
 """
 from __future__ import annotations
 
-from typing import List, Optional
+from typing import Any, List, Mapping, Optional
 
 from nord.architecture.descriptor import NeuralDescriptor
 from nord.benchmarks.nasbench201 import BenchmarkEvaluator, NASBench201Space, load_table
@@ -119,12 +119,14 @@ def candidates_within(budget: int) -> int:
         bracket += 1
 
 
-def run_bracketed_seed(algorithm: str, dataset: str, budget: int, seed: int) -> SeedRun:
+def run_bracketed_seed(algorithm: str, dataset: str, budget: int, seed: int,
+                       params: Optional[Mapping[str, Any]] = None) -> SeedRun:
     """One run of ``algorithm`` under :func:`bracket_scheduler` on the table (sync mode, no
     journal). The returned architecture is the best validation accuracy at the highest
     fidelity any candidate reached (200 epochs), the first told on ties, as Hyperband returns;
     ``SeedRun.accuracy`` is its 12-epoch validation accuracy, like every other row's;
-    ``evaluations`` counts 12-epoch evaluations (a 200-epoch leg counts 200/12)."""
+    ``evaluations`` counts 12-epoch evaluations (a 200-epoch leg counts 200/12). ``params``:
+    the algorithm's settings (default its own)."""
     count = candidates_within(budget)
     if count == 0:
         raise ConfigurationError(
@@ -133,7 +135,8 @@ def run_bracketed_seed(algorithm: str, dataset: str, budget: int, seed: int) -> 
             f"costs; {algorithm} needs a budget of at least {-(-FULL_EPOCHS // SEARCH_EPOCHS)}")
     told: List[tuple] = []
     summary = run_search(
-        make_algorithm(algorithm, NASBench201Space(), seed=seed), TableFidelities(dataset),
+        make_algorithm(algorithm, NASBench201Space(), seed=seed, **dict(params or {})),
+        TableFidelities(dataset),
         budget=count, scheduler=bracket_scheduler(), mode="sync",
         on_result=lambda progress: told.append((progress.outcome.key, progress.outcome.result.epochs,
                                                 progress.outcome.result.accuracy)))

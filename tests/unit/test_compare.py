@@ -180,6 +180,50 @@ def test_json_round_trip(tmp_path):
     assert loaded.table() == result.table()
 
 
+def test_settings_given_per_algorithm_change_its_runs_and_are_kept(tmp_path):
+    settings = {"population_size": 20, "sample_size": 5}
+    result = run_comparison("cifar10", ("random", "rea"), budget=40, seeds=3, processes=2,
+                            params={"regularized_evolution": settings})   # an alias of rea
+    assert result.params == {"rea": settings}
+    assert result.runs["rea"] == [run_seed("rea", "cifar10", 40, seed, params=settings)
+                                  for seed in range(3)]
+    assert result.runs["rea"] != [run_seed("rea", "cifar10", 40, seed) for seed in range(3)]
+    assert result.runs["random"] == run_comparison("cifar10", ("random",), budget=40,
+                                                   seeds=3).runs["random"]
+    assert "rea settings: population_size=20, sample_size=5" in result.table()
+    loaded = load_json(result.save_json(tmp_path / "compare.json"))
+    assert loaded.params == result.params and loaded.table() == result.table()
+
+
+def test_settings_reach_simulated_runs_and_bohb():
+    setting = SimulatedSetting.for_dataset("cifar10", time_budget=20_000, workers=2)
+    result = run_comparison("cifar10", ("rea",), seeds=2, simulation=setting,
+                            params={"rea": {"population_size": 4}})
+    assert result.runs["rea"] == run_seeds("rea", "cifar10", None, [0, 1], simulation=setting,
+                                           params={"population_size": 4})[0]
+    assert result.runs["rea"] != run_seeds("rea", "cifar10", None, [0, 1],
+                                           simulation=setting)[0]
+    bohb = run_comparison("cifar10", ("bohb",), budget=100, seeds=2,
+                          params={"bohb": {"random_fraction": 1.0}})
+    assert bohb.runs["bohb"] == [run_seed("bohb", "cifar10", 100, seed,
+                                          params={"random_fraction": 1.0}) for seed in (0, 1)]
+    assert bohb.runs["bohb"] != run_comparison("cifar10", ("bohb",), budget=100,
+                                               seeds=2).runs["bohb"]
+
+
+@pytest.mark.parametrize("params,says", [
+    ({"tpe": {"n_startup_trials": 5}}, "'tpe', which is not compared here"),
+    ({"nope": {}}, "'nope', which is not compared here"),
+    ({"rea": 3}, "must be a JSON object of its keyword arguments"),
+    ({"rea": {"pop": 3}}, "--params (params=) for rea: search algorithm"),
+    ({"rea": {"population_size": 0}}, "--params (params=) for rea"),
+    ([("rea", {})], "maps each algorithm to its settings")])
+def test_settings_of_an_algorithm_not_compared_or_not_taken_are_refused(params, says):
+    with pytest.raises(ConfigurationError) as refused:
+        run_comparison("cifar10", ("random", "rea"), budget=10, seeds=2, params=params)
+    assert says in str(refused.value)
+
+
 def test_from_dict_rejects_other_json():
     with pytest.raises(ConfigurationError):
         ComparisonResult.from_dict({"dataset": "cifar10"})

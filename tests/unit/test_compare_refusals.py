@@ -56,6 +56,17 @@ REFUSALS = {
         lambda: run_nsga2(budget=20, seeds=1, population_size=0),
         ["--multi-objective", "--budget", "20", "--population", "0"],
         ["--population must be an integer >= 5", "population_size="]),
+    "settings of an algorithm not compared": (
+        lambda: run_comparison(algorithms="random,rea", budget=20, seeds=1,
+                               params={"tpe": {"n_startup_trials": 5}}),
+        ["--algorithms", "random,rea", "--budget", "20", "--params",
+         '{"tpe": {"n_startup_trials": 5}}'],
+        ["--params (params=)", "'tpe'", "--algorithms random,rea"]),
+    "a setting the algorithm does not take": (
+        lambda: run_comparison(algorithms="rea", budget=20, seeds=1,
+                               params={"rea": {"pop": 3}}),
+        ["--algorithms", "rea", "--budget", "20", "--params", '{"rea": {"pop": 3}}'],
+        ["--params (params=) for rea", "does not take pop", "population_size"]),
     "no seeds": (
         lambda: run_comparison(budget=20, seeds=0),
         ["--budget", "20", "--seeds", "0"], ["--seeds", "seeds=", "got 0"]),
@@ -106,6 +117,8 @@ def test_seed_noise_on_the_12_epoch_signal_is_the_benchmarks_refusal():
     (["--multi-objective", "--workers", "4"], "leave one of them out"),
     (["--multi-objective", "--algorithms", "rea"], "always runs pygmo's nsga2"),
     (["--population", "30"], "Add --multi-objective, or leave --population out"),
+    (["--multi-objective", "--params", '{"rea": {}}'], "runs nsga2 with --population"),
+    (["--params", "[1]"], "--params must be a JSON object"),
 ])
 def test_the_command_refuses_a_flag_the_comparison_it_runs_has_no_parameter_for(
         flags, words, capsys):
