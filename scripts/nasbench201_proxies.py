@@ -102,6 +102,9 @@ def main(argv=None) -> int:
         return 0
     if args.jobs < 1 or args.threads < 1:
         parser.error(f"--jobs and --threads take an integer >= 1 (given {args.jobs} and {args.threads})")
+    if args.device.startswith("cuda") and not torch.cuda.is_available():
+        parser.error(f"--device {args.device}: torch {torch.__version__} sees no GPU on this "
+                     "machine; leave --device out to score on the CPU")
     torch.set_num_threads(args.threads)
     table = load_table()
     order = [int(i) for i in np.random.default_rng(ORDER_SEED).permutation(len(table))]

@@ -254,15 +254,16 @@ def test_the_table_script_resumes_where_it_stopped_and_packs_a_readable_table(tm
     from pathlib import Path
     script = Path(__file__).resolve().parents[2] / "scripts" / "nasbench201_proxies.py"
     out = tmp_path / "proxies.csv.gz"
-    for _ in range(2):
-        subprocess.run([sys.executable, str(script), "--out", str(out), "--limit", "1"],
-                       check=True, capture_output=True, cwd=script.parents[1])
+    for jobs, limit in (("1", "1"), ("2", "2")):   # the second run in two processes
+        subprocess.run([sys.executable, str(script), "--out", str(out), "--limit", limit,
+                        "--jobs", jobs], check=True, capture_output=True, cwd=script.parents[1])
     subprocess.run([sys.executable, str(script), "--out", str(out), "--pack"], check=True,
                    capture_output=True, cwd=script.parents[1])
     table = read_proxies(out)
-    assert len(table) == 2   # two different cells: the second run went on from the first
+    assert len(table) == 3   # three different cells: the second run went on from the first
     packaged = load_proxies()
     for index in np.flatnonzero(table.computed):
         if packaged.computed[index]:
-            assert table.score("imagenet16", "synflow")[index] == \
-                packaged.score("imagenet16", "synflow")[index]
+            for column in ("synflow", "params", "flops"):
+                assert table.score("imagenet16", column)[index] == \
+                    packaged.score("imagenet16", column)[index]

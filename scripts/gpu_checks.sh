@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# The checks that need a GPU, in one go, each under a time limit, logs kept:
+#
+#     bash scripts/gpu_checks.sh [LOG_FOLDER]      # default: $OUT, else ./gpu-checks
+#
+# 1. the card, the driver and torch's CUDA build;
+# 2. the gpu-marked tests (pytest -m gpu tests/unit): CUDA resume, out-of-memory as a failed
+#    result, workers and MPS on one GPU, proxies on CUDA against the CPU;
+# 3. bench/gpu.py: evaluator against a hand-written loop, candidates per hour with 1 and N
+#    workers (time-sliced and under MPS), the NORD paper's experiment 1;
+# 4. the NAS-Bench-201 proxy table's script on CUDA for GPU_CHECK_CELLS cells (default 300),
+#    into the log folder: seconds per cell on this card.
+#
+# It runs from a checkout on a machine whose python3 has torch with CUDA; wheels of what that
+# python lacks (pygmo, pytest-timeout, optuna) may wait in ./.whl and are put on the path.
+# Limits: GPU_CHECK_TESTS_S, GPU_CHECK_BENCH_S, GPU_CHECK_PROXIES_S seconds (180, 300, 90).
+set -u
+cd "$(dirname "$0")/.."
+LOG=${1:-${OUT:-gpu-checks}}
+mkdir -p "$LOG"
+export PYTHONPATH="$PWD/.site:$PWD" PYTHONUNBUFFERED=1
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+if compgen -G ".whl/*.whl" > /dev/null; then
+    python3 -m pip install -q --no-index --no-deps --upgrade --target "$PWD/.site" .whl/*.whl \
+        > "$LOG/wheels.log" 2>&1 || echo "wheels: not installed, see $LOG/wheels.log"
+fi
+
+step() {   # step NAME SECONDS COMMAND...: run it, log it, say how it ended
+    local name=$1 limit=$2
+    shift 2
+    local started=$SECONDS
+    timeout "$limit" "$@" > "$LOG/$name.log" 2>&1
+    local status=$?
+    echo "$name: exit $status after $((SECONDS - started)) s (limit $limit s); log $LOG/$name.log"
+    tail -n 25 "$LOG/$name.log"
+}
+
+step device 30 bash -c 'nvidia-smi; python3 -c "import torch; print(torch.__version__, torch.version.cuda, torch.cuda.get_device_name(0))"'
+step gpu-tests "${GPU_CHECK_TESTS_S:-180}" python3 -m pytest -m gpu tests/unit -q -p no:cacheprovider
+step bench-gpu "${GPU_CHECK_BENCH_S:-300}" python3 bench/gpu.py --workers 8
+step proxy-table "${GPU_CHECK_PROXIES_S:-90}" python3 scripts/nasbench201_proxies.py --device cuda \
+    --limit "${GPU_CHECK_CELLS:-300}" --out "$LOG/nasbench201_proxies.csv.gz"
