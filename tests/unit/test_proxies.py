@@ -209,6 +209,18 @@ def test_packaged_synflow_ranks_cells_as_the_published_synflow_does(dataset):
     assert abs(rho - PUBLISHED_SPEARMAN[dataset]) <= 0.03
 
 
+def test_the_packaged_table_holds_every_cell_and_synflow_is_0_exactly_where_no_path_is_open():
+    # a cell whose every input-to-output path crosses a 'none' edge outputs zeros, so the
+    # network's output, and synflow, do not depend on any weight; any other cell scores > 0
+    from nord.benchmarks.nasbench201.cells import is_connected
+    proxies, table = load_proxies(), load_table()
+    assert len(proxies) == len(table) == 15_625 and proxies.computed.all()
+    connected = np.array([is_connected(table.genome(index)) for index in range(len(table))])
+    for dataset in ("cifar10", "cifar100", "imagenet16"):
+        synflow = proxies.score(dataset, "synflow")
+        assert np.array_equal(synflow > 0, connected) and not (synflow < 0).any()
+
+
 @pytest.mark.parametrize("dataset", ["cifar10", "cifar100", "imagenet16"])
 def test_packaged_synflow_agrees_with_naslibs_scores(dataset):
     sample = {index: scores for index, scores in naslib_sample(dataset).items()

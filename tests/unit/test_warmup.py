@@ -100,6 +100,25 @@ def test_a_warm_up_draws_only_from_its_pool():
     genomes, _ = warm_start("cifar10", 0, WarmUp(candidates=30, keep=3, pool=pool))
     table = load_table()
     assert {table.index_of_genome(g) for g in genomes} <= set(pool)
-    missing = int(np.flatnonzero(~load_proxies().computed)[0])
     with pytest.raises(ConfigurationError, match="does not"):
-        warm_start("cifar10", 0, WarmUp(candidates=1, keep=1, pool=(missing,)))
+        warm_start("cifar10", 0, WarmUp(candidates=1, keep=1, pool=(15_625,)))
+
+
+def test_a_warm_up_from_an_unfinished_table_draws_only_the_cells_it_holds(tmp_path,
+                                                                           monkeypatch):
+    import gzip
+    from nord.benchmarks.nasbench201.proxy_table import COLUMNS, read_proxies
+    import nord.comparisons.warmup as warmup
+    full = load_proxies()
+    held = list(range(0, 15_625, 97))   # a table the script wrote before it finished
+    rows = [",".join([str(i)] + [repr(float(full.columns[c][i])) for c in COLUMNS[1:]])
+            for i in held]
+    path = tmp_path / "proxies.csv.gz"
+    path.write_bytes(gzip.compress(("\n".join([",".join(COLUMNS), *rows]) + "\n").encode()))
+    monkeypatch.setattr(warmup, "load_proxies", lambda: read_proxies(path))
+    genomes, _ = warm_start("cifar10", 0, WarmUp(candidates=100, keep=5))
+    assert {load_table().index_of_genome(g) for g in genomes} <= set(held)
+    with pytest.raises(ConfigurationError, match="does not"):
+        warm_start("cifar10", 0, WarmUp(candidates=1, keep=1, pool=(1,)))
+    with pytest.raises(ConfigurationError, match="fewer than its 500 candidates"):
+        warm_start("cifar10", 0, WarmUp(candidates=500, keep=5))
