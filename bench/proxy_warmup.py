@@ -14,7 +14,8 @@ and the share of seeds where the warm start does better / worse. Also writes the
 JSON (``--out``). With ``--simulated``, the same comparison in simulated time on ``--workers``
 simulated GPUs (``--mode`` async or sync; the NATS-Bench time budget of each data set; the
 warm-up's proxy seconds, spread over the workers, come first, out of the budget): the
-incumbent's test accuracy at a quarter of the budget and at its end.
+incumbent's test accuracy at the fractions of the budget ``--fractions`` (mean over seeds) and
+the mean paired difference.
 """
 import argparse
 import json
@@ -56,18 +57,26 @@ def incumbent_at(curve, time):
 
 
 def compare_simulated(dataset: str, seeds: int, warm_up: WarmUp, workers: int = 1,
-                      mode: str = "async"):
+                      mode: str = "async", fractions=(0.25,)):
+    """Per fraction of the time budget, and at its end: both incumbents' mean test accuracy
+    (%) over seeds, and the mean paired difference with its standard error."""
     setting = SimulatedSetting.for_dataset(dataset, workers=workers, mode=mode).check(dataset)
-    quarter = setting.time_budget / 4
-    rows = {}
-    for name, run in (("rea", lambda seed: run_simulated_seed("rea", dataset, seed, setting)),
-                      ("warm", lambda seed: run_simulated_warm_seed(dataset, seed, setting,
-                                                                    warm_up))):
-        runs = [run(seed) for seed in range(seeds)]
-        rows[name] = {"quarter": float(np.nanmean([incumbent_at(r.curve, quarter) for r in runs])),
-                      "end": float(np.mean([r.reported_accuracy for r in runs]) * 100)}
+    plain = [run_simulated_seed("rea", dataset, seed, setting) for seed in range(seeds)]
+    warm = [run_simulated_warm_seed(dataset, seed, setting, warm_up) for seed in range(seeds)]
+    points = {}
+    for fraction in fractions:
+        moment = setting.time_budget * fraction
+        a = np.array([incumbent_at(run.curve, moment) for run in plain])
+        b = np.array([incumbent_at(run.curve, moment) for run in warm])
+        both = ~np.isnan(a) & ~np.isnan(b)
+        difference = b[both] - a[both]
+        points[f"{fraction:g}"] = {
+            "rea": float(np.nanmean(a)), "warm": float(np.nanmean(b)),
+            "difference": float(difference.mean()),
+            "difference_se": float(difference.std(ddof=1) / math.sqrt(len(difference)))
+            if len(difference) > 1 else math.nan}
     return {"dataset": dataset, "seeds": seeds, "time_budget": setting.time_budget,
-            "workers": workers, "mode": mode, **rows}
+            "workers": workers, "mode": mode, "points": points}
 
 
 def main(argv=None) -> int:
@@ -82,6 +91,8 @@ def main(argv=None) -> int:
     parser.add_argument("--workers", type=int, default=1, help="simulated GPUs (--simulated)")
     parser.add_argument("--mode", default="async", choices=("async", "sync"),
                         help="how the simulated workers are kept busy (--simulated)")
+    parser.add_argument("--fractions", default="0.25,1",
+                        help="fractions of the time budget to compare at (--simulated)")
     args = parser.parse_args(argv)
     proxies = load_proxies()
     pool = None
@@ -92,15 +103,20 @@ def main(argv=None) -> int:
         print(f"the proxy table holds {len(proxies)} cells; drawing from its uniform part, "
               f"{len(pool)} cells")
     warm_up = WarmUp(candidates=args.candidates, keep=args.keep, pool=pool)
-    if args.simulated:
-        for dataset in args.datasets.split(","):
-            row = compare_simulated(dataset, args.seeds, warm_up, args.workers, args.mode)
-            print(f"{dataset:<11} {row['time_budget']:,.0f} s, {args.workers} {args.mode} "
-                  f"worker(s): REA {row['rea']['quarter']:.2f} at "
-                  f"a quarter, {row['rea']['end']:.2f} at the end; warm REA "
-                  f"{row['warm']['quarter']:.2f}, {row['warm']['end']:.2f}", flush=True)
-        return 0
     rows = []
+    if args.simulated:
+        fractions = [float(f) for f in args.fractions.split(",")]
+        for dataset in args.datasets.split(","):
+            row = compare_simulated(dataset, args.seeds, warm_up, args.workers, args.mode,
+                                    fractions)
+            rows.append(row)
+            print(f"{dataset:<11} {row['time_budget']:,.0f} s on {args.workers} {args.mode} "
+                  "worker(s), REA -> warm REA (difference) at a fraction of the budget: "
+                  + "; ".join(f"{key}: {point['rea']:.2f} -> {point['warm']:.2f} "
+                              f"({point['difference']:+.2f} ± {point['difference_se']:.2f})"
+                              for key, point in row["points"].items()), flush=True)
+        write(args, rows)
+        return 0
     print(f"{'data set':<11}{'budget':>7}{'REA':>16}{'warm REA':>16}{'difference':>16}"
           f"{'better':>8}{'worse':>7}")
     for dataset in args.datasets.split(","):
@@ -111,11 +127,15 @@ def main(argv=None) -> int:
                   f"{row['warm']:>9.2f} ± {row['warm_se']:.2f}"
                   f"{row['difference']:>+9.2f} ± {row['difference_se']:.2f}"
                   f"{row['warm_better']:>8.0%}{row['warm_worse']:>7.0%}", flush=True)
+    write(args, rows)
+    return 0
+
+
+def write(args, rows) -> None:
     if args.out:
         with open(args.out, "w") as handle:
             json.dump({"candidates": args.candidates, "keep": args.keep, "rows": rows},
                       handle, indent=2)
-    return 0
 
 
 if __name__ == "__main__":
