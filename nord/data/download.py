@@ -23,6 +23,7 @@ import socket
 import urllib.error
 import urllib.parse
 import urllib.request
+from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
@@ -228,6 +229,22 @@ def _lock(stream: BinaryIO, wait: bool) -> bool:
     return True
 
 
+@contextmanager
+def _closed_at_the_end(stream: BinaryIO):
+    """Close ``stream`` when the block ends. Closing flushes what the stream still buffers; after
+    a failure that is what a full disk refused a moment ago, and the second refusal would hide
+    the first (the one that says what was kept and what to do), so it is dropped."""
+    try:
+        yield stream
+    except BaseException:
+        try:
+            stream.close()
+        except OSError:
+            pass
+        raise
+    stream.close()
+
+
 def _claim(part: Path, destination: Path, md5: str, progress: DownloadProgress) -> Optional[BinaryIO]:
     """The ``.part`` file, open for appending under an exclusive lock; None when the destination
     turned up complete while this process waited for the lock."""
@@ -415,7 +432,7 @@ def download_file(url: str, destination: PathLike, md5: str, timeout: float = 60
     if stream is None:
         progress.present(name, destination)
         return destination
-    with stream:  # closing it lets a waiting process in: only after the rename below
+    with _closed_at_the_end(stream):  # closing it lets a waiting process in: only after the rename below
         try:
             if destination.exists():
                 progress.note(name, f"{destination} has MD5 {file_md5(destination)}, not {md5}: "
