@@ -58,7 +58,7 @@ def incumbent_at(curve, time):
 
 def compare_simulated(dataset: str, seeds: int, warm_up: WarmUp, workers: int = 1,
                       mode: str = "async", fractions=(0.25,)):
-    """Per fraction of the time budget, and at its end: both incumbents' mean test accuracy
+    """At each fraction of the time budget (1: its end): both incumbents' mean test accuracy
     (%) over seeds, and the mean paired difference with its standard error."""
     setting = SimulatedSetting.for_dataset(dataset, workers=workers, mode=mode).check(dataset)
     plain = [run_simulated_seed("rea", dataset, seed, setting) for seed in range(seeds)]

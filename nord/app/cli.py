@@ -392,9 +392,8 @@ def _compare_in(args) -> int:
             print(f"  {name}: {done}/{total} seeds", file=sys.stderr, flush=True)
 
     result = run_comparison(budget=args.budget, progress=progress, simulation=_simulation(args),
-                            **given, **_given(algorithms=args.algorithms,
-                                              params=_json_dict(args.params, "--params")
-                                              if args.params is not None else None))
+                            params=_json_dict(args.params, "--params"),
+                            **given, **_given(algorithms=args.algorithms))
     print(result.table())
     if args.json:
         print(f"saved: {result.save_json(args.json)}")

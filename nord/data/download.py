@@ -23,7 +23,7 @@ import socket
 import urllib.error
 import urllib.parse
 import urllib.request
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import BinaryIO, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
@@ -237,10 +237,8 @@ def _closed_at_the_end(stream: BinaryIO):
     try:
         yield stream
     except BaseException:
-        try:
+        with suppress(OSError):
             stream.close()
-        except OSError:
-            pass
         raise
     stream.close()
 
