@@ -103,6 +103,11 @@ RUN_FLAGS = (
     ("budget", "--budget", int,
      "evaluations in the run, reused and failed ones included (default: what the algorithm "
      "asks for, else 100)"),
+    ("time_budget", "--time-budget", str,
+     "the run's running time, its resumed sessions included, after which no candidate starts: "
+     "90s, 30m, 8h or 1.5d; candidates in training finish (default: none)"),
+    ("target", "--target", float,
+     "a search-signal accuracy that ends the run once a candidate reaches it (default: none)"),
     ("mode", "--mode", str,
      "sync (generations: results told in candidate order) or async (steady state: no worker "
      "waits)"),
@@ -122,6 +127,9 @@ RUN_FLAGS = (
     ("max_attempts", "--max-attempts", int,
      "how often one candidate's evaluation may kill the run's process (e.g. the out-of-memory "
      "killer's SIGKILL) before a resume records it as failed instead of trying it again"),
+    ("checkpoint_every", "--checkpoint-every", int,
+     "epochs between the checkpoints of each candidate in training, beside the journal: a "
+     "resumed run goes on from them and trains no epoch twice; 0: none (default: 1)"),
     ("journal", "--journal", str,
      "the run's SQLite journal (default: runs/<algorithm>-<date>-<time>.db)"),
     ("plugins", "--plugin", "list",
@@ -135,7 +143,8 @@ RUN_FLAGS = (
 
 _METAVARS = {"json": "JSON", "list": "NAMES", int: "N", float: "X", str: "NAME", "data_root": "DIR",
              "data_checksums": "FILE",
-             "journal": "FILE", "device": "DEVICE", "lr": "RATE", "valid_fraction": "FRACTION"}
+             "journal": "FILE", "device": "DEVICE", "lr": "RATE", "valid_fraction": "FRACTION",
+             "time_budget": "DURATION", "target": "ACCURACY"}
 
 
 def _flag_help(name: str, text: str) -> str:
@@ -278,7 +287,8 @@ def _resume(args) -> int:
     from nord.app.runner import resume
     resume(args.journal, budget=args.budget, device=args.device, threads=args.threads,
            backend=args.backend, worker_processes=args.workers, mps=args.mps,
-           max_attempts=args.max_attempts)
+           max_attempts=args.max_attempts, checkpoint_every=args.checkpoint_every,
+           time_budget=args.time_budget, target=args.target)
     return 0
 
 
@@ -320,6 +330,7 @@ def _report(args) -> int:
 def _list(args) -> int:
     import os
 
+    from nord.app.search_progress import resumed_line
     from nord.journal import list_runs
     runs, skipped = list_runs(args.paths)
     named = {os.path.realpath(path) for path in args.paths if os.path.isfile(path)}
@@ -344,6 +355,8 @@ def _list(args) -> int:
         print(f"{str(run['path']):{width}s} {run['algorithm']:22s} {run['state']:11s} "
               f"{run['evaluations']:>4d}/{run['budget'] or '?':<4} {run['failed']:>6d} "
               f"{'-' if best is None else format(best, '.4f'):>7s}  {created}")
+        if run["resumed"]:
+            print(f"  {resumed_line(run['resumed'])}")
     return status
 
 
@@ -550,7 +563,8 @@ def build_parser() -> argparse.ArgumentParser:
                              "included (default: its own budget)")
     for _, flag, options in _run_arguments():
         if flag in ("--device", "--threads", "--backend", "--workers", "--mps",
-                    "--max-attempts"):   # where and how it runs may change
+                    "--max-attempts", "--checkpoint-every", "--time-budget",
+                    "--target"):   # where and how long it runs
             resume.add_argument(flag, **{**options, "help": options["help"] + " (default: "
                                                            "the journal's)"})
     resume.set_defaults(handler=_resume)

@@ -35,9 +35,10 @@ EVALUATIONS = ("local", "data-parallel", "distributed", "benchmark", "zero-cost"
 OPTIMIZERS = ("adam", "adamw", "sgd", "rmsprop")
 """The optimizers a run may name (``nord.nn.training.OPTIMIZERS``, without importing torch)."""
 EXECUTION_FIELDS = ("budget", "journal", "threads", "device", "backend", "worker_processes", "mps",
-                    "max_attempts")
+                    "max_attempts", "checkpoint_every", "time_budget", "target")
 """Settings a resumed run may change: how long it runs and where, not what it measures."""
-RESUME_CHANGES = ("device", "threads", "backend", "worker_processes", "mps", "max_attempts")
+RESUME_CHANGES = ("device", "threads", "backend", "worker_processes", "mps", "max_attempts",
+                  "checkpoint_every", "time_budget", "target")
 """Where it runs: what ``nord resume`` may change besides the budget."""
 TRAINING_FIELDS = ("epochs", "batch_size", "lr", "optimizer", "valid_fraction", "data_root",
                    "data_checksums", "max_params")
@@ -81,6 +82,11 @@ class RunConfig:
             evaluation, before it is allocated (None: no limit). Networks that would not fit
             the free memory of their GPU or host are refused either way.
         budget: evaluations in the run (None: what the algorithm asks for when known, else 100).
+        time_budget: the run's running time, its resumed sessions included, after which no
+            candidate starts ('90s', '30m', '8h', '1.5d' or seconds; stored in seconds);
+            candidates in training finish. None: no limit. A resume may extend it.
+        target: a search-signal accuracy that ends the run the same way once a candidate
+            reaches it (None: none). A resume may change it.
         mode: 'sync' (generations) or 'async' (steady state).
         group_size: ranks per group for 'distributed' (default 1).
         backend: 'auto', 'horovod' or 'torch', for data-parallel training.
@@ -110,6 +116,10 @@ class RunConfig:
         max_attempts: how often a candidate's evaluation may kill the run's process (the
             out-of-memory killer's SIGKILL) before a resume records it as failed instead of
             evaluating it again (``run_search``'s ``max_attempts``, default 2); a resume may
+            change it.
+        checkpoint_every: epochs between the checkpoints of each candidate in training
+            (``<journal>.checkpoints``), from which a resumed run goes on so that no epoch is
+            trained twice; 0: none (a scheduler's pauses are kept either way). A resume may
             change it.
     """
 
@@ -145,6 +155,9 @@ class RunConfig:
     callbacks: List[str] = field(default_factory=list)
     plugins: Optional[List[str]] = None
     max_attempts: int = 2   # the engine's MAX_ATTEMPTS, without importing the engine here
+    checkpoint_every: int = 1
+    time_budget: Optional[Union[str, float]] = None
+    target: Optional[float] = None
 
     def __post_init__(self):
         from nord.search.algorithms.registry import ALGORITHMS
@@ -184,6 +197,16 @@ class RunConfig:
         check_int(self.epochs, "epochs", 0)
         check_int(self.max_attempts, "max_attempts (kills of the run's process by one candidate "
                   "before it is given up)", 1)
+        if self.time_budget is not None:
+            from nord.search.engine.stopping import parse_duration
+            self.time_budget = parse_duration(self.time_budget, "time_budget (--time-budget)")
+        if self.target is not None and (isinstance(self.target, bool) or not isinstance(
+                self.target, (int, float)) or not 0 < self.target <= 1):
+            raise ConfigurationError(
+                f"target (--target) is a search-signal accuracy in (0, 1], such as 0.95; got "
+                f"{self.target!r}")
+        check_int(self.checkpoint_every, "checkpoint_every (epochs between a training "
+                  "candidate's checkpoints; 0: none)", 0)
         check_int(self.batch_size, "batch_size", 1)
         if (not isinstance(self.lr, (int, float)) or isinstance(self.lr, bool)
                 or not 0 < self.lr < math.inf):
@@ -716,24 +739,45 @@ def _check_journal(config: RunConfig, resume: bool,
                 refusal = _ranks_refusal(config, stored.evaluator or {}, world_size)
                 if refusal is not None:
                     return refusal, None
-            if resume and stored is not None and journal.state() == "finished" and (
-                    config.budget is None or config.budget <= stored.budget):
-                count = journal.count()
-                if count < stored.budget:
-                    return None, (
-                        f"'{config.journal}' holds a finished run whose algorithm stopped by "
-                        f"itself after {count} evaluations, before its budget of "
-                        f"{stored.budget}: nothing to do, and the journal was left as it is. A "
-                        "larger budget adds evaluations only where the algorithm's own limit "
-                        "(such as its generations) allows more")
-                return None, (
-                    f"'{config.journal}' holds a finished run ({count} evaluations, budget "
-                    f"{stored.budget}): nothing to do, and the journal was left as it is. To "
-                    f"evaluate more, extend it: nord resume {config.journal} --budget N, with "
-                    f"N > {stored.budget}")
+            if resume and stored is not None and journal.state() == "finished":
+                return None, _nothing_left(config, stored, journal)
     except (JournalError, ConfigurationError) as error:
         return str(error), None
     return None, None
+
+
+def _nothing_left(config: RunConfig, stored, journal) -> Optional[str]:
+    """Why resuming a finished run would do nothing (a limit it reached still holds), in the
+    words of ``nord resume``; None when a limit was raised and the run can go on."""
+    from nord.search.engine.stopping import format_duration
+    count, path = journal.count(), config.journal
+    budget = config.budget or stored.budget
+    left = "nothing to do, and the journal was left as it is"
+    if config.time_budget is not None:
+        running = journal.running_seconds()
+        if running >= config.time_budget:
+            return (f"'{path}' holds a finished run whose time budget of "
+                    f"{format_duration(config.time_budget)} is spent ({running:.1f} s of "
+                    f"running time, {count} evaluations): {left}. To run longer, extend it: "
+                    f"nord resume {path} --time-budget T, with T over {math.ceil(running)}s")
+    if config.target is not None:
+        best = journal.best()
+        if best is not None and best["accuracy"] >= config.target:
+            return (f"'{path}' holds a finished run in which candidate {best['candidate']} "
+                    f"reached the target accuracy {config.target:g} ({best['accuracy']:.4f}): "
+                    f"{left}. To search on, give a higher one: nord resume {path} --target X")
+    if count >= budget:
+        return (f"'{path}' holds a finished run ({count} evaluations, budget {stored.budget}): "
+                f"{left}. To evaluate more, extend it: nord resume {path} --budget N, with "
+                f"N > {stored.budget}")
+    detail = journal.metadata().get("status_detail") or ""
+    if budget <= stored.budget and (detail.startswith("the algorithm")
+                                    or (not detail and count < stored.budget)):
+        return (f"'{path}' holds a finished run whose algorithm stopped by itself after "
+                f"{count} evaluations, before its budget of {stored.budget}: {left}. A larger "
+                "budget adds evaluations only where the algorithm's own limit (such as its "
+                "generations) allows more")
+    return None
 
 
 def _ranks_refusal(config: RunConfig, stored: Dict[str, Any], world_size: int) -> Optional[str]:
@@ -849,7 +893,9 @@ def _run_with_environment(config: RunConfig, resume: bool, progress: bool, strea
                                      mode=config.mode, executor=executor, resume=resume,
                                      on_result=view and view.result,
                                      on_epoch=view and view.epoch, info=info,
-                                     scheduler=scheduler, max_attempts=config.max_attempts)
+                                     scheduler=scheduler, max_attempts=config.max_attempts,
+                                     checkpoint_every=config.checkpoint_every,
+                                     time_budget=config.time_budget, target=config.target)
             except RunInterrupted as stop:
                 if env.is_root:
                     env.print(f"interrupted by {stop.signal_name}: the journal {config.journal} "
@@ -888,7 +934,8 @@ def resume(journal: str, progress: bool = True, stream=None, budget: Optional[in
     too when the run is finished and the budget is not larger: nothing runs).
 
     ``execution``: where and how it runs now, when it changes (``device``, ``threads``,
-    ``backend``, ``worker_processes``, ``mps``, ``max_attempts``: :data:`RESUME_CHANGES`; None
+    ``backend``, ``worker_processes``, ``mps``, ``max_attempts``, ``checkpoint_every``:
+    :data:`RESUME_CHANGES`; None
     keeps the journal's).
 
     Raises:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import sys
 import time
-from typing import Callable, Optional, TextIO
+from typing import Callable, Mapping, Optional, TextIO
 
 from nord.progress import ProgressDisplay
 
@@ -106,7 +106,7 @@ class SearchProgressView:
 def closing_line(summary, signal: str = "accuracy", reported: str = "test accuracy") -> str:
     """One line: the counts (which add up), the time, the best candidate with the split its
     accuracy comes from and its reported (test) accuracy, what training in legs cost (with a
-    scheduler), and the journal."""
+    scheduler) and what checkpoints kept, what ended the run, and the journal."""
     best, result = summary.best, summary.best_result
     if result is None:
         found = "no candidate succeeded"
@@ -121,8 +121,24 @@ def closing_line(summary, signal: str = "accuracy", reported: str = "test accura
         if summary.unusable_checkpoints:
             trained += (f", {summary.unusable_checkpoints} could not be used (trained again "
                         "from scratch; the journal's legs say why)")
+    elif summary.checkpoint_peak_bytes:
+        trained = f"; checkpoints peaked at {_size(summary.checkpoint_peak_bytes)}"
+    if summary.resumed_candidates:
+        count, kept = summary.resumed_candidates, summary.resumed_epochs
+        trained += (f"; {count} candidate{'s' if count > 1 else ''} went on from checkpoints "
+                    f"({kept} epoch{'s' if kept != 1 else ''} not trained again)")
+    ended = f"; stopped: {summary.stopped_by}" if summary.stopped_by else ""
     return (f"done: {summary.counts()} in {_duration(summary.wall_time)}; {found}{trained}"
-            + (f"; journal {summary.journal}" if summary.journal else ""))
+            + ended + (f"; journal {summary.journal}" if summary.journal else ""))
+
+
+def resumed_line(kept: Mapping[int, int]) -> str:
+    """What a journal's checkpoints saved after its run was stopped, in words: the
+    candidates that went on from within their training and the epochs not trained again."""
+    shown = ", ".join(f"{number} (+{epochs})" for number, epochs in sorted(kept.items())[:8])
+    more = f", and {len(kept) - 8} more" if len(kept) > 8 else ""
+    return (f"went on from checkpoints after a stop: candidate{'s' if len(kept) > 1 else ''} "
+            f"{shown}{more}; {sum(kept.values())} epochs not trained again")
 
 
 def _size(count: int) -> str:

@@ -22,7 +22,7 @@ import traceback
 import warnings
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Optional
+from typing import Any, Callable, Dict, Optional, Tuple
 
 from nord.architecture.descriptor import NeuralDescriptor
 from nord.errors import ConfigurationError, NordError
@@ -40,21 +40,39 @@ class Leg:
     Attributes:
         epochs: train up to this many epochs in all (None: the evaluator's own setting).
         resume_from: a checkpoint to go on from (its epochs are not trained again).
-        checkpoint: where to leave a checkpoint when the leg ends (None: none).
+        checkpoint: the candidate's checkpoint file (None: none): left there when the leg
+            ends (``keep_at_end``) and every ``checkpoint_every`` epochs within the leg, and
+            gone on from, when one is there and ``resume_from`` is None (a run killed in the
+            middle of a leg does not train its epochs again).
         report: called with each finished epoch's :class:`EpochRecord` (the journal's
             learning curve); None: nobody keeps them.
+        checkpoint_every: epochs between the checkpoints written within the leg (0: none).
+        keep_at_end: leave a checkpoint when the leg ends (a scheduler may promote it).
     """
 
     epochs: Optional[int] = None
     resume_from: Optional[str] = None
     checkpoint: Optional[str] = None
     report: Optional[Callable[[EpochRecord], None]] = None
+    checkpoint_every: int = 0
+    keep_at_end: bool = True
 
     @classmethod
     def of(cls, task) -> "Leg":
         """The leg a search engine's task (``nord.search.executors.Task``) asks for."""
         return cls(getattr(task, "epochs", None), getattr(task, "resume_from", None),
-                   getattr(task, "checkpoint", None), getattr(task, "report", None))
+                   getattr(task, "checkpoint", None), getattr(task, "report", None),
+                   getattr(task, "checkpoint_every", 0), getattr(task, "keep_at_end", True))
+
+    def settings(self) -> Tuple[Any, ...]:
+        """What another rank of a group needs to train the same leg (all but ``report``)."""
+        return (self.epochs, self.resume_from, self.checkpoint, self.checkpoint_every,
+                self.keep_at_end)
+
+    @classmethod
+    def from_settings(cls, settings: Tuple[Any, ...]) -> "Leg":
+        epochs, resume_from, checkpoint, every, keep_at_end = settings
+        return cls(epochs, resume_from, checkpoint, None, every, keep_at_end)
 
 
 def _takes_leg(evaluate: Callable) -> bool:

@@ -121,8 +121,7 @@ class DistributedEvaluator(LocalEvaluator):
             if not isinstance(descriptor, NeuralDescriptor):
                 return super().descriptor_evaluate(descriptor)   # the base class says why
             # the leg without its report: only the root reports epochs
-            message = (_EVALUATE, (descriptor.to_dict(),
-                                   (leg.epochs, leg.resume_from, leg.checkpoint)))
+            message = (_EVALUATE, (descriptor.to_dict(), leg.settings()))
             for member in range(1, self._size()):
                 self.comm.send(message, dest=member, tag=_GROUP_TAG)
             return self._evaluate_broadcast(descriptor, leg)
@@ -160,7 +159,8 @@ class DistributedEvaluator(LocalEvaluator):
 
     def _follow(self, payload) -> EvaluationResult:
         descriptor_dict, leg = payload
-        return self._evaluate_broadcast(NeuralDescriptor.from_dict(descriptor_dict), Leg(*leg))
+        return self._evaluate_broadcast(NeuralDescriptor.from_dict(descriptor_dict),
+                                        Leg.from_settings(leg))
 
     def _evaluate_broadcast(self, descriptor: NeuralDescriptor, leg: Leg) -> EvaluationResult:
         self._start()
@@ -169,6 +169,12 @@ class DistributedEvaluator(LocalEvaluator):
         return self.comm.bcast(result, root=0)
 
     # --- hooks of LocalEvaluator ----------------------------------------------------------
+    def _root_decides(self, value):
+        """The group root's ``value`` on every rank of the group (collective)."""
+        if self._size() == 1:
+            return value
+        return self.comm.bcast(value, root=0)
+
     def _agree(self, error: Optional[BaseException]) -> None:
         """Exchange errors; raise on every rank when any rank failed."""
         if self._size() == 1:

@@ -13,11 +13,9 @@ Details (the protocol, epochs, legs and checkpoints, failures, the hooks): docs/
 """
 from __future__ import annotations
 
-import contextlib
 import gc
 import logging
 import os
-import pickle
 import time
 import traceback
 from typing import Any, Dict, List, Optional, Sequence
@@ -27,9 +25,11 @@ import torch
 from nord.architecture.descriptor import NeuralDescriptor
 from nord.checks import check_int
 from nord.data import Digits
-from nord.errors import ConfigurationError, NordError
+from nord.errors import ConfigurationError
 from nord.evaluators.base import Evaluator, Leg
 from nord.evaluators.callbacks import TrainingCallback, TrainingState, run_callbacks
+from nord.evaluators.checkpoints import (CheckpointError, LegProgress, load_checkpoint,
+                                        save_checkpoint)
 from nord.evaluators.result import EpochRecord, EvaluationResult
 from nord.nn.memory import check_fits, estimate_memory
 from nord.nn.network import NeuralNet
@@ -37,14 +37,6 @@ from nord.nn.training import (ProgressBar, make_optimizer, optimizer_class, reso
                            test_counts, train_epoch)
 
 logger = logging.getLogger(__name__)
-
-CHECKPOINT_FORMAT = "nord.checkpoint/2"
-_READABLE_FORMATS = ("nord.checkpoint/1", CHECKPOINT_FORMAT)
-
-
-class CheckpointError(NordError):
-    """A checkpoint that cannot be used (missing, damaged, or of another network)."""
-
 
 class LocalEvaluator(Evaluator):
     """Train a descriptor on a curator's training split, select by its validation split,
@@ -171,12 +163,14 @@ class LocalEvaluator(Evaluator):
         model = optimizer = None
         distributed = self._size() > 1
         root = self._rank() == 0
+        report = leg.report if root else None
         try:
             model, optimizer = self._build(descriptor, curator, device)
-            start, note = 0, ""
-            if leg.resume_from is not None:
-                start, note, model, optimizer = self._resume(leg.resume_from, descriptor,
-                                                             model, optimizer, curator, device)
+            start, note, progress = 0, "", LegProgress()
+            source = self._checkpoint_to_resume(leg)
+            if source is not None:
+                start, note, progress, model, optimizer = self._resume(
+                    source, descriptor, model, optimizer, curator, device)
             n_params = model.count_parameters()
             optimizer = self._prepare(model, optimizer)
             loader = curator.train_loader(batch_size=self.batch_size, rank=self._rank(),
@@ -184,9 +178,17 @@ class LocalEvaluator(Evaluator):
                                           fraction=self.data_fraction, device=device)
             has_valid = curator.n_valid > 0
             probe = self._probe(curator, device) if self.callbacks and has_valid else None
-            train_time = 0.0
-            train_loss = valid = float("nan")
-            valid_loss = float("nan")
+            if start > 0 and progress.leg_end and start < target:
+                progress = LegProgress(leg_start=start)   # the next leg of a paused candidate
+            elif start > 0 and report is not None:
+                # the leg was cut short after epoch ``start``: its epochs so far are reported
+                # again, since the journal may have missed the last ones (one row an epoch)
+                for record in progress.records:
+                    report(record)
+            last = progress.last
+            train_loss = last.get("train_loss", float("nan"))
+            valid = last.get("valid_accuracy", float("nan"))
+            valid_loss = last.get("valid_loss", float("nan"))
             for epoch in range(start, target):
                 started = time.perf_counter()
                 loader.set_epoch(epoch)
@@ -196,34 +198,24 @@ class LocalEvaluator(Evaluator):
                 train_loss = train_epoch(model, loader, optimizer, device,
                                          check_every=check_every, progress=step_hook,
                                          agree=self._agree if distributed else None)
-                train_time += time.perf_counter() - started
+                progress.train_time += time.perf_counter() - started
                 if has_valid:
                     valid, valid_loss = self._accuracy(model, curator, "valid", device)
-                metrics = {"train_loss": train_loss, "valid_accuracy": valid,
-                           "valid_loss": valid_loss}
-                extra, error = {}, None
-                if self.callbacks:
-                    try:
-                        extra = run_callbacks(self.callbacks, "on_epoch_end", TrainingState(
-                            epoch + 1, len(loader), model, optimizer, dict(metrics), probe))
-                    except Exception as failure:  # noqa: BLE001 - every rank must learn of it
-                        error = failure
-                    self._agree(error)
-                if leg.report is not None and root:
-                    leg.report(EpochRecord(epoch + 1, train_loss, valid, valid_loss,
-                                           time.perf_counter() - started, extra))
-            if leg.checkpoint is not None:
-                error = None
-                try:
-                    if root:
-                        save_checkpoint(leg.checkpoint, descriptor, model, optimizer, target,
-                                        device)
-                except Exception as failure:  # noqa: BLE001 - every rank must learn of it
-                    error = failure
-                self._agree(error)
+                progress.last = {"train_loss": train_loss, "valid_accuracy": valid,
+                                 "valid_loss": valid_loss}
+                extra = self._epoch_callbacks(epoch + 1, len(loader), model, optimizer,
+                                              progress.last, probe)
+                record = EpochRecord(epoch + 1, train_loss, valid, valid_loss,
+                                     time.perf_counter() - started, extra)
+                progress.records.append(record)
+                if leg.checkpoint is not None:
+                    self._save_progress(leg, descriptor, model, optimizer, epoch + 1, target,
+                                        device, progress)
+                if report is not None:
+                    report(record)
             started = time.perf_counter()
             test, test_loss = self._accuracy(model, curator, "test", device)
-            if has_valid and target == start:      # nothing trained in this call
+            if has_valid and target == start and not last:   # nothing trained, nothing known
                 valid, valid_loss = self._accuracy(model, curator, "valid", device)
             eval_time = time.perf_counter() - started
             if self.keep_model:
@@ -243,8 +235,64 @@ class LocalEvaluator(Evaluator):
             metrics["checkpoint"] = note
         return EvaluationResult(
             accuracy=valid if has_valid else test, loss=valid_loss if has_valid else test_loss,
-            train_time=train_time, eval_time=eval_time, n_params=n_params, epochs=target,
-            reported_accuracy=test, metrics=metrics)
+            train_time=progress.train_time, eval_time=eval_time, n_params=n_params,
+            epochs=target, reported_accuracy=test, metrics=metrics)
+
+    # --- checkpoints ---------------------------------------------------------------------
+    def _checkpoint_to_resume(self, leg: Leg) -> Optional[str]:
+        """The checkpoint to go on from: the leg's ``resume_from``, else the candidate's
+        checkpoint where an interrupted evaluation left one (the group root's view, so
+        that every rank of a group starts from the same epoch)."""
+        if leg.resume_from is not None:
+            return leg.resume_from
+        if leg.checkpoint is None:
+            return None
+        return self._root_decides(leg.checkpoint if os.path.exists(leg.checkpoint) else None)
+
+    def _root_decides(self, value):
+        """The group root's ``value`` on every rank of the group (alone: ``value``)."""
+        return value
+
+    def _save_progress(self, leg: Leg, descriptor, model, optimizer, epochs: int, target: int,
+                       device, progress: LegProgress) -> None:
+        """Leave the candidate's checkpoint after an epoch and its callbacks, before the epoch
+        is reported: at the end of a leg that pauses (the scheduler may promote it), and
+        every ``checkpoint_every`` epochs within a leg (a killed run goes on from there)."""
+        at_end = epochs == target
+        if at_end and leg.keep_at_end:
+            progress.leg_end = True
+            error = None
+            try:
+                if self._rank() == 0:
+                    save_checkpoint(leg.checkpoint, descriptor, model, optimizer, epochs, device,
+                                    progress)
+            except Exception as failure:  # noqa: BLE001 - every rank must learn of it
+                error = failure
+            self._agree(error)
+        elif not at_end and leg.checkpoint_every and epochs % leg.checkpoint_every == 0:
+            if self._rank() == 0:
+                try:
+                    save_checkpoint(leg.checkpoint, descriptor, model, optimizer, epochs,
+                                    device, progress)
+                except Exception as failure:  # noqa: BLE001 - only a kill needs it
+                    logger.warning("could not write the checkpoint %s after epoch %d (%s: %s); "
+                                   "training goes on, and a killed run would go on from the "
+                                   "previous one", leg.checkpoint, epochs,
+                                   type(failure).__name__, failure)
+
+    def _epoch_callbacks(self, epoch: int, steps: int, model, optimizer,
+                         metrics: Dict[str, float], probe) -> Dict[str, Any]:
+        """The callbacks' scalars at the end of ``epoch`` (every rank must learn of a failure)."""
+        if not self.callbacks:
+            return {}
+        extra, error = {}, None
+        try:
+            extra = run_callbacks(self.callbacks, "on_epoch_end", TrainingState(
+                epoch, steps, model, optimizer, dict(metrics), probe))
+        except Exception as failure:  # noqa: BLE001 - every rank must learn of it
+            error = failure
+        self._agree(error)
+        return extra
 
     # --- parts ---------------------------------------------------------------------------
     def _build(self, descriptor, curator, device):
@@ -298,11 +346,12 @@ class LocalEvaluator(Evaluator):
 
     def _resume(self, path, descriptor, model, optimizer, curator, device):
         """Load a checkpoint into a fresh model and optimizer: the epochs it holds, a note
-        for the result, and the model and optimizer to train. A damaged checkpoint is
-        trained again from scratch (the note says so); a missing one is an error."""
-        error, start, note = None, 0, ""
+        for the result, the progress of the leg that wrote it, and the model and optimizer
+        to train. A damaged checkpoint is trained again from scratch (the note says so); a
+        missing one is an error."""
+        error, start, note, progress = None, 0, "", LegProgress()
         try:
-            start = load_checkpoint(path, descriptor, model, optimizer, device)
+            start, progress = load_checkpoint(path, descriptor, model, optimizer, device)
         except FileNotFoundError:
             error = CheckpointError(
                 f"the checkpoint {path} does not exist on this host ({os.uname().nodename}); "
@@ -313,8 +362,9 @@ class LocalEvaluator(Evaluator):
             logger.warning("%s", note)
         self._agree(error)
         if note:
+            start, progress = 0, LegProgress()
             model, optimizer = self._build(descriptor, curator, device)
-        return start, note, model, optimizer
+        return start, note, progress, model, optimizer
 
     def _accuracy(self, model, curator, split: str, device):
         """Exact accuracy and mean loss of ``model`` on a split, summed over the ranks."""
@@ -347,100 +397,6 @@ class LocalEvaluator(Evaluator):
                 run_callbacks(due, "on_step",
                               TrainingState(epoch + 1, step, model, optimizer, {"loss": loss}))
         return hook
-
-
-def save_checkpoint(path: str, descriptor: NeuralDescriptor, model, optimizer,
-                    epochs: int, device: Optional[torch.device] = None) -> None:
-    """Write a checkpoint atomically: a reader sees the old file or the whole new one.
-
-    It holds only what ``torch.load(weights_only=True)`` accepts (tensors, numbers, strings
-    and containers of them): the random generators' states as CPU byte tensors, the CPU's
-    and, when training on a GPU, that one GPU's (``device``; other GPUs are not touched).
-    """
-    device = _device_of(model) if device is None else torch.device(device)
-    state = {"format": CHECKPOINT_FORMAT, "architecture": descriptor.hash, "epochs": int(epochs),
-             "model": model.state_dict(), "optimizer": optimizer.state_dict(),
-             "torch_rng": torch.get_rng_state(),
-             "cuda_rng": torch.cuda.get_rng_state(device) if device.type == "cuda" else None}
-    folder = os.path.dirname(os.path.abspath(path))
-    os.makedirs(folder, exist_ok=True)
-    partial = f"{path}.{os.getpid()}.partial"
-    try:
-        torch.save(state, partial)
-        os.replace(partial, path)
-    except BaseException:   # a full disk, a signal: no half-written file stays behind
-        with contextlib.suppress(OSError):
-            os.remove(partial)
-        raise
-
-
-def load_checkpoint(path: str, descriptor: NeuralDescriptor, model, optimizer,
-                    device=None) -> int:
-    """Load a checkpoint into ``model`` and ``optimizer``; returns the epochs it holds.
-
-    The file is read with ``weights_only=True``, so a checkpoint that carries any other
-    pickled object is refused, never run: a checkpoint folder on a shared file system is
-    not a way to run code in the search process. Tensors are read onto the CPU and copied to
-    the model's device; the random generators' states are restored as CPU tensors, the
-    GPU's only for ``device`` (the model's by default).
-
-    Raises:
-        FileNotFoundError: there is no such file.
-        CheckpointError: it is damaged, of another format, of another architecture, or
-            holds objects other than tensors and plain values.
-    """
-    if not os.path.exists(path):
-        raise FileNotFoundError(path)
-    device = _device_of(model) if device is None else torch.device(device)
-    try:
-        state = torch.load(path, map_location="cpu", weights_only=True)
-    except pickle.UnpicklingError as error:
-        raise CheckpointError(
-            "it holds objects other than tensors and plain values, which are refused unrun "
-            f"(torch.load(weights_only=True)): {_unsupported(error)}") from error
-    except Exception as error:  # noqa: BLE001 - any unreadable file is a damaged checkpoint
-        raise CheckpointError(f"it does not load: {type(error).__name__}: "
-                              f"{_first_line(error)}") from error
-    if not isinstance(state, dict) or state.get("format") not in _READABLE_FORMATS:
-        raise CheckpointError(f"it is not a {CHECKPOINT_FORMAT} file")
-    if state.get("architecture") != descriptor.hash:
-        raise CheckpointError("it holds another architecture")
-    try:
-        model.load_state_dict(state["model"])
-        optimizer.load_state_dict(state["optimizer"])
-        torch.set_rng_state(_byte_tensor(state["torch_rng"]))
-        cuda_rng = state.get("cuda_rng")
-        if isinstance(cuda_rng, (list, tuple)):   # the first format kept every GPU's state
-            cuda_rng = cuda_rng[device.index or 0] if device.type == "cuda" and cuda_rng else None
-        if cuda_rng is not None and device.type == "cuda":
-            torch.cuda.set_rng_state(_byte_tensor(cuda_rng), device)
-        return int(state["epochs"])
-    except Exception as error:  # noqa: BLE001 - a damaged checkpoint is retrained
-        raise CheckpointError(f"its contents do not fit: {type(error).__name__}: {error}") from error
-
-
-def _byte_tensor(state) -> torch.Tensor:
-    """A generator state as the CPU ByteTensor that ``set_rng_state`` takes."""
-    if not isinstance(state, torch.Tensor):
-        raise TypeError(f"a random generator's state must be a tensor; got {type(state).__name__}")
-    return state.detach().to("cpu", torch.uint8)
-
-
-def _device_of(model) -> torch.device:
-    parameter = next(iter(model.parameters()), None)
-    return parameter.device if parameter is not None else torch.device("cpu")
-
-
-def _unsupported(error: BaseException) -> str:
-    """The line of torch's refusal that names what was refused, else its first line."""
-    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
-    named = [line for line in lines if "Unsupported" in line or "GLOBAL" in line]
-    return (named or lines or [type(error).__name__])[0]
-
-
-def _first_line(error: BaseException) -> str:
-    text = str(error).strip()
-    return text.splitlines()[0] if text else type(error).__name__
 
 
 NeuralEvaluator = LocalEvaluator

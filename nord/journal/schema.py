@@ -55,7 +55,8 @@ CREATE TABLE run (
     resumed INTEGER NOT NULL DEFAULT 0,
     writer TEXT NOT NULL DEFAULT 'null',
     heartbeat REAL,
-    recorded_results INTEGER
+    recorded_results INTEGER,
+    running_seconds REAL
 );
 CREATE TABLE candidates (
     candidate INTEGER PRIMARY KEY,
@@ -134,6 +135,8 @@ def add_missing(connection: sqlite3.Connection) -> None:
     columns = {row[1] for row in connection.execute("PRAGMA table_info(run)")}
     if "recorded_results" not in columns:   # NULL: how many results it had is not known
         connection.execute("ALTER TABLE run ADD COLUMN recorded_results INTEGER")
+    if "running_seconds" not in columns:    # NULL: how long it ran is not known
+        connection.execute("ALTER TABLE run ADD COLUMN running_seconds REAL")
     tables = {row[0] for row in connection.execute(
         "SELECT name FROM sqlite_master WHERE type='table'")}
     if "attempts" not in tables:

@@ -74,6 +74,8 @@ class Journal:
         self.path = Path(path)
         self._connection: Optional[sqlite3.Connection] = None
         self._writing = False
+        self._spent_before = 0.0                 # running seconds of the run's earlier sessions
+        self._session_started = time.monotonic()
         self._writer: Optional[Writer] = None
         self._heartbeat: Optional[threading.Thread] = None
         self._stop_heartbeat = threading.Event()
@@ -388,7 +390,9 @@ class Journal:
                 else:
                     add_missing(connection)
                     meta = dict(connection.execute(
-                        "SELECT writer, heartbeat FROM run WHERE id = 1").fetchone())
+                        "SELECT writer, heartbeat, running_seconds FROM run WHERE id = 1"
+                    ).fetchone())
+                    self._spent_before = float(meta["running_seconds"] or 0.0)
                     other = Writer.from_json(json.loads(meta["writer"]))
                     if other is not None and other.alive(meta["heartbeat"]):
                         raise JournalInUseError(f"'{self.path}' was just taken by {other}")
@@ -405,6 +409,7 @@ class Journal:
         except sqlite3.OperationalError as error:
             raise self._write_error(error) from error
         self._writing = True
+        self._session_started = time.monotonic()
         self._reserve()
         self._checkpoint()   # the run row too is in RUN.db at once
         self._start_heartbeat()
@@ -456,6 +461,7 @@ class Journal:
     def _start_heartbeat(self) -> None:
         self._stop_heartbeat.clear()
         path, writer, stop = str(self.path), dumps(self._writer.to_json()), self._stop_heartbeat
+        spent, started = self._spent_before, self._session_started
 
         def beat() -> None:
             try:
@@ -465,8 +471,10 @@ class Journal:
             try:
                 while not stop.wait(HEARTBEAT_SECONDS):
                     try:
-                        connection.execute("UPDATE run SET heartbeat = ? WHERE id = 1 AND "
-                                           "writer = ?", (time.time(), writer))
+                        connection.execute("UPDATE run SET heartbeat = ?, running_seconds = ? "
+                                           "WHERE id = 1 AND writer = ?",
+                                           (time.time(),
+                                            spent + time.monotonic() - started, writer))
                     except sqlite3.Error as error:  # a busy or full disk: the next beat retries
                         logger.debug("heartbeat of %s not written: %s", path, error)
             finally:
@@ -537,8 +545,9 @@ class Journal:
                     "excluded.started", attempt_rows)
                 # the run says how many results it has: a copy that lost some is caught
                 connection.execute(
-                    "UPDATE run SET updated = ?, heartbeat = ?, recorded_results = (SELECT "
-                    "COUNT(*) FROM evaluations) WHERE id = 1", (now, now))
+                    "UPDATE run SET updated = ?, heartbeat = ?, running_seconds = ?, "
+                    "recorded_results = (SELECT COUNT(*) FROM evaluations) WHERE id = 1",
+                    (now, now, self.running_seconds()))
                 connection.execute("COMMIT")
             except BaseException:
                 if connection.in_transaction:
@@ -609,17 +618,33 @@ class Journal:
             raise JournalError(f"a run's status is one of {STATUSES}; got {status!r}")
         self._require_writer()
         self._stop_heartbeat.set()
-        query = ("UPDATE run SET status = ?, status_detail = ?, updated = ?, writer = 'null' "
-                 "WHERE id = 1")
+        query = ("UPDATE run SET status = ?, status_detail = ?, updated = ?, running_seconds = ?, "
+                 "writer = 'null' WHERE id = 1")
         try:
-            self._write(query, (status, detail, time.time()))
+            self._write(query, (status, detail, time.time(), self.running_seconds()))
         except DiskFullError:
             if not self._release_reserve():
                 raise
-            self._write(query, (status, detail, time.time()))   # in the room the reserve held
+            # in the room the reserve held
+            self._write(query, (status, detail, time.time(), self.running_seconds()))
         self._writing = False
         self._release_reserve()
         self._checkpoint()
+
+    @property
+    def spent_before(self) -> float:
+        """Running seconds of the run's sessions before this one (0 for a new run, and for a
+        journal written before nord counted them)."""
+        return self._spent_before
+
+    def running_seconds(self) -> float:
+        """Seconds the run has run in all its sessions: while this process writes it, this
+        session included (recorded with every commit and heartbeat, so a killed session
+        loses at most the seconds since the last); else as recorded (0 when unknown)."""
+        if self._writing:
+            return self._spent_before + (time.monotonic() - self._session_started)
+        rows = self._query("SELECT * FROM run WHERE id = 1")
+        return float((dict(rows[0]).get("running_seconds") if rows else None) or 0.0)
 
     def set_budget(self, budget: int) -> None:
         """Record a new budget for the run being written (a resumed run that was extended)."""
@@ -816,6 +841,29 @@ class Journal:
             return 0
         return self._query("SELECT COUNT(*) FROM legs WHERE detail != ''")[0][0]
 
+    def resumed(self) -> Dict[int, int]:
+        """Candidates that went on from a checkpoint left within their training by a run
+        that was stopped (killed, cancelled): candidate -> the epochs that checkpoint kept
+        from being trained again (a scheduler's promotions, which go on from their pauses,
+        are not counted)."""
+        kept: Dict[int, int] = {}
+        rows = self._query(
+            "SELECT candidate, json_extract(metrics, '$.epochs_resumed') FROM evaluations "
+            "WHERE cached_from IS NULL" if self._version > 1 else
+            "SELECT candidate, json_extract(metrics, '$.epochs_resumed') FROM evaluations")
+        for candidate, epochs in rows:
+            if epochs:
+                kept[candidate] = int(epochs)
+        legs = [] if self._version == 1 else self._query(
+            "SELECT candidate, start_epochs, json_extract(result, '$.metrics.epochs_resumed') "
+            "FROM legs WHERE result IS NOT NULL")
+        if legs:   # trained in legs: a told result resumed from a pause, the legs say more
+            kept = {}
+            for candidate, start, epochs in legs:
+                if epochs and epochs > start:
+                    kept[candidate] = kept.get(candidate, 0) + int(epochs) - start
+        return kept
+
     def final_evaluations(self) -> List[Dict[str, Any]]:
         """:meth:`evaluations` (each architecture with its final result)."""
         return self.evaluations()
@@ -887,6 +935,7 @@ class Journal:
             "path": str(self.path), **meta, "state": self.state(),
             "evaluations": total, "ok": ok or 0, "failed": failed or 0,
             "cached": cached_count or 0, "best_accuracy": _real(best),
+            "resumed": self.resumed(),
             "wall_time": (last - first) if first is not None and last is not None else math.nan,
         }
 

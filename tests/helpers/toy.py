@@ -128,7 +128,7 @@ class ToyCurves(ToyEvaluator):
                 from nord.evaluators.result import EpochRecord
                 task.report(EpochRecord(epoch, 1.0 / epoch, quality * (1 - 0.5 ** epoch),
                                         1.0 / epoch, 0.001, {"width": width}))
-        if task.checkpoint is not None:
+        if task.checkpoint is not None and task.keep_at_end:
             with open(task.checkpoint, "w") as handle:
                 json.dump({"epochs": target}, handle)
         accuracy = quality * (1 - 0.5 ** target)

@@ -11,12 +11,9 @@ themselves: docs/schedulers.md.
 from __future__ import annotations
 
 import logging
-import os
 import shutil
-from pathlib import Path
 from typing import Dict, Hashable, List, Optional, Set
 
-from nord.errors import ConfigurationError
 from nord.evaluators.result import EvaluationResult
 from nord.journal import LegRecord
 from nord.search.algorithms.base import Candidate
@@ -25,42 +22,17 @@ from nord.search.engine.outcomes import Outcome
 from nord.search.executors import Completion, Task
 from nord.search.schedulers import CONTINUE, DONE, RUNGS_METRIC, STOP, Scheduler
 
-__all__ = ["ScheduledSearch", "checkpoint_folder"]
+__all__ = ["ScheduledSearch"]
 
 logger = logging.getLogger(__name__)
-
-
-def checkpoint_folder(journal_path: Optional[os.PathLike]) -> Path:
-    """``<journal>.checkpoints`` next to the journal, or a new temporary folder; checked
-    writable at once.
-
-    Raises:
-        ConfigurationError: the folder cannot be created or written.
-    """
-    if journal_path is None:
-        import tempfile
-        return Path(tempfile.mkdtemp(prefix="nord-checkpoints-"))
-    folder = Path(f"{journal_path}.checkpoints")
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        probe = folder / f".probe-{os.getpid()}"
-        probe.write_bytes(b"")
-        probe.unlink()
-    except OSError as error:
-        raise ConfigurationError(
-            f"the checkpoint folder {folder} (next to the journal) cannot be written: "
-            f"{error.strerror or error}; a scheduler pauses candidates there. Put the journal in "
-            "a folder you can write") from error
-    return folder
 
 
 class ScheduledSearch(Search):
     """A :class:`~nord.search.engine.loop.Search` whose candidates a scheduler trains in legs."""
 
-    def __init__(self, *args, scheduler: Scheduler, folder: Path, temporary: bool, **kwargs):
+    def __init__(self, *args, scheduler: Scheduler, temporary: bool, **kwargs):
         super().__init__(*args, **kwargs)
         self.scheduler = scheduler
-        self.folder = folder
         self.temporary = temporary
         self.event = 0                             # orders leg hand-outs and ends
         self.leg_count = 0
@@ -69,28 +41,23 @@ class ScheduledSearch(Search):
         self.reached: Dict[int, List[List]] = {}   # candidate -> [epochs, accuracy] per leg ended
         self.basis: Dict[int, Task] = {}           # candidate -> its task (genome, descriptor)
         self.told_numbers: Set[int] = set()
-        self.deleted: Set[int] = set()
         self.legs_run = 0
         self.epochs_trained = 0
-        self.peak_bytes = 0
         self.unusable_checkpoints = 0              # legs that could not resume their checkpoint
         self.batches = 0
 
     # --- legs ------------------------------------------------------------------------------
-    def checkpoint(self, number: int) -> str:
-        return str(self.folder / f"candidate-{number}.pt")
-
     def queue_leg(self, number: int, start: int, target: int, first: bool = False,
                   again: Optional[LegRecord] = None) -> None:
         """Hand out a leg from ``start`` to ``target`` epochs (continuations to the front);
         ``again``: the journal's record of a leg that was in flight when the run stopped, which
         runs again under its own number and hand-out event."""
         basis = self.basis.get(number) or self._rebuild_basis(number)
+        path = self.checkpoint(number)
         task = Task(number, basis.genome, basis.key, self.space, basis._descriptor,
-                    basis._json, epochs=target,
-                    resume_from=self.checkpoint(number) if start > 0 else None,
-                    checkpoint=self.checkpoint(number)
-                    if target < self.scheduler.max_epochs else None)
+                    basis._json, epochs=target, resume_from=path if start > 0 else None,
+                    checkpoint=path, checkpoint_every=self.checkpoint_every,
+                    keep_at_end=target < self.scheduler.max_epochs)
         if again is None:
             self.event += 1
             self.leg_count += 1
@@ -134,6 +101,7 @@ class ScheduledSearch(Search):
         self.busy_time += max(0.0, done.ended - done.started)
         result = done.result
         resumed = int(result.metrics.get("epochs_resumed", leg.start_epochs) or 0)
+        self._note_resumed(number, result, leg.start_epochs)
         self.epochs_trained += max(0, leg.target_epochs - resumed) if result.ok else 0
         outcome = Outcome(self.pending_or_told(number), result, task.key, task,
                           worker_rank=done.worker_rank, started=done.started, ended=done.ended)
@@ -178,26 +146,16 @@ class ScheduledSearch(Search):
         for waiter in self.waiting.pop(key, ()):
             self.finish(self._cached(waiter, outcome))
 
-    def delete_checkpoint(self, number: int) -> None:
-        if number in self.deleted:
-            return
-        self.deleted.add(number)
-        try:
-            os.remove(self.checkpoint(number))
-        except FileNotFoundError:
-            pass
-
     def track_disk(self) -> None:
         for number in self.scheduler.releasable():
             self.delete_checkpoint(number)
-        try:
-            size = sum(entry.stat().st_size for entry in os.scandir(self.folder))
-        except OSError:
-            return
-        self.peak_bytes = max(self.peak_bytes, size)
+        super().track_disk()
 
     def promote(self, free: int) -> int:
-        """Queue up to ``free`` promotions of paused candidates; how many were queued."""
+        """Queue up to ``free`` promotions of paused candidates; how many were queued (none
+        once a time budget or a target has ended the run)."""
+        if self.stopping.limit() is not None:
+            return 0
         chosen = self.scheduler.promotions(free)
         for number, target in chosen:
             self.queue_leg(number, self.scheduler.epochs[number], target)
@@ -318,7 +276,6 @@ class ScheduledSearch(Search):
         summary.best, summary.best_result = self.best()
         summary.epochs_trained = self.epochs_trained
         summary.legs = self.legs_run
-        summary.checkpoint_peak_bytes = self.peak_bytes
         summary.unusable_checkpoints = self.unusable_checkpoints
         return summary
 

@@ -5,11 +5,14 @@
 """
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
 import time
 import traceback
 from collections import deque
-from typing import Any, Callable, Deque, Dict, Hashable, List, Optional, Tuple
+from pathlib import Path
+from typing import Any, Callable, Deque, Dict, Hashable, List, Optional, Set, Tuple
 
 from nord.architecture.descriptor import NeuralDescriptor
 from nord.errors import NordError
@@ -17,6 +20,7 @@ from nord.evaluators.result import EvaluationResult
 from nord.journal import CandidateRecord, EvaluationRecord, Journal
 from nord.search.algorithms.base import Candidate, SearchAlgorithm
 from nord.search.engine.outcomes import NO_KEY, Outcome, SearchProgress, SearchSummary
+from nord.search.engine.stopping import Stopping
 from nord.search.executors import Executor, Task
 
 __all__ = ["Search", "MAX_ATTEMPTS", "killed_result"]
@@ -44,7 +48,9 @@ class Search:
 
     def __init__(self, algorithm: SearchAlgorithm, executor: Executor, journal: Optional[Journal],
                  budget: int, mode: str, batch_size: int,
-                 on_result: Optional[Callable[[SearchProgress], None]]):
+                 on_result: Optional[Callable[[SearchProgress], None]],
+                 folder: Optional[Path] = None, checkpoint_every: int = 0,
+                 stopping: Optional[Stopping] = None):
         self.algorithm = algorithm
         self.space = algorithm.space
         self.executor = executor
@@ -76,12 +82,18 @@ class Search:
         self.evaluated = self.cached = self.undecodable = self.failed = self.replayed = 0
         self.busy_time = 0.0
         self.time_budget_spent = False
+        self.folder = folder                           # the checkpoints (None: none)
+        self.checkpoint_every = checkpoint_every
+        self.deleted: Set[int] = set()                 # candidates whose checkpoint is gone
+        self.peak_bytes = 0
+        self.resumed_epochs: Dict[int, int] = {}       # candidate -> epochs its checkpoint kept
+        self.stopping = stopping if stopping is not None else Stopping(budget)
         self.now = executor.now   # the journal's clock: wall-clock or simulated seconds
         self.started = time.monotonic()
 
     # --- asking and identifying ----------------------------------------------------------
     def ask(self) -> Optional[Candidate]:
-        if self.algorithm.finished:
+        if self.algorithm.finished or self.stopping.limit() is not None:
             return None
         candidate = self.algorithm.ask()
         if candidate is None:
@@ -121,7 +133,9 @@ class Search:
         if candidate.number in self.killed:
             self.give_up(candidate, key)
             return
-        task = Task(candidate.number, candidate.genome, key, self.space, descriptor)
+        task = Task(candidate.number, candidate.genome, key, self.space, descriptor,
+                    checkpoint=self.checkpoint(candidate.number),
+                    checkpoint_every=self.checkpoint_every, keep_at_end=False)
         self.tasks[candidate.number] = task
         self.queue.append(task)
 
@@ -134,7 +148,30 @@ class Search:
                           key, started=now, ended=now)
         del self.evaluating[key]
         self.cache.setdefault(key, outcome)
+        self.delete_checkpoint(candidate.number)
         self.finish(outcome)
+
+    # --- checkpoints ---------------------------------------------------------------------
+    def checkpoint(self, number: int) -> Optional[str]:
+        """Candidate ``number``'s checkpoint file (None when the run keeps none)."""
+        return None if self.folder is None else str(self.folder / f"candidate-{number}.pt")
+
+    def delete_checkpoint(self, number: int) -> None:
+        if self.folder is None or number in self.deleted:
+            return
+        self.deleted.add(number)
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(self.checkpoint(number))
+
+    def track_disk(self) -> None:
+        """The checkpoints' peak size, measured as each evaluation ends."""
+        if self.folder is None:
+            return
+        try:
+            size = sum(entry.stat().st_size for entry in os.scandir(self.folder))
+        except OSError:
+            return
+        self.peak_bytes = max(self.peak_bytes, size)
 
     def _check_same(self, key: Hashable, descriptor, earlier: Outcome) -> None:
         """A key that is a digest of the canonical form (the default) is checked against the
@@ -184,9 +221,19 @@ class Search:
                           done.started, done.ended)
         del self.evaluating[key]
         self.cache.setdefault(key, outcome)
+        self._note_resumed(done.number, done.result)
+        self.track_disk()
+        self.delete_checkpoint(done.number)
         self.finish(outcome)
         for waiter in self.waiting.pop(key, ()):
             self.finish(self._cached(waiter, outcome))
+
+    def _note_resumed(self, number: int, result: EvaluationResult, start: int = 0) -> None:
+        """Remember a candidate that went on from a checkpoint an interrupted run left
+        (``epochs_resumed`` beyond its leg's ``start``)."""
+        kept = int(result.metrics.get("epochs_resumed", 0) or 0) - start
+        if kept > 0:
+            self.resumed_epochs[number] = kept
 
     def finish(self, outcome: Outcome) -> None:
         """Record an outcome; in async mode tell it at once, in sync mode keep it for the batch."""
@@ -214,6 +261,7 @@ class Search:
     def _tell_outcome(self, number: int, outcome: Outcome) -> None:
         self.algorithm.tell(self.pending.pop(number), outcome.result)
         self.told += 1
+        self.stopping.told(number, outcome.result.accuracy, outcome.result.ok)
         if self.on_result is not None:
             self.on_result(SearchProgress(outcome, self))
 
@@ -326,7 +374,10 @@ class Search:
     def _stopped_early(self) -> None:
         if self.told >= self.budget:
             return
-        if self.algorithm.finished:
+        if self.stopping.reason is not None:
+            logger.info("%s after %d of %d evaluations; the search stops here",
+                        self.stopping.reason, self.told, self.budget)
+        elif self.algorithm.finished:
             logger.info("the algorithm finished after %d of %d evaluations", self.told, self.budget)
         else:
             logger.warning(
@@ -342,5 +393,11 @@ class Search:
             wall_time=time.monotonic() - self.started, busy_time=self.busy_time,
             workers=self.executor.n_workers, mode=self.mode,
             journal=None if self.journal is None else str(self.journal.path),
-            time_budget_spent=self.time_budget_spent)
+            time_budget_spent=self.time_budget_spent,
+            stopped_by=self.stopping.ended_by(self.told, self.algorithm.finished,
+                                              self.time_budget_spent),
+            running_time=self.stopping.running_time(),
+            checkpoint_peak_bytes=None if self.folder is None else self.peak_bytes,
+            resumed_candidates=len(self.resumed_epochs),
+            resumed_epochs=sum(self.resumed_epochs.values()))
 

@@ -139,13 +139,22 @@ class SearchSummary:
         workers: the executor's number of workers.
         mode: 'sync' or 'async'.
         journal: the journal's path, or None.
-        epochs_trained, legs, checkpoint_peak_bytes: with a scheduler, the epochs training
-            cost in this session, the legs of training run, and the largest size of the
-            checkpoint folder (None without one).
+        epochs_trained, legs: with a scheduler, the epochs training cost in this session and
+            the legs of training run (None without one).
+        checkpoint_peak_bytes: the largest size of the checkpoint folder in this session
+            (None where the run keeps no checkpoints).
+        resumed_candidates, resumed_epochs: candidates of this session that went on from a
+            checkpoint an interrupted session left within their training, and the epochs
+            those checkpoints kept from being trained again.
         unusable_checkpoints: with a scheduler, the legs of this session that were to resume
             from a checkpoint that could not be used and trained again from scratch (their
             curves restart; the journal's legs say why).
         time_budget_spent: the executor's time budget ended the run.
+        stopped_by: what ended the run, in words: a budget (of evaluations, of running time,
+            of the simulated clock), a target reached, or the algorithm's own end.
+        running_time: seconds the run has run, its earlier sessions included (wall-clock
+            seconds of this process's sessions; the simulated clock is ``wall_time``'s
+            business elsewhere).
     """
 
     best: Optional[Candidate]
@@ -166,6 +175,10 @@ class SearchSummary:
     checkpoint_peak_bytes: Optional[int] = None
     unusable_checkpoints: Optional[int] = None
     time_budget_spent: bool = False
+    resumed_candidates: int = 0
+    resumed_epochs: int = 0
+    stopped_by: str = ""
+    running_time: float = 0.0
 
     def counts(self) -> str:
         """``"N evaluations (R from the journal, E evaluated, C reused, U not decodable; F

@@ -27,10 +27,12 @@ from nord.errors import ConfigurationError, DiskFullError
 from nord.journal import Journal, RunRecord
 from nord.parallel import interruptible
 from nord.search.algorithms.base import SearchAlgorithm
-from nord.search.engine.legs import ScheduledSearch, checkpoint_folder, replay_scheduler
+from nord.search.engine.checkpoints import checkpoint_folder
+from nord.search.engine.legs import ScheduledSearch, replay_scheduler
 from nord.search.engine.loop import MAX_ATTEMPTS, Search
 from nord.search.engine.outcomes import MODES, RunInfo, SearchProgress, SearchSummary
 from nord.search.engine.replay import replay
+from nord.search.engine.stopping import Stopping
 from nord.search.executors import Executor, SerialExecutor, TimeBudgetSpent
 
 __all__ = ["run_search", "run_record"]
@@ -73,7 +75,9 @@ def run_search(algorithm: Optional[SearchAlgorithm], evaluator=None, budget: int
                batch_size: Optional[int] = None,
                info: Optional[RunInfo] = None, scheduler=None,
                on_epoch: Optional[Callable[[int, Any], None]] = None,
-               max_attempts: int = MAX_ATTEMPTS) -> Optional[SearchSummary]:
+               max_attempts: int = MAX_ATTEMPTS, checkpoint_every: int = 1,
+               time_budget: Optional[float] = None,
+               target: Optional[float] = None) -> Optional[SearchSummary]:
     """Run a search: ask, identify, evaluate (once per architecture), tell, journal.
 
     Args:
@@ -106,12 +110,22 @@ def run_search(algorithm: Optional[SearchAlgorithm], evaluator=None, budget: int
             -9``, the out-of-memory killer) before a resume records it as failed instead of
             evaluating it again (counted in the journal; with a scheduler, per leg: the leg
             becomes a failed result at its rung).
+        checkpoint_every: epochs between the checkpoints of a candidate in training (0:
+            none), in ``<journal>.checkpoints``: a resumed run goes on from them, so that no
+            epoch is trained twice (evaluators that train in legs; without a journal, only a
+            scheduler's pauses are kept). A candidate's checkpoint is deleted when it ends.
+        time_budget: seconds of the run's own running time, its earlier sessions included
+            (journaled), after which no candidate is started or promoted; those in training
+            finish (None: no limit). A resume may give a larger one.
+        target: a search-signal accuracy that ends the run in the same way once a told
+            result reaches it (None: none).
 
     Returns:
         A :class:`SearchSummary` on the rank that runs the engine; None on worker ranks.
 
     Raises:
-        ConfigurationError: a bad ``mode``, ``budget``, ``batch_size`` or ``journal``, or
+        ConfigurationError: a bad ``mode``, ``budget``, ``batch_size``, ``journal``,
+            ``time_budget`` or ``target``, or
             neither evaluator nor executor, or a scheduler the algorithm cannot run under
             (``SearchAlgorithm.schedulers``).
         JournalError: the journal cannot be started or resumed by this run (nothing is then
@@ -120,6 +134,7 @@ def run_search(algorithm: Optional[SearchAlgorithm], evaluator=None, budget: int
     """
     _check_settings(mode, budget, batch_size, journal)
     check_int(max_attempts, "max_attempts", 1)
+    check_int(checkpoint_every, "checkpoint_every (epochs between checkpoints; 0: none)", 0)
     if algorithm is not None:
         algorithm.check_scheduler(None if scheduler is None else scheduler.name)
     if executor is None:
@@ -128,13 +143,16 @@ def run_search(algorithm: Optional[SearchAlgorithm], evaluator=None, budget: int
         executor = SerialExecutor(evaluator)
     if evaluator is None:
         evaluator = getattr(executor, "evaluator", None)
+    stopping = Stopping(budget, time_budget, target)
     with interruptible():
-        return _drive(algorithm, evaluator, budget, journal, mode, executor, resume, on_result,
-                      batch_size, info, scheduler, on_epoch, max_attempts)
+        return _drive(algorithm, evaluator, stopping, journal, mode, executor, resume, on_result,
+                      batch_size, info, scheduler, on_epoch, max_attempts, checkpoint_every)
 
 
-def _drive(algorithm, evaluator, budget, path, mode, executor, resume, on_result, batch_size,
-           info, scheduler, on_epoch, max_attempts) -> Optional[SearchSummary]:
+def _drive(algorithm, evaluator, stopping, path, mode, executor, resume, on_result, batch_size,
+           info, scheduler, on_epoch, max_attempts,
+           checkpoint_every) -> Optional[SearchSummary]:
+    budget = stopping.budget
     executor.start()
     if not executor.is_dispatcher:
         executor.serve()
@@ -158,19 +176,26 @@ def _drive(algorithm, evaluator, budget, path, mode, executor, resume, on_result
             stored = journal.check_start(record, resume=resume)   # the one check: nothing written
         # the checkpoint folder comes after the check (a refused start leaves none behind) and
         # before the first write (a folder that cannot be written leaves the journal untouched)
-        if scheduler is not None:
-            folder = checkpoint_folder(None if journal is None else journal.path)
+        if scheduler is not None or (checkpoint_every and journal is not None
+                                     and _trains_in_legs(evaluator)):
+            folder = checkpoint_folder(None if journal is None else journal.path,
+                                       fresh=not resume)
         if journal is not None:
             journal.claim(record, stored)
             if stored is not None and mode == "sync" and batch_size is None:
                 effective_batch = stored.batch_size
+            stopping.start(spent_before=journal.spent_before)
+        else:
+            stopping.start()
         if scheduler is None:
             search = Search(algorithm, executor, journal, budget, mode, effective_batch or 1,
-                            on_result)
+                            on_result, folder=folder, checkpoint_every=checkpoint_every,
+                            stopping=stopping)
         else:
             search = ScheduledSearch(
                 algorithm, executor, journal, budget, mode, effective_batch or 1, on_result,
-                scheduler=scheduler, temporary=journal is None, folder=folder)
+                scheduler=scheduler, temporary=journal is None, folder=folder,
+                checkpoint_every=checkpoint_every, stopping=stopping)
         search.on_epoch = on_epoch
         if journal is not None or on_epoch is not None:   # someone keeps the learning curves
             executor.on_epoch = search.epoch_finished
@@ -197,9 +222,9 @@ def _drive(algorithm, evaluator, budget, path, mode, executor, resume, on_result
                          search.executor.in_flight)
         if scheduler is not None:
             search.finish_run()
-        if journal is not None:
-            journal.finish("finished")
         summary = search.summary()
+        if journal is not None:
+            journal.finish("finished", summary.stopped_by)
         logger.debug("search done: %s in %.1f s", summary.counts(), summary.wall_time)
         failed = False
         return summary
@@ -233,6 +258,12 @@ def _drive(algorithm, evaluator, budget, path, mode, executor, resume, on_result
         elif folder is not None:
             with contextlib.suppress(OSError):   # kept while it holds checkpoints to resume
                 folder.rmdir()
+
+
+def _trains_in_legs(evaluator) -> bool:
+    """Whether candidates may leave checkpoints: an evaluator that trains in legs, or none
+    on this rank (a rank that only dispatches to ranks that train)."""
+    return evaluator is None or bool(getattr(evaluator, "trains_in_legs", False))
 
 
 def _prepare_scheduler(scheduler, algorithm, evaluator, budget: int, mode: str,

@@ -53,20 +53,24 @@ class Task:
         descriptor_json: its JSON, when it came over the wire.
         epochs: train up to this many epochs (None: the evaluator's own setting).
         resume_from: a checkpoint to go on from (its epochs are not trained again).
-        checkpoint: where to save a checkpoint when this leg of training ends (None: none).
+        checkpoint: the candidate's checkpoint file (None: none), gone on from when it is
+            there: see :class:`~nord.evaluators.base.Leg`.
+        checkpoint_every: epochs between checkpoints within the leg (0: none).
+        keep_at_end: leave a checkpoint when this leg of training ends.
 
     ``report`` (set where the task runs, never sent) receives each finished epoch's
     :class:`~nord.evaluators.result.EpochRecord`. An evaluator that trains in legs is handed
-    these four as a :class:`~nord.evaluators.base.Leg`.
+    these as a :class:`~nord.evaluators.base.Leg`.
     """
 
     __slots__ = ("number", "genome", "key", "space", "_descriptor", "_json", "epochs",
-                 "resume_from", "checkpoint", "report")
+                 "resume_from", "checkpoint", "checkpoint_every", "keep_at_end", "report")
 
     def __init__(self, number: int, genome: Sequence[Any], key: Hashable = None, space=None,
                  descriptor=None, descriptor_json: Optional[str] = None,
                  epochs: Optional[int] = None, resume_from: Optional[str] = None,
-                 checkpoint: Optional[str] = None):
+                 checkpoint: Optional[str] = None, checkpoint_every: int = 0,
+                 keep_at_end: bool = True):
         self.number = number
         self.genome = genome
         self.key = key
@@ -76,6 +80,8 @@ class Task:
         self.epochs = epochs
         self.resume_from = resume_from
         self.checkpoint = checkpoint
+        self.checkpoint_every = checkpoint_every
+        self.keep_at_end = keep_at_end
         self.report = None
 
     @property
@@ -110,13 +116,15 @@ class Task:
         if with_descriptor:
             self.descriptor  # noqa: B018 - decode now, for ranks without the space
         return (self.number, tuple(self.genome), self.key, self.descriptor_json, self.epochs,
-                self.resume_from, self.checkpoint)
+                self.resume_from, self.checkpoint, self.checkpoint_every, self.keep_at_end)
 
     @classmethod
     def from_message(cls, message, space=None) -> "Task":
-        number, genome, key, descriptor_json, epochs, resume_from, checkpoint = message
+        (number, genome, key, descriptor_json, epochs, resume_from, checkpoint, every,
+         keep_at_end) = message
         return cls(number, genome, key, space, descriptor_json=descriptor_json, epochs=epochs,
-                   resume_from=resume_from, checkpoint=checkpoint)
+                   resume_from=resume_from, checkpoint=checkpoint, checkpoint_every=every,
+                   keep_at_end=keep_at_end)
 
     def __repr__(self) -> str:
         return f"Task({self.number}, {tuple(self.genome)}, key={self.key!r})"

@@ -1,0 +1,127 @@
+"""``kill -9`` of a real run in the middle of its candidates' training, then ``nord resume``: no
+epoch is trained twice and the results are those of the run that was never killed.
+
+The kill comes from a training callback written as a user would (tests/helpers/killing.py),
+which logs every finished epoch: the log of the killed and resumed run must hold exactly as
+many epochs as the log of the uninterrupted one, and the journals must agree (times, ranks
+and ``epochs_resumed`` aside). Serial, local worker processes, MPI ranks asynchronously, a
+data-parallel group, and ASHA killed in the middle of a promoted leg.
+"""
+import os
+import subprocess
+import sys
+
+import pytest
+
+from nord.journal import Journal
+from tests.mpirun import MPI_ENV, REPO, requires_mpirun
+
+pytestmark = [pytest.mark.processes, pytest.mark.timeout(300)]
+
+NORD = [sys.executable, "-m", "nord"]
+DROP = ("started", "ended", "train_time", "eval_time", "worker_rank", "recorded", "seconds",
+        "asked", "sequence", "told_before")
+
+
+def run(argv, log, env=None, mpi=0, kill_after=None, wait=0, timeout=240):
+    """Run ``nord ARGV`` (under ``mpirun -np MPI`` when given) in a session of its own, the
+    epoch log at ``log``, killed after ``kill_after`` epochs once another process is
+    mid-epoch too (or ``wait`` seconds have passed); the exit code and output."""
+    environment = dict(os.environ, **MPI_ENV, NORD_EPOCH_LOG=str(log), **(env or {}))
+    environment.pop("NORD_KILL_AFTER", None)
+    if kill_after is not None:
+        environment.update(NORD_KILL_AFTER=str(kill_after), NORD_KILL_WAIT=str(wait))
+    command = [*NORD, *argv]
+    if mpi:
+        command = ["mpirun", "-np", str(mpi), "--oversubscribe", "--bind-to", "none",
+                   *command]
+    process = subprocess.run(command, env=environment, cwd=REPO, capture_output=True,
+                             text=True, timeout=timeout, start_new_session=True)
+    if os.path.exists(f"{log}.kill"):
+        os.remove(f"{log}.kill")
+    return process.returncode, process.stdout + process.stderr
+
+
+def search(journal, *extra):
+    return ["run", "--plugin", "tests.helpers.killing", "--callbacks", "epoch_log",
+            "--epochs", "4", "--seed", "1", "--threads", "1", "--journal", str(journal),
+            *extra]
+
+
+def logged(log):
+    with open(log) as file:
+        return sorted(line.split()[1:] for line in file)
+
+
+def results(journal):
+    """Each candidate's journaled result, by candidate, and its learning curve."""
+    with Journal(journal) as record:
+        rows = {row["candidate"]: {k: v for k, v in row.items() if k not in DROP}
+                for row in record.evaluations()}
+        curves = [{k: v for k, v in row.items() if k not in DROP + ("worker_rank",)}
+                  for row in record.epochs()]
+        resumed = record.resumed()
+    for row in rows.values():
+        row["metrics"].pop("epochs_resumed", None)
+    return rows, curves, resumed
+
+
+def killed_and_resumed(tmp_path, extra, kill_after, mpi=0, wait=0):
+    whole, cut = tmp_path / "whole.db", tmp_path / "cut.db"
+    code, output = run(search(whole, *extra), tmp_path / "whole.log", mpi=mpi)
+    assert code == 0, output
+    code, output = run(search(cut, *extra), tmp_path / "cut.log", mpi=mpi,
+                       kill_after=kill_after, wait=wait)
+    assert code != 0, output                                   # it was killed
+    checkpoints = os.listdir(f"{cut}.checkpoints")
+    assert checkpoints, "nothing was checkpointed before the kill"
+    code, output = run(["resume", str(cut)], tmp_path / "cut.log", mpi=mpi)
+    assert code == 0, output
+    assert "went on from checkpoints" in output
+    assert logged(tmp_path / "cut.log") == logged(tmp_path / "whole.log")   # none twice
+    expected, actual = results(whole), results(cut)
+    assert actual[:2] == expected[:2]
+    assert actual[2] and not expected[2]
+    assert not os.path.exists(f"{cut}.checkpoints")
+    return actual[2]
+
+
+def test_a_serial_run_killed_mid_candidate_goes_on_from_its_last_epoch(tmp_path):
+    resumed = killed_and_resumed(tmp_path, ["--budget", "3"], kill_after=6)
+    assert resumed == {1: 2}            # the second candidate, killed in its third epoch
+
+
+def test_a_run_on_two_worker_processes_killed_mid_training(tmp_path):
+    killed_and_resumed(tmp_path, ["--budget", "4", "--workers", "2", "--algorithm", "random"],
+                       kill_after=5, wait=30)
+
+
+@requires_mpirun
+@pytest.mark.mpi
+def test_an_asynchronous_run_on_mpi_ranks_killed_mid_training(tmp_path):
+    killed_and_resumed(tmp_path, ["--budget", "4", "--mode", "async", "--algorithm", "random"],
+                       kill_after=5, mpi=3, wait=30)
+
+
+@requires_mpirun
+@pytest.mark.mpi
+def test_a_data_parallel_group_killed_mid_training(tmp_path):
+    resumed = killed_and_resumed(
+        tmp_path, ["--budget", "2", "--evaluation", "distributed", "--group-size", "2",
+                   "--backend", "torch"], kill_after=10, mpi=3, wait=30)
+    assert resumed == {1: 1}   # both ranks of the group logged epochs 1-4 of candidate 0, then 1
+
+
+def test_asha_killed_in_the_middle_of_a_promoted_leg(tmp_path):
+    extra = ["--budget", "6", "--scheduler", "asha", "--mode", "async", "--min-epochs", "1",
+             "--max-epochs", "4", "--eta", "2"]
+    code, output = run(search(tmp_path / "probe.db", *extra), tmp_path / "probe.log")
+    assert code == 0, output
+    with Journal(tmp_path / "probe.db") as record:
+        legs = record.legs()
+    leg = next(leg for leg in legs
+               if leg["start_epochs"] > 0 and leg["target_epochs"] - leg["start_epochs"] >= 2)
+    before = sum(other["target_epochs"] - other["start_epochs"]
+                 for other in legs if other["leg"] < leg["leg"])
+    resumed = killed_and_resumed(tmp_path, extra, kill_after=before + 1)
+    assert resumed == {leg["candidate"]: 1}
