@@ -23,7 +23,7 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any, Dict, List, Optional, Tuple, Union
 
 from nord.app.plugins import load_modules
-from nord.checks import check_device, check_int, check_valid_fraction
+from nord.checks import check_device, check_duration, check_int, check_valid_fraction
 from nord.errors import ConfigurationError, JournalError, NordError, RunInterrupted
 
 # The registries, data sets, evaluators and the engine are imported where they are used, so
@@ -198,8 +198,7 @@ class RunConfig:
         check_int(self.max_attempts, "max_attempts (kills of the run's process by one candidate "
                   "before it is given up)", 1)
         if self.time_budget is not None:
-            from nord.search.engine.stopping import parse_duration
-            self.time_budget = parse_duration(self.time_budget, "time_budget (--time-budget)")
+            self.time_budget = check_duration(self.time_budget, "time_budget (--time-budget)")
         if self.target is not None and (isinstance(self.target, bool) or not isinstance(
                 self.target, (int, float)) or not 0 < self.target <= 1):
             raise ConfigurationError(

@@ -10,7 +10,8 @@ from nord.errors import ConfigurationError
 from nord.journal import Journal
 from nord.search.algorithms.random_search import RandomSearch
 from nord.search.engine import run_search
-from nord.search.engine.stopping import Stopping, format_duration, parse_duration
+from nord.checks import check_duration
+from nord.search.engine.stopping import Stopping, format_duration
 from nord.search.schedulers import make_scheduler
 from tests.helpers.toy import ToyCurves, ToyEvaluator, ToySpace, toy_accuracy
 
@@ -48,14 +49,14 @@ def clock(monkeypatch):
                                            ("1.5d", 129600), ("20", 20), (2.5, 2.5),
                                            (" 45S ", 45)])
 def test_durations_are_read_as_people_write_them(text, seconds):
-    assert parse_duration(text) == seconds
+    assert check_duration(text) == seconds
 
 
 @pytest.mark.parametrize("text", ["0", "-5s", "abc", "5x", "", "inf", "nan", True, "s"])
 def test_a_duration_that_is_not_one_is_refused_saying_what_is_taken(text):
     with pytest.raises(ConfigurationError, match=r"--time-budget takes a positive duration such "
                                                  r"as 90s, 30m, 8h or 1.5d"):
-        parse_duration(text)
+        check_duration(text)
 
 
 def test_budgets_are_shown_as_they_were_given():

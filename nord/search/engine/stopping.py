@@ -25,32 +25,7 @@ from typing import Callable, Optional
 from nord.checks import check_int
 from nord.errors import ConfigurationError
 
-__all__ = ["Stopping", "parse_duration", "format_duration"]
-
-_UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
-
-
-def parse_duration(text, what: str = "--time-budget") -> float:
-    """Seconds from ``'90s'``, ``'30m'``, ``'8h'``, ``'1.5d'`` or a plain number of seconds.
-
-    Raises:
-        ConfigurationError: anything else, naming ``what`` and the forms it takes.
-    """
-    if isinstance(text, (int, float)) and not isinstance(text, bool):
-        seconds = float(text)
-    else:
-        raw = str(text).strip().lower()
-        unit = _UNITS.get(raw[-1:]) if raw else None
-        number = raw[:-1] if unit is not None else raw
-        try:
-            seconds = float(number) * (unit or 1.0)
-        except ValueError:
-            seconds = math.nan
-    if not (math.isfinite(seconds) and seconds > 0):
-        raise ConfigurationError(
-            f"{what} takes a positive duration such as 90s, 30m, 8h or 1.5d (a plain number "
-            f"is seconds); got {text!r}")
-    return seconds
+__all__ = ["Stopping", "format_duration"]
 
 
 def format_duration(seconds: float) -> str:
