@@ -9,8 +9,8 @@ docs/journal.md describes the file: its tables, the statuses, the one writer, wh
 from nord.journal.listing import list_runs
 from nord.journal.records import (CandidateRecord, EvaluationRecord, LegRecord, RunRecord,
                                   evaluation_result)
-from nord.journal.schema import SCHEMA_VERSION
-from nord.journal.store import STATUSES, Journal
+from nord.journal.schema import SCHEMA_VERSION, STATUSES
+from nord.journal.store import Journal
 from nord.journal.versions import package_versions
 from nord.journal.writers import HEARTBEAT_SECONDS, Writer
 

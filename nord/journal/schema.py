@@ -10,8 +10,8 @@ from __future__ import annotations
 import sqlite3
 import time
 
-__all__ = ["SCHEMA_VERSION", "SCHEMA", "RESULT_COLUMNS", "EVALUATION_COLUMNS", "LEG_COLUMNS",
-           "JSON_RUN_COLUMNS", "add_missing", "create_tables"]
+__all__ = ["SCHEMA_VERSION", "SCHEMA", "STATUSES", "RESULT_COLUMNS", "EVALUATION_COLUMNS",
+           "LEG_COLUMNS", "JSON_RUN_COLUMNS", "add_missing", "create_tables"]
 
 SCHEMA_VERSION = 2
 
@@ -26,6 +26,8 @@ LEG_COLUMNS = ("leg", "candidate", "start_epochs", "target_epochs", "started_eve
 JSON_RUN_COLUMNS = ("parameters", "seed", "space", "evaluator", "dataset", "execution",
                     "config", "scheduler", "versions", "extra", "writer")
 """The columns of ``run`` stored as JSON text."""
+STATUSES = ("running", "finished", "interrupted", "failed", "crashed")
+"""The values of ``run.status``."""
 
 SCHEMA = """
 CREATE TABLE nord_schema (
