@@ -62,8 +62,7 @@ class ScheduledSearch(Search):
             self.event += 1
             self.leg_count += 1
             leg = LegRecord(self.leg_count, number, start, target, self.event, self.now())
-            if self.journal is not None:
-                self.unwritten_legs.append(leg)
+            self.recorder.leg(leg)
         else:
             leg = again
         self.legs[number] = leg
@@ -114,8 +113,7 @@ class ScheduledSearch(Search):
         leg.detail = str(result.metrics.get("checkpoint", ""))
         if leg.detail:
             self.unusable_checkpoints += 1
-        if self.journal is not None:
-            self.unwritten_legs.append(leg)
+        self.recorder.leg(leg)
         if decision == CONTINUE:
             self.queue_leg(number, leg.target_epochs, self.scheduler.next_epochs(number))
         elif decision in (STOP, DONE):

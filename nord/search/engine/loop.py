@@ -12,12 +12,13 @@ import time
 import traceback
 from collections import deque
 from pathlib import Path
-from typing import Any, Callable, Deque, Dict, Hashable, List, Optional, Set, Tuple
+from typing import Any, Callable, Deque, Dict, Hashable, List, Optional, Set, Union
 
 from nord.architecture.descriptor import NeuralDescriptor
 from nord.errors import NordError
 from nord.evaluators.result import EvaluationResult
-from nord.journal import CandidateRecord, EvaluationRecord, Journal
+from nord.journal import Journal
+from nord.journal.recorder import NoJournal, recorder_for
 from nord.search.algorithms.base import Candidate, SearchAlgorithm
 from nord.search.engine.outcomes import NO_KEY, Outcome, SearchProgress, SearchSummary
 from nord.search.engine.stopping import Stopping
@@ -46,7 +47,8 @@ def killed_result(number: int, deaths: int) -> EvaluationResult:
 class Search:
     """The state of one call of run_search on the rank that runs the engine."""
 
-    def __init__(self, algorithm: SearchAlgorithm, executor: Executor, journal: Optional[Journal],
+    def __init__(self, algorithm: SearchAlgorithm, executor: Executor,
+                 journal: Union[Journal, NoJournal],
                  budget: int, mode: str, batch_size: int,
                  on_result: Optional[Callable[[SearchProgress], None]],
                  folder: Optional[Path] = None, checkpoint_every: int = 0,
@@ -71,11 +73,7 @@ class Search:
         self.forms: Dict[Hashable, str] = {}           # key -> canonical form, once checked
         self.evaluating: Dict[Hashable, int] = {}      # key -> candidate being evaluated
         self.waiting: Dict[Hashable, List[Candidate]] = {}   # key -> candidates waiting for it
-        self.unwritten_candidates: List[CandidateRecord] = []
-        self.unwritten_evaluations: List[EvaluationRecord] = []
-        self.unwritten_epochs: List[Tuple[int, Any, Optional[int]]] = []
-        self.unwritten_legs: List[Any] = []
-        self.unwritten_attempts: List[int] = []
+        self.recorder = recorder_for(journal)          # the journal's rows until a commit
         self.max_attempts = MAX_ATTEMPTS
         self.killed: Dict[int, int] = {}               # candidate -> deaths while evaluating it
         self.on_epoch: Optional[Callable[[int, Any], None]] = None
@@ -93,16 +91,14 @@ class Search:
 
     # --- asking and identifying ----------------------------------------------------------
     def ask(self) -> Optional[Candidate]:
-        if self.algorithm.finished or self.stopping.limit() is not None:
+        if self.algorithm.finished or (self.stopping.limited and self.stopping.limit()):
             return None
         candidate = self.algorithm.ask()
         if candidate is None:
             return None
         self.pending[candidate.number] = candidate
         self.asked += 1
-        if self.journal is not None:
-            self.unwritten_candidates.append(CandidateRecord(
-                candidate.number, candidate.generation, candidate.genome, self.told))
+        self.recorder.asked(candidate.number, candidate.generation, candidate.genome, self.told)
         return candidate
 
     def prepare(self, candidate: Candidate) -> None:
@@ -133,9 +129,10 @@ class Search:
         if candidate.number in self.killed:
             self.give_up(candidate, key)
             return
-        task = Task(candidate.number, candidate.genome, key, self.space, descriptor,
-                    checkpoint=self.checkpoint(candidate.number),
-                    checkpoint_every=self.checkpoint_every, keep_at_end=False)
+        task = Task(candidate.number, candidate.genome, key, self.space, descriptor)
+        if self.folder is not None:   # the candidate goes on from, and leaves, checkpoints
+            task.checkpoint = self.checkpoint(candidate.number)
+            task.checkpoint_every, task.keep_at_end = self.checkpoint_every, False
         self.tasks[candidate.number] = task
         self.queue.append(task)
 
@@ -206,8 +203,7 @@ class Search:
         while queue and executor.free_slots > 0:
             task = queue.popleft()
             executor.submit(task)
-            if self.journal is not None:   # committed by the flush before it is waited for
-                self.unwritten_attempts.append(task.number)
+            self.recorder.handed_out(task.number)   # committed before it is waited for
 
     def collect(self) -> None:
         """Wait for one evaluation; finish it and every candidate waiting for its architecture."""
@@ -221,9 +217,10 @@ class Search:
                           done.started, done.ended)
         del self.evaluating[key]
         self.cache.setdefault(key, outcome)
-        self._note_resumed(done.number, done.result)
-        self.track_disk()
-        self.delete_checkpoint(done.number)
+        if self.folder is not None:
+            self._note_resumed(done.number, done.result)
+            self.track_disk()
+            self.delete_checkpoint(done.number)
         self.finish(outcome)
         for waiter in self.waiting.pop(key, ()):
             self.finish(self._cached(waiter, outcome))
@@ -245,11 +242,10 @@ class Search:
             self.cached += 1
         if outcome.result.status != "ok":
             self.failed += 1
-        if self.journal is not None:
-            self.unwritten_evaluations.append(EvaluationRecord(
-                self.sequence[number], number, outcome.candidate.generation,
-                outcome.candidate.genome, outcome.key, outcome.descriptor, outcome.worker_rank,
-                outcome.result, outcome.cached_from, outcome.started, outcome.ended))
+        self.recorder.told(self.sequence[number], number, outcome.candidate.generation,
+                           outcome.candidate.genome, outcome.key, outcome.descriptor,
+                           outcome.worker_rank, outcome.result, outcome.cached_from,
+                           outcome.started, outcome.ended)
         if asynchronous:
             self._tell_outcome(number, outcome)
         else:
@@ -261,16 +257,16 @@ class Search:
     def _tell_outcome(self, number: int, outcome: Outcome) -> None:
         self.algorithm.tell(self.pending.pop(number), outcome.result)
         self.told += 1
-        self.stopping.told(number, outcome.result.accuracy, outcome.result.ok)
+        if self.stopping.target is not None:
+            self.stopping.told(number, outcome.result.accuracy, outcome.result.ok)
         if self.on_result is not None:
             self.on_result(SearchProgress(outcome, self))
 
     def epoch_finished(self, number: int, record, worker_rank: Optional[int]) -> None:
         """A candidate finished an epoch (on any worker): its learning curve grows, in the
         journal at once (a crash keeps the epochs already done)."""
-        if self.journal is not None:
-            self.unwritten_epochs.append((number, record, worker_rank))
-            self.flush()
+        self.recorder.epoch(number, record, worker_rank)
+        self.recorder.commit()
         if self.on_epoch is not None:
             self.on_epoch(number, record)
 
@@ -281,16 +277,7 @@ class Search:
         keep their order, so the file is always a consistent prefix of the run: after a crash,
         only what happened since the last flush is lost, and it was in flight.
         """
-        if self.journal is not None and (self.unwritten_candidates or self.unwritten_evaluations
-                                         or self.unwritten_epochs or self.unwritten_legs
-                                         or self.unwritten_attempts):
-            candidates, evaluations = self.unwritten_candidates, self.unwritten_evaluations
-            epochs, legs = self.unwritten_epochs, self.unwritten_legs
-            attempts = self.unwritten_attempts
-            self.unwritten_candidates, self.unwritten_evaluations = [], []
-            self.unwritten_epochs, self.unwritten_legs = [], []
-            self.unwritten_attempts = []
-            self.journal.record(candidates, evaluations, epochs, legs, attempts)
+        self.recorder.commit()
 
     # --- the two modes -------------------------------------------------------------------
     def run_sync(self) -> None:
@@ -392,7 +379,7 @@ class Search:
             failed=self.failed, replayed=self.replayed, undecodable=self.undecodable,
             wall_time=time.monotonic() - self.started, busy_time=self.busy_time,
             workers=self.executor.n_workers, mode=self.mode,
-            journal=None if self.journal is None else str(self.journal.path),
+            journal=self.journal.path and str(self.journal.path),
             time_budget_spent=self.time_budget_spent,
             stopped_by=self.stopping.ended_by(self.told, self.algorithm.finished,
                                               self.time_budget_spent),

@@ -25,6 +25,7 @@ from typing import Any, Callable, List, Optional, Union
 from nord.checks import check_int
 from nord.errors import ConfigurationError, DiskFullError
 from nord.journal import Journal, RunRecord
+from nord.journal.recorder import NoJournal
 from nord.parallel import interruptible
 from nord.search.algorithms.base import SearchAlgorithm
 from nord.search.engine.checkpoints import checkpoint_folder
@@ -40,7 +41,7 @@ __all__ = ["run_search", "run_record"]
 logger = logging.getLogger(__name__)
 
 
-def _check_settings(mode: str, budget: Any, batch_size: Any, journal: Any) -> None:
+def _check_settings(mode: str, budget: Any, batch_size: Any, journal: Any, resume: bool) -> None:
     if mode not in MODES:
         raise ConfigurationError(f"mode must be one of {MODES}; got {mode!r}")
     check_int(budget, "budget (number of evaluations)", 0)
@@ -51,6 +52,10 @@ def _check_settings(mode: str, budget: Any, batch_size: Any, journal: Any) -> No
             f"journal must be a path (str or os.PathLike) or None; got {type(journal).__name__}: "
             f"{journal!r:.80}. The engine opens and closes the journal itself: give its path, "
             "and read it after the run with Journal(path)")
+    if resume and journal is None:
+        raise ConfigurationError(
+            "resume=True continues a run from its journal, and none was given; pass the "
+            "journal's path (journal='runs/rea.db')")
 
 
 def run_record(algorithm: SearchAlgorithm, evaluator, executor: Executor, mode: str,
@@ -132,7 +137,7 @@ def run_search(algorithm: Optional[SearchAlgorithm], evaluator=None, budget: int
             written), or cannot be written.
         RunInterrupted: SIGINT or SIGTERM stopped the run (journaled as ``interrupted``).
     """
-    _check_settings(mode, budget, batch_size, journal)
+    _check_settings(mode, budget, batch_size, journal, resume)
     check_int(max_attempts, "max_attempts", 1)
     check_int(checkpoint_every, "checkpoint_every (epochs between checkpoints; 0: none)", 0)
     if algorithm is not None:
@@ -158,7 +163,7 @@ def _drive(algorithm, evaluator, stopping, path, mode, executor, resume, on_resu
         executor.serve()
         return None
 
-    journal = None if path is None else Journal(path)
+    journal = NoJournal() if path is None else Journal(path)
     search: Optional[Search] = None
     folder = None
     failed = True
@@ -167,26 +172,22 @@ def _drive(algorithm, evaluator, stopping, path, mode, executor, resume, on_resu
         if scheduler is not None:
             effective_batch = _prepare_scheduler(scheduler, algorithm, evaluator, budget, mode,
                                                  batch_size, executor.n_workers)
-        stored = record = None
-        if journal is not None:
+        record = None
+        if journal.keeps_records:   # describing the run can load its data: only to keep it
             recorded_batch = None if mode == "async" else (
                 batch_size if resume else effective_batch)
             record = run_record(algorithm, evaluator, executor, mode, budget, recorded_batch,
                                 info or RunInfo(), scheduler)
-            stored = journal.check_start(record, resume=resume)   # the one check: nothing written
+        stored = journal.check_start(record, resume=resume)   # the one check: nothing written
         # the checkpoint folder comes after the check (a refused start leaves none behind) and
         # before the first write (a folder that cannot be written leaves the journal untouched)
-        if scheduler is not None or (checkpoint_every and journal is not None
+        if scheduler is not None or (checkpoint_every and journal.keeps_records
                                      and _trains_in_legs(evaluator)):
-            folder = checkpoint_folder(None if journal is None else journal.path,
-                                       fresh=not resume)
-        if journal is not None:
-            journal.claim(record, stored)
-            if stored is not None and mode == "sync" and batch_size is None:
-                effective_batch = stored.batch_size
-            stopping.start(spent_before=journal.spent_before)
-        else:
-            stopping.start()
+            folder = checkpoint_folder(journal.path, fresh=not resume)
+        journal.claim(record, stored)
+        if stored is not None and mode == "sync" and batch_size is None:
+            effective_batch = stored.batch_size
+        stopping.start(spent_before=journal.spent_before)
         if scheduler is None:
             search = Search(algorithm, executor, journal, budget, mode, effective_batch or 1,
                             on_result, folder=folder, checkpoint_every=checkpoint_every,
@@ -194,12 +195,12 @@ def _drive(algorithm, evaluator, stopping, path, mode, executor, resume, on_resu
         else:
             search = ScheduledSearch(
                 algorithm, executor, journal, budget, mode, effective_batch or 1, on_result,
-                scheduler=scheduler, temporary=journal is None, folder=folder,
+                scheduler=scheduler, temporary=journal.path is None, folder=folder,
                 checkpoint_every=checkpoint_every, stopping=stopping)
         search.on_epoch = on_epoch
-        if journal is not None or on_epoch is not None:   # someone keeps the learning curves
+        if journal.keeps_records or on_epoch is not None:   # someone keeps the learning curves
             executor.on_epoch = search.epoch_finished
-        if journal is not None and resume:
+        if resume:
             replay(search)
             if scheduler is not None:
                 replay_scheduler(search)
@@ -223,8 +224,7 @@ def _drive(algorithm, evaluator, stopping, path, mode, executor, resume, on_resu
         if scheduler is not None:
             search.finish_run()
         summary = search.summary()
-        if journal is not None:
-            journal.finish("finished", summary.stopped_by)
+        journal.finish("finished", summary.stopped_by)
         logger.debug("search done: %s in %.1f s", summary.counts(), summary.wall_time)
         failed = False
         return summary
@@ -251,9 +251,8 @@ def _drive(algorithm, evaluator, stopping, path, mode, executor, resume, on_resu
     finally:
         executor.on_epoch = None   # the search is done: no cycle keeps it alive
         executor.close(failed=failed)
-        if journal is not None:
-            journal.close()
-        if folder is not None and journal is None:   # nothing can resume it
+        journal.close()
+        if folder is not None and journal.path is None:   # nothing can resume it
             shutil.rmtree(folder, ignore_errors=True)
         elif folder is not None:
             with contextlib.suppress(OSError):   # kept while it holds checkpoints to resume
@@ -283,12 +282,12 @@ def _prepare_scheduler(scheduler, algorithm, evaluator, budget: int, mode: str,
     return effective
 
 
-def _stop(journal: Optional[Journal], search: Optional[Search], status: str, detail: str,
-          survivors: Optional[List[int]] = None) -> None:
+def _stop(journal: Union[Journal, NoJournal], search: Optional[Search], status: str,
+          detail: str, survivors: Optional[List[int]] = None) -> None:
     """Keep what is known and mark how the run ended, if this process holds the journal;
     the attempts of the evaluations in flight are taken back (they did not end the run), or
     only those of ``survivors`` when given."""
-    if journal is None or not journal.writing:
+    if not journal.writing:
         return   # a refused start: the journal is not this run's to mark
     try:
         if search is not None:

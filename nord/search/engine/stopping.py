@@ -63,6 +63,8 @@ class Stopping:
         self.time_budget = None if time_budget is None else float(time_budget)
         self.target = None if target is None else float(target)
         self.clock = clock if clock is not None else (lambda: time.monotonic())
+        self.limited = self.time_budget is not None or self.target is not None
+        """Whether a limit besides the evaluation budget may end the run."""
         self.spent_before = 0.0
         self.started = self.clock()
         self.reason: Optional[str] = None
@@ -79,7 +81,7 @@ class Stopping:
 
     def told(self, number: int, accuracy: float, ok: bool) -> None:
         """A result was told: does it reach the target?"""
-        if (self.target is not None and ok and self.target_reached_by is None
+        if (ok and self.target is not None and self.target_reached_by is None
                 and accuracy is not None and accuracy >= self.target):
             self.target_reached_by = number
 
