@@ -5,11 +5,13 @@ The kill comes from a training callback written as a user would (tests/helpers/k
 which logs every finished epoch: the log of the killed and resumed run must hold exactly as
 many epochs as the log of the uninterrupted one, and the journals must agree (times, ranks
 and ``epochs_resumed`` aside). Serial, local worker processes, MPI ranks asynchronously, a
-data-parallel group, and ASHA killed in the middle of a promoted leg.
+data-parallel group, ASHA killed in the middle of a promoted leg, and a SLURM job cancelled
+mid-candidate and resubmitted.
 """
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -125,3 +127,37 @@ def test_asha_killed_in_the_middle_of_a_promoted_leg(tmp_path):
                  for other in legs if other["leg"] < leg["leg"])
     resumed = killed_and_resumed(tmp_path, extra, kill_after=before + 1)
     assert resumed == {leg["candidate"]: 1}
+
+
+@requires_mpirun
+@pytest.mark.mpi
+def test_a_slurm_job_cancelled_mid_candidate_is_resumed_by_a_new_job(slurm_cluster, tmp_path):
+    """scancel (SIGTERM to every task) in the middle of a candidate's training, then a new
+    job that resumes: the candidate goes on from its last epoch."""
+    extra = ["--budget", "3", "--epochs", "6", "--algorithm", "random", "--mode", "async"]
+    code, output = run(search(tmp_path / "whole.db", *extra), tmp_path / "whole.log", mpi=2)
+    assert code == 0, output
+    journal, log = tmp_path / "cut.db", tmp_path / "cut.log"
+    env = slurm_cluster.env(**MPI_ENV, NORD_EPOCH_LOG=str(log))
+    job = slurm_cluster.sbatch(["slurm/srun.sbatch", *NORD, *search(journal, *extra)], "-N", "1",
+                               "-n", "2", "--ntasks-per-node=2", "-o", str(tmp_path / "1.out"),
+                               env=env, cwd=REPO)
+    deadline = time.monotonic() + 240
+    while not os.path.exists(log) or len(logged(log)) < 8:    # in the second candidate
+        assert slurm_cluster.job(job)["JobState"] in ("PENDING", "RUNNING"), (
+            (tmp_path / "1.out").read_text()[-3000:])
+        assert time.monotonic() < deadline, "the search trained nothing in time"
+        time.sleep(0.05)
+    slurm_cluster.run(["scancel", job])
+    assert slurm_cluster.wait(job, timeout=60)["JobState"] == "CANCELLED"
+    with Journal(journal) as record:
+        assert record.state() == "interrupted"
+    assert os.listdir(f"{journal}.checkpoints")
+    job = slurm_cluster.sbatch(["slurm/srun.sbatch", *NORD, "resume", str(journal)], "-N", "1",
+                               "-n", "2", "--ntasks-per-node=2", "-o", str(tmp_path / "2.out"),
+                               env=env, cwd=REPO)
+    fields = slurm_cluster.wait(job, timeout=240)
+    assert fields["JobState"] == "COMPLETED", (tmp_path / "2.out").read_text()[-3000:]
+    assert logged(log) == logged(tmp_path / "whole.log")      # no epoch trained twice
+    expected, actual = results(tmp_path / "whole.db"), results(journal)
+    assert actual[:2] == expected[:2] and actual[2]
