@@ -12,14 +12,17 @@ from __future__ import annotations
 
 import logging
 import shutil
-from typing import Dict, Hashable, List, Optional, Set
+from pathlib import Path
+from typing import Callable, Dict, Hashable, List, Optional, Set, Union
 
 from nord.evaluators.result import EvaluationResult
-from nord.journal import LegRecord
-from nord.search.algorithms.base import Candidate
+from nord.journal import Journal, LegRecord
+from nord.journal.recorder import NoJournal
+from nord.search.algorithms.base import Candidate, SearchAlgorithm
 from nord.search.engine.loop import Search, killed_result
-from nord.search.engine.outcomes import Outcome
-from nord.search.executors import Completion, Task
+from nord.search.engine.outcomes import Outcome, SearchProgress
+from nord.search.engine.stopping import Stopping
+from nord.search.executors import Completion, Executor, Task
 from nord.search.schedulers import CONTINUE, DONE, RUNGS_METRIC, STOP, Scheduler
 
 __all__ = ["ScheduledSearch"]
@@ -30,8 +33,13 @@ logger = logging.getLogger(__name__)
 class ScheduledSearch(Search):
     """A :class:`~nord.search.engine.loop.Search` whose candidates a scheduler trains in legs."""
 
-    def __init__(self, *args, scheduler: Scheduler, temporary: bool, **kwargs):
-        super().__init__(*args, **kwargs)
+    def __init__(self, algorithm: SearchAlgorithm, executor: Executor,
+                 journal: Union[Journal, NoJournal], budget: int, mode: str, batch_size: int,
+                 on_result: Optional[Callable[[SearchProgress], None]], scheduler: Scheduler,
+                 folder: Path, temporary: bool, checkpoint_every: int = 0,
+                 stopping: Optional[Stopping] = None):
+        super().__init__(algorithm, executor, journal, budget, mode, batch_size, on_result,
+                         folder=folder, checkpoint_every=checkpoint_every, stopping=stopping)
         self.scheduler = scheduler
         self.temporary = temporary
         self.event = 0                             # orders leg hand-outs and ends
