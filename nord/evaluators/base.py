@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Dict, Optional, Tuple
 
 from nord.architecture.descriptor import NeuralDescriptor
-from nord.errors import ConfigurationError, NordError
+from nord.errors import ConfigurationError, DiskFullError, NordError
 from nord.evaluators.result import EpochRecord, EvaluationResult
 
 logger = logging.getLogger(__name__)
@@ -126,7 +126,8 @@ class Evaluator(ABC):
                             leg: Leg = Leg()) -> EvaluationResult:
         """Evaluate one descriptor; failures come back as ``status='failed'``, never raised.
 
-        Only ``KeyboardInterrupt`` and ``SystemExit`` pass through, so a user can stop a run.
+        Only ``KeyboardInterrupt`` and ``SystemExit`` pass through, so a user can stop a run,
+        and :class:`~nord.errors.DiskFullError`: a full disk is never the candidate's fault.
 
         Args:
             descriptor: the network to evaluate.
@@ -151,6 +152,8 @@ class Evaluator(ABC):
                 result = self._evaluate(descriptor, leg)
             else:
                 result = self._evaluate(descriptor)
+        except DiskFullError:
+            raise   # the run's to handle (it stops, and resumes once there is room)
         except Exception as error:  # noqa: BLE001 - a failing candidate must not end the search
             logger.debug("evaluation of %s failed:\n%s", descriptor_hash, traceback.format_exc())
             result = self._failure(error, descriptor_hash)

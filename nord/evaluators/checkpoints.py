@@ -17,15 +17,17 @@ run code in the search process. Details: docs/evaluators.md.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import pickle
+import shutil
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
 import torch
 
 from nord.architecture.descriptor import NeuralDescriptor
-from nord.errors import NordError
+from nord.errors import DiskFullError, NordError
 from nord.evaluators.result import EpochRecord
 
 __all__ = ["CHECKPOINT_FORMAT", "CheckpointError", "LegProgress", "save_checkpoint",
@@ -86,6 +88,10 @@ def save_checkpoint(path: str, descriptor: NeuralDescriptor, model, optimizer,
     It holds only what ``torch.load(weights_only=True)`` accepts (tensors, numbers, strings
     and containers of them): the random generators' states as CPU byte tensors, the CPU's
     and, when training on a GPU, that one GPU's (``device``; other GPUs are not touched).
+
+    Raises:
+        DiskFullError: the disk has no room for it (a full disk is the run's to handle,
+            never the candidate's failure).
     """
     device = _device_of(model) if device is None else torch.device(device)
     progress = progress if progress is not None else LegProgress(epochs, True)
@@ -100,10 +106,38 @@ def save_checkpoint(path: str, descriptor: NeuralDescriptor, model, optimizer,
     try:
         torch.save(state, partial)
         os.replace(partial, path)
-    except BaseException:   # a full disk, a signal: no half-written file stays behind
+    except BaseException as error:   # a full disk, a signal: no half-written file stays behind
         with contextlib.suppress(OSError):
             os.remove(partial)
+        if isinstance(error, Exception) and _disk_full(error, folder, _tensor_bytes(state)):
+            raise DiskFullError(
+                f"the checkpoint {path} could not be written: the disk is full "
+                f"({type(error).__name__}: {_first_line(error)}). The candidate is not to "
+                "blame: free some space, then resume the run") from error
         raise
+
+
+def _tensor_bytes(value) -> int:
+    """The bytes of the tensors in a (nested) state: about what its file needs."""
+    if isinstance(value, torch.Tensor):
+        return value.numel() * value.element_size()
+    if isinstance(value, dict):
+        return sum(_tensor_bytes(item) for item in value.values())
+    if isinstance(value, (list, tuple)):
+        return sum(_tensor_bytes(item) for item in value)
+    return 0
+
+
+def _disk_full(error: Exception, folder: str, needed: int) -> bool:
+    """Whether a failed write failed for want of room: ENOSPC or EDQUOT, or (torch reports
+    a short write as a RuntimeError) less room left than the file needs."""
+    if isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EDQUOT):
+        return True
+    try:
+        free = shutil.disk_usage(folder).free
+    except OSError:
+        return False
+    return free < needed + 4096
 
 
 def load_checkpoint(path: str, descriptor: NeuralDescriptor, model, optimizer,

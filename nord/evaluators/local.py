@@ -25,7 +25,7 @@ import torch
 from nord.architecture.descriptor import NeuralDescriptor
 from nord.checks import check_int
 from nord.data import Digits
-from nord.errors import ConfigurationError
+from nord.errors import ConfigurationError, DiskFullError
 from nord.evaluators.base import Evaluator, Leg
 from nord.evaluators.callbacks import TrainingCallback, TrainingState, run_callbacks
 from nord.evaluators.checkpoints import (CheckpointError, LegProgress, load_checkpoint,
@@ -274,6 +274,8 @@ class LocalEvaluator(Evaluator):
                 try:
                     save_checkpoint(leg.checkpoint, descriptor, model, optimizer, epochs,
                                     device, progress)
+                except DiskFullError:
+                    raise   # the run stops, and goes on from the last checkpoint once freed
                 except Exception as failure:  # noqa: BLE001 - only a kill needs it
                     logger.warning("could not write the checkpoint %s after epoch %d (%s: %s); "
                                    "training goes on, and a killed run would go on from the "

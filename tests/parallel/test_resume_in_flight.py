@@ -15,7 +15,15 @@ import time
 
 import pytest
 
+from nord.data import Digits
+from nord.errors import DiskFullError
+from nord.evaluators.local import LocalEvaluator
 from nord.journal import Journal
+from nord.search.algorithms.random_search import RandomSearch
+from nord.search.engine import run_search
+from nord.search.schedulers import make_scheduler
+from nord.search.spaces import make_space
+from tests.helpers.disks import tmpfs
 from tests.mpirun import MPI_ENV, REPO, requires_mpirun
 
 pytestmark = [pytest.mark.processes, pytest.mark.timeout(300)]
@@ -161,3 +169,36 @@ def test_a_slurm_job_cancelled_mid_candidate_is_resumed_by_a_new_job(slurm_clust
     assert logged(log) == logged(tmp_path / "whole.log")      # no epoch trained twice
     expected, actual = results(tmp_path / "whole.db"), results(journal)
     assert actual[:2] == expected[:2] and actual[2]
+
+
+@pytest.mark.parametrize("every", [0, 1])
+def test_a_disk_that_fills_under_asha_stops_the_run_and_fails_no_candidate(tmp_path, every):
+    """The checkpoints of paused candidates fill a small disk: the run stops, saying the disk
+    is full, and no candidate is recorded as failed for it; once there is room, the resumed
+    run ends as if the disk had never filled."""
+    digits = Digits(seed=0)
+
+    def asha(journal, resume=False):
+        return run_search(
+            RandomSearch(make_space("conv", input_shape=tuple(digits.input_shape), layers=2),
+                         seed=4),
+            LocalEvaluator(curator=digits, epochs=4, batch_size=64, seed=0, data_fraction=0.3),
+            budget=10, mode="async", journal=journal, resume=resume, checkpoint_every=every,
+            scheduler=make_scheduler("asha", min_epochs=1, max_epochs=4, eta=2))
+
+    asha(tmp_path / "whole.db")
+    with tmpfs(tmp_path / "disk", "size=1m") as disk:
+        (disk / "filler").write_bytes(b"0" * 560_000)
+        with pytest.raises(DiskFullError):
+            asha(disk / "r.db")
+        with Journal(disk / "r.db") as journal:
+            assert journal.state() == "failed"
+            assert journal.metadata()["status_detail"].startswith("disk full")
+            assert all(row["status"] == "ok" for row in journal.evaluations())
+            assert all(leg["status"] in ("ok", None) for leg in journal.legs())
+            told = len(journal.evaluations())
+        assert 0 < told < 10
+        subprocess.run(["mount", "-o", "remount,size=64m", str(disk)], check=True)
+        asha(disk / "r.db", resume=True)
+        expected, actual = results(tmp_path / "whole.db"), results(disk / "r.db")
+    assert actual[:2] == expected[:2]

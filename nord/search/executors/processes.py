@@ -43,7 +43,7 @@ from multiprocessing.connection import wait as wait_for_any
 from typing import Any, Callable, Deque, Dict, List, Optional, Set
 
 from nord.checks import check_int
-from nord.errors import ConfigurationError, NordError
+from nord.errors import ConfigurationError, DiskFullError, NordError
 from nord.evaluators.result import EpochRecord, EvaluationResult
 from nord.parallel.admission import HEADROOM, admits, check_headroom
 from nord.parallel.mps import (MPSDaemon, check_mps_setting, control_program, daemon_running,
@@ -106,7 +106,11 @@ def _serve(connection, make_evaluator: Callable, device: str, rank: int,
             task = Task.from_message(message)
             task.report = lambda record, number=task.number: connection.send(
                 ("epoch", number, record.to_dict()))
-            done = run_task(evaluator, task, rank)
+            try:
+                done = run_task(evaluator, task, rank)
+            except DiskFullError as error:   # the run's to handle: the engine stops it
+                connection.send(("disk full", str(error)))
+                return
             connection.send(("result", done.number, done.result.to_dict(), done.started,
                              done.ended))
     except (EOFError, OSError):   # the engine's process is gone: nobody wants the result
@@ -390,6 +394,8 @@ class ProcessExecutor(Executor):
             if not starting:
                 self._admit()
             return None
+        if kind == "disk full":
+            raise DiskFullError(f"worker {worker.rank} ({worker.device}): {message[1]}")
         if kind == "broken":
             raise NordError(f"worker {worker.rank} ({worker.device}) could not build its "
                             f"evaluator: {message[1]}")
