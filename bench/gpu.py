@@ -184,7 +184,8 @@ def candidates_per_hour(workers: int, device: str, quick: bool) -> None:
 
 # --- 3. the paper's experiment 1 ------------------------------------------------------------
 def experiment1(workers: int, device: str, quick: bool, epochs: int) -> None:
-    from nord.app.runner import RunConfig, run
+    from nord.app.runner import run
+    from nord.app.settings import RunConfig
     from nord.legacy.smoke import write_cifar10
     try:
         import pygmo  # noqa: F401

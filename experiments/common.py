@@ -11,7 +11,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from nord.app.cli import RUN_FLAGS, add_run_flags  # noqa: E402
 from nord.errors import NordError, RunInterrupted  # noqa: E402
-from nord.app.runner import RunConfig  # noqa: E402
+from nord.app.settings import RunConfig  # noqa: E402
 
 
 SHARED_FLAGS = ("dataset", "data_root", "data_checksums", "valid_fraction", "population",

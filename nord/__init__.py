@@ -37,7 +37,7 @@ _LAZY = {
     "Journal": "nord.journal",
     "run_search": "nord.search.engine",
     "RunInfo": "nord.search.engine",
-    "RunConfig": "nord.app.runner",
+    "RunConfig": "nord.app.settings",
 }
 
 __all__ = ["NeuralDescriptor", "list_layers", "register_layer", "Evaluator", "EvaluationResult",

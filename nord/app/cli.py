@@ -150,7 +150,7 @@ _METAVARS = {"json": "JSON", "list": "NAMES", int: "N", float: "X", str: "NAME",
 def _flag_help(name: str, text: str) -> str:
     from dataclasses import MISSING, fields
 
-    from nord.app.runner import RunConfig
+    from nord.app.settings import RunConfig
     if "(default" in text:
         return text
     field = next(f for f in fields(RunConfig) if f.name == name)
@@ -229,7 +229,8 @@ def _run_config(args):
     from dataclasses import fields
 
     from nord.app.config_file import read_config
-    from nord.app.runner import RunConfig, stored_config
+    from nord.app.runner import stored_config
+    from nord.app.settings import RunConfig
     known = [f.name for f in fields(RunConfig)]
     values: Dict[str, Any] = {}
     given = vars(args)

@@ -1,7 +1,7 @@
 """Run configurations as TOML files: ``nord run --config run.toml`` and ``nord config RUN.db``.
 
-A file sets :class:`~nord.app.runner.RunConfig`'s fields by name; flags given on the command line
-override it::
+A file sets :class:`~nord.app.settings.RunConfig`'s fields by name; flags given on the command
+line override it::
 
     algorithm = "regularized_evolution"
     budget = 200

@@ -5,7 +5,7 @@ import pytest
 
 from nord.app.cli import main
 from nord.journal import Journal
-from nord.app.runner import RunConfig
+from nord.app.settings import RunConfig
 from nord.errors import ConfigurationError
 
 

@@ -78,7 +78,7 @@ def test_nord_config_prints_what_repeats_the_run(tmp_path, capsys):
 def read_config_text(folder, text):
     path = folder / "probe.toml"
     path.write_text(text)
-    from nord.app.runner import RunConfig
+    from nord.app.settings import RunConfig
     from dataclasses import fields
     return read_config(str(path), [f.name for f in fields(RunConfig)])
 

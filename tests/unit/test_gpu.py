@@ -192,7 +192,8 @@ def test_one_rank_trains_data_parallel_through_nccl():
 def test_asha_on_cuda_resumes_every_promotion_from_its_checkpoint(tmp_path):
     journal = tmp_path / "asha.db"
     python(f"""
-        from nord.app.runner import RunConfig, run
+        from nord.app.runner import run
+        from nord.app.settings import RunConfig
         summary = run(RunConfig(algorithm="random", scheduler="asha", min_epochs=1,
                                 max_epochs=9, eta=3, mode="async", budget=12, device="cuda",
                                 journal="{journal}"), progress=False)
@@ -211,7 +212,8 @@ def test_workers_share_one_gpu_and_the_dispatching_rank_opens_no_cuda_context(tm
     journal = tmp_path / "shared.db"
     run = run_mpi(["-c", textwrap.dedent(f"""
         import torch
-        from nord.app.runner import RunConfig, run
+        from nord.app.runner import run
+        from nord.app.settings import RunConfig
         from nord.parallel import launcher_rank
         run(RunConfig(algorithm="random", budget=6, epochs=1, device="cuda", mode="async",
                       journal="{journal}"), progress=False)

@@ -31,7 +31,8 @@ def test_two_workers_share_one_gpu_by_time_slicing_and_the_engine_opens_no_conte
     journal = tmp_path / "sliced.db"
     out = run_python(f"""
         import torch
-        from nord.app.runner import RunConfig, run
+        from nord.app.runner import run
+        from nord.app.settings import RunConfig
         run(RunConfig(algorithm="random", budget=6, epochs=1, device="cuda:0", mode="async",
                       worker_processes=2, mps="off", journal="{journal}"), progress=False)
         print("engine CUDA initialised:", torch.cuda.is_initialized())
@@ -50,7 +51,8 @@ def test_mps_on_runs_the_workers_under_a_daemon_of_nords_own_and_stops_it(tmp_pa
     journal = tmp_path / "mps.db"
     out = run_python(f"""
         import glob, tempfile
-        from nord.app.runner import RunConfig, run
+        from nord.app.runner import run
+        from nord.app.settings import RunConfig
         run(RunConfig(algorithm="random", budget=6, epochs=1, device="cuda:0", mode="async",
                       worker_processes=2, mps="on", journal="{journal}"), progress=False)
         print("left:", glob.glob(tempfile.gettempdir() + "/nord-mps-*"))

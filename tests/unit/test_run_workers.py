@@ -3,7 +3,7 @@ architectures and accuracies on one worker and on two."""
 import pytest
 
 from nord.app.cli import main
-from nord.app.runner import usable_cpus
+from nord.app.settings import usable_cpus
 from nord.journal import Journal
 from tests.helpers.toy import journal_rows
 

@@ -5,7 +5,7 @@ import time
 import pytest
 
 from nord.app.cli import main
-from nord.app.runner import RunConfig
+from nord.app.settings import RunConfig
 from nord.errors import ConfigurationError
 from nord.journal import Journal
 from nord.search.algorithms.random_search import RandomSearch

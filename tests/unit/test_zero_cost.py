@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from nord.app.cli import main
-from nord.app.runner import RunConfig
+from nord.app.settings import RunConfig
 from nord.architecture.descriptor import NeuralDescriptor
 from nord.data import TensorCurator
 from nord.errors import ConfigurationError

@@ -1,0 +1,409 @@
+"""RunConfig: every setting of a run as plain values, checked when it is made.
+
+    from nord.app.settings import RunConfig
+    config = RunConfig(algorithm="rea", budget=40, seed=0)   # a bad setting is refused here
+    config.measured()    # what the journal compares on a resume
+    config.execution()   # what a resume may change
+
+nord.app.runner runs a configuration; nord.app.assembly builds its parts.
+"""
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any, Dict, List, Optional, Union
+
+from nord.app.plugins import load_modules
+from nord.checks import check_device, check_duration, check_int, check_valid_fraction
+from nord.errors import ConfigurationError
+
+# The registries and the rules of other modules (proxies, schedulers, workers) are imported
+# where they are used, so that a configuration is checked (and refused) before torch or a data
+# set is loaded.
+
+EVALUATIONS = ("local", "data-parallel", "distributed", "benchmark", "zero-cost")
+OPTIMIZERS = ("adam", "adamw", "sgd", "rmsprop")
+"""The optimizers a run may name (``nord.nn.training.OPTIMIZERS``, without importing torch)."""
+EXECUTION_FIELDS = ("budget", "journal", "threads", "device", "backend", "worker_processes", "mps",
+                    "max_attempts", "checkpoint_every", "time_budget", "target")
+"""Settings a resumed run may change: how long it runs and where, not what it measures."""
+RESUME_CHANGES = ("device", "threads", "backend", "worker_processes", "mps", "max_attempts",
+                  "checkpoint_every", "time_budget", "target")
+"""Where it runs: what ``nord resume`` may change besides the budget."""
+TRAINING_FIELDS = ("epochs", "batch_size", "lr", "optimizer", "valid_fraction", "data_root",
+                   "data_checksums", "max_params")
+"""Settings of training and of the data it reads: what a benchmark run (a table look-up)
+must leave at their defaults."""
+RECORDED_WHEN_SET = ("data_checksums", "max_params", "plugins", "proxy")
+"""Settings added after journals were first written, recorded only when not None (what
+leaving them out meant before), so that a journal written without them still resumes."""
+MAX_SEED = 2 ** 32 - 1
+"""The largest seed a run takes (numpy's RandomState, which scikit-learn uses, takes 32 bits)."""
+
+
+@dataclass
+class RunConfig:
+    """Everything a run needs, as plain values (JSON-compatible, stored in the journal).
+
+    Attributes:
+        algorithm: a registered algorithm or alias ('regularized_evolution' or 'rea',
+            'pygmo', 'genetic' or 'ga', 'random', ...: ``nord.search.algorithms.registry``).
+        algorithm_params: its keyword arguments (e.g. population_size, generations).
+        space: a registered search space: 'conv' (the paper's k convolutional layers) or
+            'nasbench201'.
+        space_params: the space's keyword arguments (e.g. layers, channels, kernel_size).
+        evaluation: 'local', 'data-parallel', 'distributed', 'benchmark' or 'zero-cost'
+            (module docstring); None: 'benchmark' for the 'nasbench201' space, else 'local'.
+        proxy: for 'zero-cost', the proxy that scores each untrained candidate
+            (``nord.nn.proxies.PROXIES``; None: 'synflow'); refused with any other evaluation.
+        dataset: a data set name ('digits', 'mnist', 'fashion-mnist', 'cifar10') or, for
+            'benchmark', a NAS-Bench-201 data set ('cifar10', 'cifar100', 'imagenet16');
+            None: 'cifar10' for the benchmark, else 'digits'.
+        data_root: folder of the data set files (None: the curator's default); a run
+            records it as an absolute path.
+        data_checksums: a file of MD5s (``md5sum`` format) that the data set's files are
+            checked against instead of the official ones: for files from a mirror whose
+            files differ (``nord data download --checksums``), or the table itself (file
+            name -> MD5), which is what a run records. None: the official MD5s.
+        epochs, batch_size, lr, optimizer: training settings of every candidate.
+        max_params: a network with more trainable parameters is refused, as a failed
+            evaluation, before it is allocated (None: no limit). Networks that would not fit
+            the free memory of their GPU or host are refused either way.
+        budget: evaluations in the run (None: what the algorithm asks for when known, else 100).
+        time_budget: the run's running time, its resumed sessions included, after which no
+            candidate starts ('90s', '30m', '8h', '1.5d' or seconds; stored in seconds);
+            candidates in training finish. None: no limit. A resume may extend it.
+        target: a search-signal accuracy that ends the run the same way once a candidate
+            reaches it (None: none). A resume may change it.
+        mode: 'sync' (generations) or 'async' (steady state).
+        group_size: ranks per group for 'distributed' (default 1).
+        backend: 'auto', 'horovod' or 'torch', for data-parallel training.
+        device: 'auto', 'cpu', 'cuda' or 'cuda:N'.
+        threads: torch CPU threads per rank (None: torch's default; with
+            ``worker_processes``, the usable CPUs shared out among the workers).
+        worker_processes: (``--workers``) worker processes on this machine that evaluate
+            candidates side by side, several per GPU if there are more workers than GPUs
+            (None: evaluate in this process, or on the MPI ranks under mpirun). At most one
+            per usable CPU and 16 per GPU; not under mpirun (one way to parallelise at a time).
+        mps: how workers sharing a GPU share it: 'auto' (CUDA MPS when it is installed or
+            running), 'on' (MPS or refuse), 'off' (time-slicing); ``nord.parallel.mps``.
+        seed: seeds the algorithm and the training of every candidate.
+        journal: the SQLite journal's path (None: ``runs/<algorithm>-<time>.db``).
+        valid_fraction: the share of the training split held out (stratified, seeded) as
+            the validation split, the search signal, where the data set has no official one;
+            0 selects on the test split, and the journal and report warn of it.
+        scheduler: None (every candidate trains ``epochs``) or an early-stopping scheduler
+            ('median', 'sha', 'asha', 'hyperband': ``nord.search.schedulers``) that trains
+            candidates from ``min_epochs`` to at most ``max_epochs``, keeping the best
+            ``1/eta`` at each rung.
+        min_epochs, max_epochs, eta: the scheduler's settings (``max_epochs`` defaults to
+            ``epochs``); given without a scheduler, they are refused.
+        plugins: modules to import first, which register the run's own algorithm, space,
+            data set or scheduler (``nord.app.plugins``); recorded, so that a resume imports
+            them too. None: none.
+        max_attempts: how often a candidate's evaluation may kill the run's process (the
+            out-of-memory killer's SIGKILL) before a resume records it as failed instead of
+            evaluating it again (``run_search``'s ``max_attempts``, default 2); a resume may
+            change it.
+        checkpoint_every: epochs between the checkpoints of each candidate in training
+            (``<journal>.checkpoints``), from which a resumed run goes on so that no epoch is
+            trained twice; 0: none (a scheduler's pauses are kept either way). A resume may
+            change it.
+    """
+
+    algorithm: str = "regularized_evolution"
+    algorithm_params: Dict[str, Any] = field(default_factory=dict)
+    space: str = "conv"
+    space_params: Dict[str, Any] = field(default_factory=dict)
+    evaluation: Optional[str] = None
+    proxy: Optional[str] = None
+    dataset: Optional[str] = None
+    data_root: Optional[str] = None
+    data_checksums: Optional[Union[str, Dict[str, str]]] = None
+    epochs: int = 1
+    batch_size: int = 64
+    lr: float = 1e-3
+    optimizer: str = "adam"
+    max_params: Optional[int] = None
+    budget: Optional[int] = None
+    mode: str = "sync"
+    group_size: Optional[int] = None
+    backend: str = "auto"
+    device: str = "auto"
+    threads: Optional[int] = None
+    worker_processes: Optional[int] = None
+    mps: str = "auto"
+    seed: int = 0
+    journal: Optional[str] = None
+    valid_fraction: float = 0.1
+    scheduler: Optional[str] = None
+    min_epochs: Optional[int] = None
+    max_epochs: Optional[int] = None
+    eta: Optional[int] = None
+    callbacks: List[str] = field(default_factory=list)
+    plugins: Optional[List[str]] = None
+    max_attempts: int = 2   # the engine's MAX_ATTEMPTS, without importing the engine here
+    checkpoint_every: int = 1
+    time_budget: Optional[Union[str, float]] = None
+    target: Optional[float] = None
+
+    def __post_init__(self):
+        from nord.search.algorithms.registry import ALGORITHMS
+        from nord.search.spaces import SPACES
+
+        self._load_plugins()   # first: they may register the names checked below
+
+        self.algorithm = ALGORITHMS.canonical(self.algorithm)
+        self.space = SPACES.canonical(self.space)
+        if self.evaluation is None:
+            self.evaluation = "benchmark" if self.space == "nasbench201" else "local"
+        if self.evaluation not in EVALUATIONS:
+            raise ConfigurationError(
+                f"evaluation must be one of {', '.join(EVALUATIONS)}; got {self.evaluation!r}")
+        self._check_proxy()
+        if self.dataset is None:
+            self.dataset = "cifar10" if self.evaluation == "benchmark" else "digits"
+        if (self.evaluation == "benchmark") != (self.space == "nasbench201"):
+            raise ConfigurationError(
+                "the NAS-Bench-201 space goes with evaluation='benchmark' and back: the table "
+                f"holds only its cells; got space={self.space!r}, evaluation={self.evaluation!r}")
+        if self.evaluation == "benchmark":
+            from nord.benchmarks.nasbench201.table import get_dataset
+            self.dataset = get_dataset(self.dataset).name
+        else:
+            from nord.data.registry import CURATORS
+            self.dataset = CURATORS.canonical(self.dataset)
+        self._check_training_settings()
+        check_device(self.device)
+        for name, minimum in (("budget", 1), ("group_size", 1), ("threads", 1),
+                              ("max_params", 1)):
+            if getattr(self, name) is not None:
+                check_int(getattr(self, name), name, minimum)
+        if self.seed is not None:   # numpy's and scikit-learn's generators take 32 bits
+            check_int(self.seed, "seed", 0, MAX_SEED, rule=f"an integer in [0, {MAX_SEED}] "
+                      "(numpy and scikit-learn take 32-bit seeds)")
+        check_int(self.epochs, "epochs", 0)
+        check_int(self.max_attempts, "max_attempts (kills of the run's process by one candidate "
+                  "before it is given up)", 1)
+        if self.time_budget is not None:
+            self.time_budget = check_duration(self.time_budget, "time_budget (--time-budget)")
+        if self.target is not None and (isinstance(self.target, bool) or not isinstance(
+                self.target, (int, float)) or not 0 < self.target <= 1):
+            raise ConfigurationError(
+                f"target (--target) is a search-signal accuracy in (0, 1], such as 0.95; got "
+                f"{self.target!r}")
+        check_int(self.checkpoint_every, "checkpoint_every (epochs between a training "
+                  "candidate's checkpoints; 0: none)", 0)
+        check_int(self.batch_size, "batch_size", 1)
+        if (not isinstance(self.lr, (int, float)) or isinstance(self.lr, bool)
+                or not 0 < self.lr < math.inf):
+            raise ConfigurationError(
+                f"the learning rate must be a positive, finite number; got {self.lr!r}")
+        if self.threads is not None and self.threads > usable_cpus():
+            raise ConfigurationError(
+                f"threads (torch CPU threads per rank) must be at most the {usable_cpus()} "
+                f"CPUs this process may use; got {self.threads}. More threads than CPUs only "
+                "slow training down; with several ranks on one machine, give each its share "
+                "(CPUs / ranks)")
+        self._check_workers()
+        if self.optimizer not in OPTIMIZERS:
+            raise ConfigurationError(
+                f"optimizer must be one of {', '.join(OPTIMIZERS)}; got {self.optimizer!r}")
+        if self.mode not in ("sync", "async"):
+            raise ConfigurationError(f"mode must be 'sync' or 'async'; got {self.mode!r}")
+        if self.backend not in ("auto", "horovod", "torch"):
+            raise ConfigurationError(
+                f"backend must be 'auto', 'horovod' or 'torch'; got {self.backend!r}")
+        for name in ("algorithm_params", "space_params"):
+            if not isinstance(getattr(self, name), dict):
+                raise ConfigurationError(
+                    f"{name} must be a dict of keyword arguments; got {getattr(self, name)!r}")
+        self.valid_fraction = check_valid_fraction(self.valid_fraction)
+        self._check_scheduler()
+        self._check_callbacks()
+        if "seed" in self.algorithm_params:
+            raise ConfigurationError(
+                "give the seed as RunConfig(seed=...) (nord run --seed), not among the "
+                "algorithm's parameters: it seeds the algorithm and the training alike")
+
+    def _check_workers(self) -> None:
+        """``worker_processes`` and ``mps``: the machine-independent rules (the GPUs are
+        counted when the run starts, :func:`~nord.app.assembly.check_workers`)."""
+        from nord.parallel.mps import check_mps_setting
+        from nord.parallel.placement import check_worker_count
+        check_mps_setting(self.mps)
+        if self.worker_processes is None:
+            if self.mps != "auto":
+                raise ConfigurationError(
+                    f"--mps {self.mps} says how worker processes share a GPU, but no --workers "
+                    "were asked for; add --workers N, or leave --mps out")
+            return
+        check_worker_count(self.worker_processes, usable_cpus())
+        if self.evaluation != "local":
+            raise ConfigurationError(
+                f"--workers runs candidates side by side in worker processes, each training "
+                f"its own network; evaluation={self.evaluation!r} "
+                + ("looks results up in a table, which takes microseconds: run it without "
+                   "--workers" if self.evaluation == "benchmark" else
+                   "trains each network on several MPI ranks: launch it with mpirun "
+                   "instead of --workers"))
+
+    def _load_plugins(self) -> None:
+        """Import the run's plug-in modules (a comma-separated string is split)."""
+        if isinstance(self.plugins, str):
+            self.plugins = [name.strip() for name in self.plugins.split(",") if name.strip()]
+        if self.plugins is None:
+            return
+        if not (isinstance(self.plugins, list)
+                and all(isinstance(name, str) for name in self.plugins)):
+            raise ConfigurationError(
+                f"plugins must be a list of module names such as ['mypackage.nas']; got "
+                f"{self.plugins!r}")
+        self.plugins = self.plugins or None   # none given: recorded as before plug-ins
+        load_modules(self.plugins or ())
+
+    def _check_proxy(self) -> None:
+        """A zero-cost run names a known proxy (synflow by default); no other run names one,
+        and a zero-cost run trains nothing, so nothing may stop or watch its training."""
+        if self.evaluation != "zero-cost":
+            if self.proxy is not None:
+                raise ConfigurationError(
+                    f"--proxy {self.proxy} chooses the zero-cost proxy that scores untrained "
+                    f"candidates, but evaluation is {self.evaluation!r}, which trains or looks "
+                    "them up; add --evaluation zero-cost, or drop --proxy")
+            return
+        from nord.nn.proxies import check_proxy
+        self.proxy = check_proxy("synflow" if self.proxy is None else self.proxy)
+        defaults = {f.name: f.default for f in fields(self)}
+        given = [f"--{name.replace('_', '-')}" for name in ("epochs", "lr", "optimizer",
+                                                            "max_params", "scheduler")
+                 if getattr(self, name) != defaults[name]]
+        if given or self.callbacks:
+            raise ConfigurationError(
+                f"{', '.join(given + ['--callbacks'] * bool(self.callbacks))} set(s) how "
+                "candidates are trained, but --evaluation zero-cost scores untrained networks; "
+                "drop them")
+
+    def _check_callbacks(self) -> None:
+        """Built-in training callbacks by canonical name; none where nothing trains."""
+        from nord.evaluators.callbacks import CALLBACKS
+        if isinstance(self.callbacks, str):
+            self.callbacks = [name for name in self.callbacks.split(",") if name.strip()]
+        if not isinstance(self.callbacks, list):
+            raise ConfigurationError(
+                f"callbacks must be a list of names such as ['grad_norm']; got {self.callbacks!r}")
+        self.callbacks = [CALLBACKS.canonical(name.strip()) for name in self.callbacks]
+        repeated = sorted({name for name in self.callbacks if self.callbacks.count(name) > 1})
+        if repeated:
+            raise ConfigurationError(
+                f"--callbacks names {', '.join(repeated)} more than once (aliases included); "
+                "each callback records its scalars once per epoch: name it once")
+        if self.callbacks and self.evaluation == "benchmark":
+            raise ConfigurationError(
+                "--callbacks look inside training, but NAS-Bench-201 runs look results up and "
+                "train nothing; drop --callbacks")
+
+    def _check_training_settings(self) -> None:
+        """Settings of training and its data refused where nothing uses them, rather than
+        recorded as if they had shaped the run."""
+        if self.evaluation == "benchmark":
+            defaults = {f.name: f.default for f in fields(self) if f.name in TRAINING_FIELDS}
+            given = [f"--{name.replace('_', '-')} {getattr(self, name)}"
+                     for name in TRAINING_FIELDS if getattr(self, name) != defaults[name]]
+            if given:
+                raise ConfigurationError(
+                    f"{', '.join(given)} set(s) how candidates are trained, but a NAS-Bench-201 "
+                    "run looks results up in the benchmark's table (its networks were trained "
+                    "once, by the benchmark's authors, with its own split and settings); leave "
+                    f"{'it' if len(given) == 1 else 'them'} out")
+        elif self.dataset == "digits" and (self.data_root, self.data_checksums) != (None, None):
+            flag = "--data-root" if self.data_root is not None else "--data-checksums"
+            raise ConfigurationError(
+                f"{flag} points at a data set's files, but digits is built in (it comes with "
+                "scikit-learn); leave it out, or choose a data set read from files (mnist, "
+                "fashion-mnist, cifar10)")
+
+    def _check_scheduler(self) -> None:
+        """A scheduler's name and settings, its mode and evaluation, checked now without
+        building it (the run builds it once): a bad one is refused before anything is loaded."""
+        given = [name for name in ("min_epochs", "max_epochs", "eta")
+                 if getattr(self, name) is not None]
+        from nord.search.algorithms.registry import get_algorithm
+        needs = get_algorithm(self.algorithm).schedulers
+        if needs is not None and self.evaluation == "benchmark":
+            raise ConfigurationError(
+                f"the {self.algorithm} algorithm runs only under --scheduler "
+                f"{' or '.join(needs)}, which trains candidates in legs, but a NAS-Bench-201 run "
+                "looks results up; compare it on the table with nord compare --algorithms "
+                f"{self.algorithm} (its multi-fidelity protocol: docs/comparisons.md)")
+        if needs is not None:
+            from nord.search.schedulers import SCHEDULERS
+            get_algorithm(self.algorithm).check_scheduler(
+                None if self.scheduler is None else SCHEDULERS.canonical(self.scheduler))
+        if self.scheduler is None:
+            if given:
+                flags = ", ".join("--" + name.replace("_", "-") for name in given)
+                raise ConfigurationError(
+                    f"{flags} set(s) an early-stopping scheduler, but no scheduler was chosen; "
+                    "add --scheduler asha (or sha, median, hyperband), or train every candidate "
+                    "--epochs without one")
+            return
+        if self.evaluation == "benchmark":
+            raise ConfigurationError(
+                "a scheduler stops training early, but evaluation='benchmark' looks results up "
+                "in the NAS-Bench-201 table: there is no training to stop. Run the benchmark "
+                "without --scheduler")
+        from nord.search.schedulers import SCHEDULERS, check_settings
+        self.scheduler = SCHEDULERS.canonical(self.scheduler)
+        settings = self.scheduler_settings()
+        if settings["max_epochs"] <= settings["min_epochs"]:
+            raise ConfigurationError(
+                f"with --scheduler {self.scheduler}, candidates train from --min-epochs "
+                f"({settings['min_epochs']}) to --max-epochs ({settings['max_epochs']}"
+                f"{', from --epochs' if self.max_epochs is None else ''}): there is nothing to "
+                "stop early. Give a --max-epochs larger than --min-epochs")
+        check_settings(**settings)
+        SCHEDULERS.get(self.scheduler).check_mode(self.mode)
+
+    def scheduler_settings(self) -> Dict[str, int]:
+        """The scheduler's settings, its defaults filled in: ``min_epochs`` 1, ``max_epochs``
+        ``epochs``, ``eta`` 3."""
+        return {"min_epochs": 1 if self.min_epochs is None else self.min_epochs,
+                "max_epochs": self.epochs if self.max_epochs is None else self.max_epochs,
+                "eta": 3 if self.eta is None else self.eta}
+
+    @property
+    def training_epochs(self) -> int:
+        """The epochs a candidate trains at most: ``max_epochs`` with a scheduler, else
+        ``epochs``."""
+        if self.scheduler is not None and self.max_epochs is not None:
+            return self.max_epochs
+        return self.epochs
+
+    def to_dict(self) -> Dict[str, Any]:
+        return asdict(self)
+
+    def measured(self) -> Dict[str, Any]:
+        """The settings that decide what the run measures (all but ``EXECUTION_FIELDS``;
+        those of ``RECORDED_WHEN_SET`` only when set)."""
+        return {key: value for key, value in self.to_dict().items()
+                if key not in EXECUTION_FIELDS
+                and not (key in RECORDED_WHEN_SET and value is None)}
+
+    def execution(self) -> Dict[str, Any]:
+        """The settings a resumed run may change."""
+        return {key: getattr(self, key) for key in EXECUTION_FIELDS}
+
+    @classmethod
+    def from_dict(cls, data: Dict[str, Any]) -> "RunConfig":
+        known = {f.name for f in fields(cls)}
+        return cls(**{key: value for key, value in data.items() if key in known})
+
+
+def usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity, where the system says)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:   # not on Linux
+        return os.cpu_count() or 1
