@@ -277,12 +277,13 @@ class JournalReader(JournalFile):
         }
 
     def attempts(self, told: bool = False) -> Dict[int, int]:
-        """Candidate -> how often its evaluation (under a scheduler: its current leg) was
-        handed out and the process that ran the run died before its result was recorded
-        (``kill -9``, the out-of-memory killer, a lost host; also a SIGTERM, as mpirun ends
-        the other ranks when one dies), for the candidates without a result (``told``: also
-        those told, whose later leg may be in flight). A stop that the run survived to mark
-        (Ctrl-C, an error) is not counted: see :meth:`release_attempts`."""
+        """Candidate -> how often in a row its evaluation (under a scheduler: its current leg)
+        was handed out and the process that ran the run died before its result, or a new
+        epoch of it, was recorded (``kill -9``, the out-of-memory killer, a lost host; also a
+        SIGTERM, as mpirun ends the other ranks when one dies), for the candidates without a
+        result (``told``: also those told, whose later leg may be in flight). A stop that the
+        run survived to mark (Ctrl-C, an error) is not counted: see
+        :meth:`release_attempts`."""
         if self._version == 1 or "attempts" not in {row[0] for row in self._query(
                 "SELECT name FROM sqlite_master WHERE type='table'")}:
             return {}

@@ -271,8 +271,8 @@ class Journal(StartChecks, JournalExport):
         legs = list(legs)
         leg_rows = [leg_row(leg) for leg in legs]
         attempt_rows = [(number, now) for number in attempts]
-        # a leg that ended is an attempt its process survived: the count starts again
-        # (before this commit's hand-outs, which may be the candidate's next leg)
+        # a leg that ended is an attempt its process survived: the count starts again,
+        # before this commit's hand-outs, which may be the candidate's next leg
         survived = [(leg.candidate,) for leg in legs if leg.ended_event is not None]
         if not (candidate_rows or evaluation_rows or epoch_rows or leg_rows or attempt_rows):
             return
@@ -286,6 +286,11 @@ class Journal(StartChecks, JournalExport):
                 connection.executemany(
                     f"INSERT INTO evaluations ({', '.join(EVALUATION_COLUMNS)}) VALUES "
                     f"({', '.join('?' * len(EVALUATION_COLUMNS))})", evaluation_rows)
+                # a new epoch (not one reported again after a resume): its process survived
+                # the attempts before this one, which is still under way
+                progressed = [(row[0],) for row in epoch_rows if connection.execute(
+                    "SELECT 1 FROM epochs WHERE candidate = ? AND epoch = ?", row[:2]
+                ).fetchone() is None]
                 # an epoch trained again after a crash replaces the lost leg's row
                 connection.executemany(
                     "INSERT OR REPLACE INTO epochs (candidate, epoch, train_loss, valid_accuracy,"
@@ -296,6 +301,8 @@ class Journal(StartChecks, JournalExport):
                     f"({', '.join('?' * len(LEG_COLUMNS))})", leg_rows)
                 connection.executemany("UPDATE attempts SET count = 0 WHERE candidate = ?",
                                        survived)
+                connection.executemany("UPDATE attempts SET count = MIN(count, 1) WHERE "
+                                       "candidate = ?", progressed)
                 connection.executemany(
                     "INSERT INTO attempts (candidate, count, started) VALUES (?, 1, ?) ON "
                     "CONFLICT (candidate) DO UPDATE SET count = count + 1, started = "

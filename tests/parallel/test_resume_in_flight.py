@@ -202,3 +202,36 @@ def test_a_disk_that_fills_under_asha_stops_the_run_and_fails_no_candidate(tmp_p
         asha(disk / "r.db", resume=True)
         expected, actual = results(tmp_path / "whole.db"), results(disk / "r.db")
     assert actual[:2] == expected[:2]
+
+
+def test_a_candidate_killed_twice_is_given_up_only_when_it_made_no_progress(tmp_path):
+    """Two kills of the run in one candidate's training: with an epoch finished between them
+    (a preempted job) it goes on; killed twice in the same epoch (the out-of-memory killer)
+    it is recorded as failed, saying why, and the run goes on."""
+    whole, cut = tmp_path / "whole.db", tmp_path / "cut.db"
+    assert run(search(whole, "--budget", "3"), tmp_path / "whole.log")[0] == 0
+    for kill_after in (6, 7):        # candidate 1 in its third epoch, then in its fourth
+        assert run(search(cut, "--budget", "3"), tmp_path / "cut.log",
+                   kill_after=kill_after)[0] != 0
+        os.remove(tmp_path / "cut.log")
+        with open(tmp_path / "cut.log", "w") as log:   # the epochs the journal kept
+            with Journal(cut) as record:
+                log.writelines(f"0 {row['epoch']} x\n" for row in record.epochs())
+    code, output = run(["resume", str(cut)], tmp_path / "cut.log")
+    assert code == 0, output
+    assert results(cut)[:2] == results(whole)[:2]
+
+    stuck = tmp_path / "stuck.db"
+    for _ in range(2):               # killed in the third epoch of candidate 1, twice
+        code, _ = run(search(stuck, "--budget", "3") if not stuck.exists()
+                      else ["resume", str(stuck)], tmp_path / "stuck.log", kill_after=6)
+        assert code != 0
+        with open(tmp_path / "stuck.log", "w") as log:
+            with Journal(stuck) as record:
+                log.writelines(f"0 {row['epoch']} x\n" for row in record.epochs())
+    code, output = run(["resume", str(stuck)], tmp_path / "stuck.log")
+    assert code == 0, output
+    rows = results(stuck)[0]
+    assert rows[1]["status"] == "failed"
+    assert "killed (SIGKILL) 2 times in a row before it finished an epoch" in rows[1]["error"]
+    assert rows[0]["status"] == rows[2]["status"] == "ok"

@@ -58,3 +58,27 @@ def test_the_recorder_of_no_journal_drops_every_row():
     recorder.asked(0, 0, (1, 1), 0)
     recorder.handed_out(0)
     recorder.commit()                       # NoJournal has no record(): nothing may reach it
+
+
+def test_a_new_epoch_starts_the_count_of_kills_again_and_one_reported_again_does_not(tmp_path):
+    """A candidate in training when the run was killed twice is given up only if it finished
+    no epoch in between: a long candidate whose job is preempted twice goes on."""
+    from nord.journal import CandidateRecord, Journal, RunRecord
+
+    record = RunRecord(algorithm="random", parameters={}, seed=0, space={}, budget=5)
+    journal = Journal(tmp_path / "r.db")
+    journal.claim(record, journal.check_start(record))
+    try:
+        journal.record(candidates=[CandidateRecord(0, 0, (1, 2), 0)], attempts=[0])
+        assert journal.attempts() == {0: 1}
+        epoch = EpochRecord(1, 0.5, 0.9, 0.4, 1.0)
+        journal.record(attempts=[0])                           # killed once, handed out again
+        assert journal.attempts() == {0: 2}
+        epoch = EpochRecord(1, 0.5, 0.9, 0.4, 1.0)
+        journal.record(epochs=[(0, epoch, 0)])                 # it trained on: only this
+        assert journal.attempts() == {0: 1}                    # attempt, under way, counts
+        journal.record(attempts=[0])                           # killed, handed out again
+        journal.record(epochs=[(0, epoch, 0)])                 # epoch 1 reported again
+        assert journal.attempts() == {0: 2}                    # is no progress
+    finally:
+        journal.close()

@@ -30,18 +30,21 @@ logger = logging.getLogger(__name__)
 
 MAX_ATTEMPTS = 2
 """How often a candidate's evaluation may kill the run's process (the out-of-memory killer's
-SIGKILL) before a resume records it as failed instead of handing it out again."""
+SIGKILL) without finishing an epoch in between, before a resume records it as failed instead
+of handing it out again."""
 
 
 def killed_result(number: int, deaths: int) -> EvaluationResult:
     """The failed result of candidate ``number`` (or of its leg of training) whose evaluation
-    killed the run's process ``deaths`` times: it is not tried again."""
-    logger.warning("candidate %d killed the process that evaluated it %d times; it is "
-                   "recorded as failed and the run goes on", number, deaths)
+    killed the run's process ``deaths`` times in a row: it is not tried again."""
+    logger.warning("candidate %d killed the process that evaluated it %d times without "
+                   "finishing an epoch; it is recorded as failed and the run goes on", number,
+                   deaths)
     return EvaluationResult.failure(
-        f"the process evaluating it was killed (SIGKILL) {deaths} times, likely by the "
-        "out-of-memory killer: the network needs more memory than the machine has; it was "
-        "not tried again")
+        f"the process evaluating it was killed (SIGKILL) {deaths} times in a row before it "
+        "finished an epoch, likely by the out-of-memory killer: the network needs more memory "
+        "than the machine has; it was not tried again (kills of the whole run count too, "
+        "but an epoch finished between two kills starts the count again)")
 
 
 class Search:
