@@ -9,7 +9,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from nord.app.cli import RUN_FLAGS, add_run_flags  # noqa: E402
+from nord.app.commands.run import RUN_FLAGS, add_run_flags  # noqa: E402
 from nord.errors import NordError, RunInterrupted  # noqa: E402
 from nord.app.settings import RunConfig  # noqa: E402
 
@@ -17,7 +17,7 @@ from nord.app.settings import RunConfig  # noqa: E402
 SHARED_FLAGS = ("dataset", "data_root", "data_checksums", "valid_fraction", "population",
                 "generations", "epochs", "batch_size", "lr", "scheduler", "min_epochs",
                 "max_epochs", "eta", "mode", "threads", "device", "seed", "journal", "resume")
-"""``nord run`` flags every experiment takes, defined once in :mod:`nord.app.cli`."""
+"""``nord run`` flags every experiment takes, defined once in :mod:`nord.app.commands.run`."""
 
 PAPER = {"population": 10, "generations": 10}
 """The experiments' defaults that differ from nord run's on purpose: the paper's setting."""

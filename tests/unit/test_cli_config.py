@@ -6,7 +6,8 @@ import math
 import pytest
 
 from nord import __version__
-from nord.app.cli import RUN_FLAGS, build_parser, main
+from nord.app.cli import build_parser, main
+from nord.app.commands.run import RUN_FLAGS
 from nord.app.config_file import read_config, to_toml
 from nord.journal import Journal
 

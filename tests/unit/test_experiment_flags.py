@@ -1,11 +1,12 @@
-"""The experiments take `nord run`'s flags from nord.app.cli (one definition of each), with the
-paper's defaults where they differ on purpose."""
+"""The experiments take `nord run`'s flags from nord.app.commands.run (one definition of each),
+with the paper's defaults where they differ on purpose."""
 import argparse
 import importlib.util
 
 import pytest
 
-from nord.app.cli import add_run_flags, build_parser
+from nord.app.cli import build_parser
+from nord.app.commands.run import add_run_flags
 from nord.errors import ConfigurationError
 from tests.mpirun import REPO
 

@@ -1,0 +1,221 @@
+"""``nord compare``: search algorithms over many seeds on a tabular benchmark, by evaluations
+or in simulated time, single- or multi-objective.
+
+    nord compare --benchmark nasbench201 --dataset cifar10 --algorithms random,rea \\
+        --budget 100 --seeds 500 --json compare.json
+    nord compare --workers 8 --mode async --seeds 100 --report out/   # in simulated time
+"""
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+from typing import Any, Dict
+
+from nord.app.commands.flags import check_output, json_dict
+from nord.errors import ConfigurationError, RunInterrupted
+
+# Every other nord module is imported inside the command that needs it: `nord --help`,
+# `nord list` and a refused flag must answer without loading torch, sqlite or matplotlib.
+
+
+def _compare(args) -> int:
+    from nord.parallel import interruptible
+    with interruptible():   # between runs too, not only inside each seed's search
+        return _compare_in(args)
+
+
+def _compare_in(args) -> int:
+    from nord.checks import check_int
+    from nord.comparisons.compare import DEFAULT_BUDGET, run_comparison
+    from nord.comparisons.multiobjective import run_nsga2, write_nsga2_report
+    from nord.comparisons.anytime import write_anytime_plot
+
+    _check_comparison_flags(args)
+    # --processes 0 is the command's way to say None (one per CPU)
+    processes = check_int(args.processes, "--processes", 0,
+                          rule="an integer >= 0 (0: one per CPU)") or None
+    check_output(args.json, "--json", folder=False)
+    check_output(args.report, "--report", folder=True)
+    given = dict(dataset=args.dataset, seeds=args.seeds, base_seed=args.base_seed,
+                 processes=processes, max_latency_ms=args.max_latency_ms,
+                 latency_device=args.latency_device)
+    if args.multi_objective:
+        result = run_nsga2(budget=DEFAULT_BUDGET if args.budget is None else args.budget,
+                           **given, **_given(population_size=args.population,
+                                             objectives=args.objectives))
+        print(result.table())
+        if args.json:
+            print(f"saved: {result.save_json(args.json)}")
+        if args.report:
+            written = write_nsga2_report(args.report, dataset=result.dataset,
+                                         budget=result.budget, seed=result.base_seed,
+                                         population_size=result.population_size,
+                                         objectives=result.objectives, limit=result.limit)
+            print(f"report written: {written.page} (front next to the exact one: {written.figure})")
+        return 0
+
+    said = [time.monotonic()]
+
+    def progress(name, done, total):   # every tenth of the seeds, and at least every 10 s
+        if (done == total or done % max(1, total // 10) == 0
+                or time.monotonic() - said[0] >= 10):
+            said[0] = time.monotonic()
+            print(f"  {name}: {done}/{total} seeds", file=sys.stderr, flush=True)
+
+    result = run_comparison(budget=args.budget, progress=progress, simulation=_simulation(args),
+                            params=json_dict(args.params, "--params"),
+                            **given, **_given(algorithms=args.algorithms))
+    print(result.table())
+    if args.json:
+        print(f"saved: {result.save_json(args.json)}")
+    if result.interrupted is not None:
+        print(f"nord compare: interrupted by {result.interrupted}; the table"
+              f"{' and --json' if args.json else ''} hold the seeds that finished",
+              file=sys.stderr)
+        return RunInterrupted(result.interrupted).exit_code
+    if args.report:
+        folder = Path(args.report)
+        folder.mkdir(parents=True, exist_ok=True)
+        label = {"cifar10": "CIFAR-10", "cifar100": "CIFAR-100",
+                 "imagenet16": "ImageNet16-120"}[result.dataset]
+        simulation = result.simulation
+        figure = write_anytime_plot(
+            folder / "anytime.png", result.curves(),
+            f"{label}, {simulation.workers} workers ({simulation.mode}), {result.seeds} seeds: "
+            "mean ± std")
+        print(f"anytime curves: {figure}")
+    return 0
+
+
+def _given(**values) -> Dict[str, Any]:
+    """The keyword arguments of the flags given (not None): the library's defaults apply to
+    the others."""
+    return {key: value for key, value in values.items() if value is not None}
+
+
+_SIMULATION_FLAGS = ("time_budget", "mode", "signal", "noise", "overhead")
+
+
+def _check_comparison_flags(args) -> None:
+    """Refuse a flag that the comparison chosen by the flags has no parameter for.
+
+    --multi-objective runs ``run_nsga2`` and --workers gives ``run_comparison`` a
+    SimulatedSetting; a flag of the other comparison, or of a setting that is not built,
+    would be ignored. The values themselves are the library's to check.
+    """
+    if args.objectives is not None and not args.multi_objective:
+        raise ConfigurationError(
+            f"--objectives {args.objectives} sets what --multi-objective trades for accuracy; "
+            "add --multi-objective, or leave --objectives out (a single-objective comparison "
+            "maximises accuracy; --max-latency-ms with --latency-device constrains it)")
+    if args.multi_objective and args.workers is not None:
+        raise ConfigurationError(
+            f"--workers {args.workers} runs a comparison in simulated time, which "
+            "--multi-objective does not do (it counts --budget evaluations); leave one of them out")
+    if args.multi_objective and args.algorithms is not None:
+        raise ConfigurationError(
+            f"--algorithms {args.algorithms} chooses single-objective algorithms; "
+            "--multi-objective always runs pygmo's nsga2. Leave one of them out")
+    if args.params is not None and args.multi_objective:
+        raise ConfigurationError(
+            f"--params {args.params} sets algorithms of a single-objective comparison; "
+            "--multi-objective runs nsga2 with --population. Leave one of them out")
+    if args.population is not None and not args.multi_objective:
+        raise ConfigurationError(
+            f"--population {args.population} sets nsga2's population in a --multi-objective "
+            "run; the single-objective algorithms use their published settings. Add "
+            "--multi-objective, or leave --population out")
+    if args.report and args.workers is None and not args.multi_objective:
+        raise ConfigurationError(
+            "--report draws anytime curves of runs in simulated time (or, with "
+            "--multi-objective, a Pareto front); add --workers N, or --multi-objective")
+    given = [f"--{name.replace('_', '-')}" for name in _SIMULATION_FLAGS
+             if getattr(args, name) is not None]
+    if given and args.workers is None:
+        raise ConfigurationError(
+            f"{', '.join(given)} set{'s' if len(given) == 1 else ''} up a comparison in "
+            "simulated time, which needs --workers N (the simulated GPUs), e.g. --workers 8")
+
+
+def _simulation(args):
+    """The SimulatedSetting of the flags (``run_comparison`` checks it), or None without
+    --workers."""
+    from nord.comparisons.anytime import SimulatedSetting
+    if args.workers is None:
+        return None
+    return SimulatedSetting.for_dataset(args.dataset, **_given(
+        workers=args.workers, time_budget=args.time_budget, mode=args.mode, signal=args.signal,
+        noise=args.noise, overhead=args.overhead))
+
+
+def register(commands) -> None:
+    """Add ``nord compare`` to the ``nord`` command's subcommands."""
+    from nord.search.algorithms.registry import ALGORITHMS
+    from nord.benchmarks.nasbench201.costs import DEVICES
+    names = "; ".join(f"{entry.label}: {entry.description}" for entry in ALGORITHMS.entries())
+    compare = commands.add_parser(
+        "compare", help="compare search algorithms over many seeds on a tabular benchmark",
+        description="Each algorithm runs --seeds times with --budget evaluations; the table "
+                    "gives the mean and standard deviation of the 200-epoch test accuracy of "
+                    "the architecture it returns (the one with the best 12-epoch validation "
+                    "accuracy, the only signal it sees).")
+    compare.add_argument("--benchmark", default="nasbench201", choices=["nasbench201"],
+                         help="the tabular benchmark")
+    compare.add_argument("--dataset", default="cifar10", metavar="NAME",
+                         help="cifar10 (also cifar10-valid), cifar100, imagenet16 (also "
+                              "ImageNet16-120)")
+    compare.add_argument("--algorithms", default=None,
+                         help=f"comma-separated: {names} (default: random,rea; not with "
+                              "--multi-objective, which runs nsga2)")
+    compare.add_argument("--params", default=None, metavar="JSON",
+                         help="settings of algorithms compared, keyed by algorithm, e.g. "
+                              "'{\"rea\": {\"population_size\": 20}}' (default: each "
+                              "algorithm's own, as in nord run --params)")
+    compare.add_argument("--budget", type=int, default=None,
+                         help="evaluations per run (default: 100; not with --workers, whose "
+                              "budget is --time-budget)")
+    compare.add_argument("--seeds", type=int, default=100, help="runs per algorithm")
+    compare.add_argument("--base-seed", type=int, default=0, metavar="SEED",
+                         help="the first seed; runs use SEED..SEED+SEEDS-1")
+    compare.add_argument("--processes", type=int, default=1, help="worker processes (0: one per CPU)")
+    compare.add_argument("--json", default=None, metavar="FILE",
+                         help="save the table and every run's values")
+    compare.add_argument("--multi-objective", action="store_true",
+                         help="pygmo's nsga2 on accuracy against a cost (--objectives): "
+                              "hypervolume per seed, next to the exact front's")
+    compare.add_argument("--objectives", default=None, metavar="accuracy,COST",
+                         help="(nsga2) accuracy,parameters (default) or accuracy,latency:DEVICE "
+                              "with DEVICE one of " + ", ".join(DEVICES))
+    compare.add_argument("--max-latency-ms", type=float, default=None, metavar="MS",
+                         help="cells slower than MS milliseconds are failed evaluations (any "
+                              "algorithm; device: --latency-device, or the latency objective's)")
+    compare.add_argument("--latency-device", default=None, metavar="DEVICE",
+                         help="the device of --max-latency-ms")
+    compare.add_argument("--population", type=int, default=None, help="(nsga2) population size")
+    compare.add_argument("--report", default=None, metavar="DIR",
+                         help="folder for anytime curves (with --workers: anytime.png) or, with "
+                              "--multi-objective, one run's front next to the exact one")
+    simulated = compare.add_argument_group(
+        "simulated time",
+        "With --workers N, each run has a budget of simulated seconds on N GPUs instead of "
+        "--budget evaluations; an evaluation costs the training time behind its signal "
+        "(valid12: 12/200 of the 200-epoch time, an approximation; valid200: all of it). "
+        "The table adds evaluations done, simulated time and worker utilisation.")
+    simulated.add_argument("--workers", type=int, default=None, metavar="N",
+                           help="simulated GPUs (turns simulated time on)")
+    simulated.add_argument("--time-budget", type=float, default=None, metavar="S",
+                           help="simulated seconds per run (default, from NATS-Bench: 20,000 "
+                                "cifar10, 40,000 cifar100, 120,000 imagenet16)")
+    simulated.add_argument("--mode", choices=["sync", "async"], default=None,
+                           help="sync: each generation waits for its slowest network; async: a "
+                                "free worker gets the next candidate at once (default async)")
+    simulated.add_argument("--signal", choices=["valid12", "valid200"], default=None,
+                           help="search signal: 12-epoch (default) or 200-epoch validation "
+                                "accuracy (seed mean)")
+    simulated.add_argument("--noise", choices=["seed"], default=None,
+                           help="seed: each evaluation answers with one training seed's "
+                                "accuracy (NATS-Bench protocol; needs --signal valid200)")
+    simulated.add_argument("--overhead", type=float, default=None, metavar="S",
+                           help="seconds added to every evaluation (default 0)")
+    compare.set_defaults(handler=_compare)

@@ -1,0 +1,51 @@
+"""``nord list``: the runs journaled in files or folders, one line each.
+
+    nord list runs/
+"""
+from __future__ import annotations
+
+import datetime
+import os
+import sys
+
+# Every other nord module is imported inside the command that needs it: `nord --help`,
+# `nord list` and a refused flag must answer without loading torch, sqlite or matplotlib.
+
+
+def _list(args) -> int:
+    from nord.app.search_progress import resumed_line
+    from nord.journal import list_runs
+    runs, skipped = list_runs(args.paths)
+    named = {os.path.realpath(path) for path in args.paths if os.path.isfile(path)}
+    status = 0
+    for path, reason in skipped:   # a file named on its own that is no journal is an error
+        if os.path.realpath(path) in named:
+            status = 2
+            print(f"nord list: {reason}", file=sys.stderr)
+        else:
+            print(f"skipped {path}: {reason}", file=sys.stderr)
+    if not runs:
+        if not status:
+            print(f"no run journals in {', '.join(args.paths)}")
+        return status
+    width = max(len("journal"), *(len(str(run["path"])) for run in runs))
+    print(f"{'journal':{width}s} {'algorithm':22s} {'state':11s} {'evals':>9s} {'failed':>6s} "
+          f"{'best':>7s}  created")
+    for run in runs:
+        created = datetime.datetime.fromtimestamp(run["created"]).strftime("%Y-%m-%d %H:%M")
+        best = run["best_accuracy"]
+        best = None if best is None or best != best else best  # no successful evaluation yet
+        print(f"{str(run['path']):{width}s} {run['algorithm']:22s} {run['state']:11s} "
+              f"{run['evaluations']:>4d}/{run['budget'] or '?':<4} {run['failed']:>6d} "
+              f"{'-' if best is None else format(best, '.4f'):>7s}  {created}")
+        if run["resumed"]:
+            print(f"  {resumed_line(run['resumed'])}")
+    return status
+
+
+def register(commands) -> None:
+    """Add ``nord list`` to the ``nord`` command's subcommands."""
+    listing = commands.add_parser("list", help="the runs journaled in files or folders")
+    listing.add_argument("paths", nargs="*", default=["runs"],
+                         help="journals, or folders searched with their sub-folders (default: runs)")
+    listing.set_defaults(handler=_list)

@@ -1,0 +1,251 @@
+"""``nord run``: one flag per RunConfig field, a --config file beneath them, and the run.
+
+    nord run --algorithm regularized_evolution --budget 50 --journal runs/rea.db
+    nord run --config run.toml --journal runs/b.db        # flags override the file
+    mpirun -np 3 nord run --evaluation distributed --mode async --journal runs/async.db
+
+``RUN_FLAGS`` and ``add_run_flags`` give scripts that build runs (experiments/) the same flags.
+"""
+from __future__ import annotations
+
+import argparse
+import re
+from typing import Any, Dict, Mapping, Optional, Sequence
+
+from nord.app.commands.flags import json_dict
+from nord.errors import ConfigurationError
+
+# Every other nord module is imported inside the command that needs it: `nord --help`,
+# `nord list` and a refused flag must answer without loading torch, sqlite or matplotlib.
+
+
+# --- nord run: one flag per RunConfig field ------------------------------------------------------
+# (field, flag, type, help). The help says what the setting is; the default is added from
+# RunConfig, so the two never disagree. Flags left out of the command line are not in the
+# parsed arguments at all, so a --config file can set them.
+RUN_FLAGS = (
+    ("algorithm", "--algorithm", str, "the search algorithm: {algorithms}"),
+    ("algorithm_params", "--params", "json",
+     "the algorithm's settings as a JSON object, e.g. '{{\"sample_size\": 5}}' (default: "
+     "the algorithm's own)"),
+    ("space", "--space", str, "the search space: conv (the paper's convolutional layers) or "
+                               "nasbench201 (the benchmark's cells, looked up in its table)"),
+    ("space_params", "--space-params", "json",
+     "the space's settings as a JSON object, e.g. '{{\"layers\": 3}}' (default: the "
+     "space's own)"),
+    ("evaluation", "--evaluation", str,
+     "how candidates are evaluated: local (one process per network), data-parallel (all ranks "
+     "train each network), distributed (groups of --group-size ranks train networks side by "
+     "side), benchmark (NAS-Bench-201 look-ups), zero-cost (untrained networks scored by "
+     "--proxy) (default: local; benchmark for --space nasbench201)"),
+    ("proxy", "--proxy", str,
+     "(zero-cost) the proxy scoring each untrained network: synflow, snip, grasp, fisher, "
+     "grad_norm, jacov, nwot, params, flops (default: synflow)"),
+    ("dataset", "--dataset", str,
+     "digits (built in), mnist, fashion-mnist, cifar10; for nasbench201: cifar10, cifar100, "
+     "imagenet16 (also ImageNet16-120) (default: digits; cifar10 for nasbench201)"),
+    ("data_root", "--data-root", str,
+     "folder of the data set's files (default: $NORD_DATA_ROOT, else ~/.cache/nord/data)"),
+    ("data_checksums", "--data-checksums", str,
+     "MD5s to check the data set's files against instead of the official ones, for files "
+     "from a mirror that differ ('<md5>  <file name>' lines, the file given to 'nord data "
+     "download --checksums') (default: the official MD5s)"),
+    ("valid_fraction", "--valid-fraction", float,
+     "share of the training split held out (stratified) as the validation split the search "
+     "sees, where the data set has no official one; 0 selects on test data (warned)"),
+    ("epochs", "--epochs", int, "training epochs of each candidate (without --scheduler)"),
+    ("batch_size", "--batch-size", int, "training mini-batch per rank, in samples"),
+    ("lr", "--lr", float, "learning rate"),
+    ("optimizer", "--optimizer", str, "adam, adamw, sgd or rmsprop"),
+    ("max_params", "--max-params", int,
+     "refuse networks with more trainable parameters, as failed evaluations, before they are "
+     "allocated (default: no limit; a network that would not fit the free memory of its GPU "
+     "or host is refused either way)"),
+    ("scheduler", "--scheduler", str,
+     "stop poor candidates early: asha (async mode), sha (sync), hyperband, median "
+     "(default: none, every candidate trains --epochs)"),
+    ("min_epochs", "--min-epochs", int,
+     "(scheduler) epochs before a candidate is first judged (default: 1)"),
+    ("max_epochs", "--max-epochs", int,
+     "(scheduler) epochs a candidate trains at most (default: --epochs)"),
+    ("eta", "--eta", int,
+     "(scheduler) each rung keeps the best 1/eta; rungs are eta times apart (default: 3)"),
+    ("budget", "--budget", int,
+     "evaluations in the run, reused and failed ones included (default: what the algorithm "
+     "asks for, else 100)"),
+    ("time_budget", "--time-budget", str,
+     "the run's running time, its resumed sessions included, after which no candidate starts: "
+     "90s, 30m, 8h or 1.5d; candidates in training finish (default: none)"),
+    ("target", "--target", float,
+     "a search-signal accuracy that ends the run once a candidate reaches it (default: none)"),
+    ("mode", "--mode", str,
+     "sync (generations: results told in candidate order) or async (steady state: no worker "
+     "waits)"),
+    ("group_size", "--group-size", int,
+     "ranks training one network, for --evaluation distributed (default: 1)"),
+    ("backend", "--backend", str, "data-parallel training with horovod or torch (auto: Horovod "
+                                   "when it is installed)"),
+    ("device", "--device", str, "auto (CUDA when available), cpu, cuda or cuda:N"),
+    ("threads", "--threads", int, "torch CPU threads per rank (default: torch's choice)"),
+    ("worker_processes", "--workers", int,
+     "worker processes on this machine evaluating side by side, several per GPU allowed; not "
+     "with mpirun; at most one per CPU and 16 per GPU (default: evaluate in this process)"),
+    ("mps", "--mps", str,
+     "how workers share a GPU: auto (CUDA MPS when installed or running), on (MPS or "
+     "refuse), off (time-slicing)"),
+    ("seed", "--seed", int, "seeds the algorithm and every candidate's training"),
+    ("max_attempts", "--max-attempts", int,
+     "how often one candidate's evaluation may kill the run's process (e.g. the out-of-memory "
+     "killer's SIGKILL) before a resume records it as failed instead of trying it again"),
+    ("checkpoint_every", "--checkpoint-every", int,
+     "epochs between the checkpoints of each candidate in training, beside the journal: a "
+     "resumed run goes on from them and trains no epoch twice; 0: none (default: 1)"),
+    ("journal", "--journal", str,
+     "the run's SQLite journal (default: runs/<algorithm>-<date>-<time>.db)"),
+    ("plugins", "--plugin", "list",
+     "modules to import first, comma-separated: they register your own algorithm, space, "
+     "data set or scheduler (recorded: a resume imports them too) (default: none)"),
+    ("callbacks", "--callbacks", "list",
+     "training callbacks whose scalars each epoch records, comma-separated: grad_norm "
+     "(gradient norm per layer), weight_norm (weight norm per layer), dead_relu (share of "
+     "dead ReLU units) (default: none)"),
+)
+
+_METAVARS = {"json": "JSON", "list": "NAMES", int: "N", float: "X", str: "NAME", "data_root": "DIR",
+             "data_checksums": "FILE",
+             "journal": "FILE", "device": "DEVICE", "lr": "RATE", "valid_fraction": "FRACTION",
+             "time_budget": "DURATION", "target": "ACCURACY"}
+
+
+def _flag_help(name: str, text: str) -> str:
+    from dataclasses import MISSING, fields
+
+    from nord.app.settings import RunConfig
+    if "(default" in text:
+        return text
+    field = next(f for f in fields(RunConfig) if f.name == name)
+    default = field.default if field.default is not MISSING else field.default_factory()
+    if default is None or default == {}:
+        return text
+    return f"{text} (default: {default})"
+
+
+ALGORITHM_FLAGS = (
+    ("population", "population_size",
+     "population size of evolutionary algorithms (a shortcut into --params; default: the "
+     "algorithm's)"),
+    ("generations", "generations",
+     "generations after the initial population, for pygmo's algorithms (default: as many as "
+     "--budget allows; nord's genetic runs until the budget is spent)"),
+)
+"""``nord run`` flags that set an entry of ``algorithm_params``: (flag, key, help)."""
+
+
+def run_arguments():
+    """Every ``nord run`` flag but --config, in the order of its help: (name, flag, the
+    options of ``add_argument``), where name is the RunConfig field, the ALGORITHM_FLAGS
+    shortcut, or 'resume'."""
+    from nord.search.algorithms.registry import ALGORITHMS
+    algorithms = "; ".join(ALGORITHMS.choices())
+    for name, flag, kind, text in RUN_FLAGS:
+        yield name, flag, dict(type=str if kind in ("json", "list") else kind,
+                               metavar=_METAVARS.get(name) or _METAVARS[kind],
+                               help=_flag_help(name, text.format(algorithms=algorithms)))
+        if name == "algorithm_params":
+            for shortcut, _, text in ALGORITHM_FLAGS:
+                yield shortcut, f"--{shortcut}", dict(type=int, metavar="N", help=text)
+    yield "resume", "--resume", dict(action="store_true",
+                                     help="continue the run in --journal (which must hold one)")
+
+
+def add_run_flags(parser: argparse.ArgumentParser, names: Sequence[str],
+                  defaults: Optional[Mapping[str, Any]] = None) -> None:
+    """Add ``nord run`` flags to ``parser``, with their help, for scripts that build runs
+    (experiments/).
+
+    Args:
+        parser: the script's parser.
+        names: the flags' RunConfig fields (``RUN_FLAGS``), ``population``, ``generations``
+            (``ALGORITHM_FLAGS``) or ``resume``; each is the flag's ``dest``.
+        defaults: the script's own default of a flag, where it differs from nord run's on
+            purpose; its help says it. Every other flag defaults to None (False for
+            --resume): RunConfig's default.
+
+    Raises:
+        ConfigurationError: a name that is no ``nord run`` flag, listing those that are.
+    """
+    defaults = dict(defaults or {})
+    known = {name: (flag, options) for name, flag, options in run_arguments()}
+    unknown = [name for name in [*names, *defaults] if name not in known]
+    if unknown:
+        raise ConfigurationError(f"no 'nord run' flag has the name {unknown[0]!r}; the names "
+                                 f"are {', '.join(known)}")
+    for name in names:
+        flag, options = known[name]
+        if name in defaults:
+            value = defaults[name]
+            text = options["help"]
+            options["help"] = (re.sub(r"default: [^;)]*", lambda _: f"default: {value}", text,
+                                      count=1) if "default: " in text
+                               else f"{text} (default: {value})")
+        default = defaults.get(name, False if options.get("action") == "store_true" else None)
+        parser.add_argument(flag, dest=name, default=default, **options)
+
+
+def _run_config(args):
+    """The RunConfig of ``nord run``: RunConfig's defaults (with --resume and no --config:
+    the journal's settings, as ``nord resume`` takes them), then the --config file, then the
+    flags given."""
+    from dataclasses import fields
+
+    from nord.app.config_file import read_config
+    from nord.app.runner import stored_config
+    from nord.app.settings import RunConfig
+    known = [f.name for f in fields(RunConfig)]
+    values: Dict[str, Any] = {}
+    given = vars(args)
+    if given.get("resume") and given.get("journal") and not getattr(args, "config", None):
+        values.update(stored_config(given["journal"]).to_dict())   # flags given still differ
+    if getattr(args, "config", None):
+        values.update(read_config(args.config, known, moved={
+            flag: f"algorithm_params.{key}" for flag, key, _ in ALGORITHM_FLAGS}))
+        overridden = {name for name, flag, _, _ in RUN_FLAGS
+                      if flag.lstrip("-").replace("-", "_") in given}
+        try:   # a bad value in the file is named with the file's path
+            RunConfig(**{key: value for key, value in values.items() if key not in overridden})
+        except ConfigurationError as error:
+            raise ConfigurationError(f"{args.config}: {error}") from None
+    for name, flag, kind, _ in RUN_FLAGS:
+        key = flag.lstrip("-").replace("-", "_")
+        if key not in given:
+            continue
+        value = given[key]
+        if kind == "json":
+            value = {**values.get(name, {}), **json_dict(value, flag)}
+        values[name] = value
+    for flag, key, _ in ALGORITHM_FLAGS:
+        if flag in given:
+            values["algorithm_params"] = {**values.get("algorithm_params", {}),
+                                          key: given[flag]}
+    return RunConfig(**values)
+
+
+def _run_command(args) -> int:
+    from nord.app.runner import run
+    run(_run_config(args), resume=getattr(args, "resume", False))
+    return 0
+
+
+def register(commands) -> None:
+    """Add ``nord run`` to the ``nord`` command's subcommands."""
+    run = commands.add_parser(
+        "run", help="run a search (under mpirun: on every rank)",
+        description="Run a search. Every setting has a flag; --config FILE sets any of them "
+                    "from a TOML file (keys: the flag names with underscores; "
+                    "algorithm_params for --params), and flags given here override the file.",
+        argument_default=argparse.SUPPRESS)
+    run.add_argument("--config", metavar="FILE",
+                     help="a TOML file of settings, e.g. from 'nord config RUN.db'")
+    for _, flag, options in run_arguments():
+        run.add_argument(flag, **options)
+    run.set_defaults(handler=_run_command)
