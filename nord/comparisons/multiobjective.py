@@ -440,7 +440,8 @@ def write_nsga2_report(out_dir: Union[str, os.PathLike], dataset: str = "cifar10
     else:
         page = write_report([journal_path], out, title=title, fmt=fmt, pareto=False,
                             best_count=1)
-    figure = plot_front_against_exact(out / "front_vs_exact.png", spec.name, indices, front,
-                                      exact, reference, costs=objective.values(spec.name),
-                                      cost_label=objective.label)
+    figure = plot_front_against_exact(
+        out / "front_vs_exact.png", spec.name, indices, front, exact, reference,
+        costs=objective.values(spec.name),
+        accuracies=load_table().arrays(spec.name).reported_accuracy, cost_label=objective.label)
     return NSGA2Report(page, figure, journal_path, front.hypervolume, exact.hypervolume, front)
