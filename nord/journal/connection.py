@@ -193,4 +193,3 @@ def read_only(path: Path) -> bool:
     except (OSError, AttributeError):   # AttributeError: no statvfs (Windows)
         pass
     return not (os.access(path, os.W_OK) and os.access(path.parent, os.W_OK))
-
