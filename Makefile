@@ -1,9 +1,14 @@
 # The two commands: `make demo` runs the main job, `make test` runs the whole test suite.
 # Both set up a fresh machine first (Open MPI, .venv, torch, nord, Horovod); set-up is
-# idempotent and skips what is already there.
+# idempotent and skips what is already there. `make test-fast` is the inner loop: the
+# in-process tests only (no subprocess, no mpirun; tests/conftest.py keeps the markers true).
 PYTHON ?= .venv/bin/python
+# pytest-xdist workers; a module's tests stay on one worker (they share its fixtures: SLURM
+# daemons, network namespaces, mpirun jobs)
+WORKERS ?= 2
+FAST = -m "not processes and not slow and not exhaustive"
 
-.PHONY: setup demo test test-unit test-parallel bench clean
+.PHONY: setup demo test test-fast test-unit test-parallel bench clean
 
 setup:
 	bash scripts/setup.sh
@@ -12,13 +17,16 @@ demo: setup
 	bash scripts/demo.sh
 
 test: setup
-	$(PYTHON) -m pytest tests
+	$(PYTHON) -m pytest tests -n $(WORKERS) --dist loadscope
+
+test-fast: setup
+	$(PYTHON) -m pytest tests $(FAST) -n $(WORKERS)
 
 test-unit: setup
-	$(PYTHON) -m pytest tests/unit
+	$(PYTHON) -m pytest tests/unit -n $(WORKERS) --dist loadscope
 
 test-parallel: setup
-	$(PYTHON) -m pytest tests/parallel
+	$(PYTHON) -m pytest tests/parallel -n $(WORKERS) --dist loadscope
 
 bench: setup
 	$(PYTHON) bench/local_evaluator.py

@@ -19,7 +19,7 @@ setup(
         "pygmo": ["pygmo>=2.19"],
         "optuna": ["optuna>=4.0", "cmaes>=0.10"],   # cmaes: Optuna's CMA-ES sampler
         "all": ["mpi4py>=3.1", "pygmo>=2.19", "optuna>=4.0", "cmaes>=0.10"],
-        "test": ["pytest>=7", "hypothesis>=6", "pytest-timeout>=2", "networkx>=2.6"],
+        "test": ["pytest>=7", "hypothesis>=6", "pytest-timeout>=2", "pytest-xdist>=3.5", "networkx>=2.6"],
     },
     # Plug-ins: a registry that misses a name loads its group once (nord/registry.py), so the
     # generic catalogues find the benchmark without naming it. Other packages add theirs to

@@ -104,7 +104,7 @@ fi
 say "torch: $("$PY" -c "import torch; print(torch.__version__, 'CUDA', torch.version.cuda or 'none', '| GPUs seen:', torch.cuda.device_count())")"
 
 # 5. nord itself, editable, with every optional dependency and the test tools.
-if ! "$PY" -c "import nord, mpi4py, pygmo, optuna, pytest, hypothesis, matplotlib, sklearn" 2>/dev/null \
+if ! "$PY" -c "import nord, mpi4py, pygmo, optuna, pytest, xdist, hypothesis, matplotlib, sklearn" 2>/dev/null \
    || [ setup.py -nt "$VENV/.nord-installed" ]; then
     say "installing nord and its dependencies"
     pip_install -e ".[all,test]"

@@ -8,9 +8,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.mpi   # the benchmark starts mpirun itself
 def test_the_dispatch_benchmark_measures_both_modes_on_two_workers(tmp_path):
     out = tmp_path / "figures.json"
     done = subprocess.run(

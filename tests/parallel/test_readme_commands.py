@@ -76,6 +76,7 @@ def test_every_readme_line_is_run_here_or_by_a_named_test():
 
 
 @requires_mpirun
+@pytest.mark.mpi
 def test_the_readme_lines_run_as_written_at_smoke_size(tmp_path):
     env = dict(os.environ, PATH=f"{REPO / '.venv' / 'bin'}:{os.environ['PATH']}",
                PYTHONPATH=str(REPO), OMP_NUM_THREADS="1")

@@ -24,7 +24,7 @@ PROGRAM = REPO / "tests" / "parallel" / "programs" / "search_run.py"
 BUDGET = 24
 NO_TIMES_OR_RANKS = ("started", "ended", "train_time", "eval_time", "worker_rank", "told_before")
 
-pytestmark = [requires_mpirun, pytest.mark.timeout(300)]
+pytestmark = [requires_mpirun, pytest.mark.mpi, pytest.mark.timeout(300)]
 
 
 def search(tmp, np, *options, budget=BUDGET, timeout=120):
@@ -235,7 +235,6 @@ def test_a_refused_resume_ends_the_job_without_a_hang(tmp_path):
         assert journal.state() == "finished" and journal.metadata()["resumed"] == 0
 
 
-@pytest.mark.mpi
 def test_groups_that_do_not_divide_the_training_ranks_are_refused_before_any_work(tmp_path):
     """-np 4 keeps rank 0 for dispatch: 3 training ranks do not split into groups of 2."""
     run = run_mpi(["-m", "nord", "run", "--evaluation", "distributed", "--group-size", "2",
@@ -248,7 +247,6 @@ def test_groups_that_do_not_divide_the_training_ranks_are_refused_before_any_wor
     assert not (tmp_path / "run.db").exists()
 
 
-@pytest.mark.mpi
 def test_a_data_parallel_run_resumed_without_mpirun_says_how_to_launch_it(tmp_path):
     journal = tmp_path / "run.db"
     run = run_mpi(["-m", "nord", "run", "--evaluation", "data-parallel", "--budget", "1",

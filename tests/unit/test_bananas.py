@@ -397,6 +397,7 @@ def test_nord_run_and_compare_take_it_and_its_refusals(tmp_path, capsys):
     assert "bananas" in capsys.readouterr().out
 
 
+@pytest.mark.processes
 @pytest.mark.slow
 @pytest.mark.timeout(180)
 def test_kill_9_then_nord_resume_gives_the_uninterrupted_journal(tmp_path):

@@ -8,6 +8,8 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 
+pytestmark = pytest.mark.processes   # each test runs bench/asha.py in its own interpreter
+
 
 @pytest.fixture(scope="module")
 def quick(tmp_path_factory):

@@ -336,6 +336,7 @@ def _what_was_measured(journal):
         return rows, legs, record.state()
 
 
+@pytest.mark.processes
 @pytest.mark.slow
 @pytest.mark.timeout(240)
 def test_real_training_killed_with_sigkill_resumes_to_the_uninterrupted_journal(tmp_path):

@@ -175,6 +175,7 @@ def test_selecting_on_test_data_is_warned_and_journaled(tmp_path, capsys):
 
 
 # --- start-up: a bad argument is answered before anything heavy is imported -----------------
+@pytest.mark.processes
 @pytest.mark.parametrize("argv", [
     ["run", "--budget", "-1"], ["run", "--dataset", "cifar11"], ["run", "--algorithm", "nope"],
     ["run", "--scheduler", "asha", "--min-epochs", "9", "--max-epochs", "3"],

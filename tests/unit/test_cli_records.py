@@ -45,6 +45,7 @@ def wait_for(journal, evaluations, process, timeout=90):
         time.sleep(0.05)
 
 
+@pytest.mark.processes
 @pytest.mark.parametrize("signal_number", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP])
 def test_a_signal_ends_the_run_cleanly_and_resume_finishes_it(tmp_path, signal_number):
     journal = tmp_path / "run.db"
@@ -69,6 +70,7 @@ def test_a_signal_ends_the_run_cleanly_and_resume_finishes_it(tmp_path, signal_n
         [{k: r[k] for k in keep} for r in before])
 
 
+@pytest.mark.processes
 def test_resume_of_a_run_being_written_is_refused_at_once_naming_the_writer(tmp_path):
     journal = tmp_path / "run.db"
     process = start(*SLOW_RUN, "--journal", journal)
@@ -90,6 +92,7 @@ def test_resume_of_a_run_being_written_is_refused_at_once_naming_the_writer(tmp_
         process.communicate(timeout=60)
 
 
+@pytest.mark.processes
 def test_a_new_run_over_a_finished_journal_is_refused_in_one_line_without_a_change(tmp_path):
     journal = tmp_path / "run.db"
     assert nord("run", "--space", "nasbench201", "--budget", 5, "--journal", journal).returncode == 0
@@ -100,6 +103,7 @@ def test_a_new_run_over_a_finished_journal_is_refused_in_one_line_without_a_chan
     assert journal.read_bytes() == before
 
 
+@pytest.mark.processes
 def test_resume_of_a_journal_that_does_not_exist_is_refused(tmp_path):
     typo = tmp_path / "typo.db"
     refused = nord("run", "--space", "nasbench201", "--budget", 5, "--journal", typo, "--resume")
@@ -107,6 +111,7 @@ def test_resume_of_a_journal_that_does_not_exist_is_refused(tmp_path):
     assert not typo.exists()
 
 
+@pytest.mark.processes
 def test_a_run_without_a_journal_writes_one_to_a_path_it_prints(tmp_path):
     done = nord("run", "--space", "nasbench201", "--algorithm", "rea", "--budget", 5, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
@@ -115,6 +120,7 @@ def test_a_run_without_a_journal_writes_one_to_a_path_it_prints(tmp_path):
     assert f"journal: {Path('runs') / written[0].name}" in done.stdout
 
 
+@pytest.mark.processes
 def test_export_copies_a_live_run(tmp_path):
     journal = tmp_path / "run.db"
     process = start(*SLOW_RUN, "--journal", journal)
@@ -134,6 +140,7 @@ def test_export_copies_a_live_run(tmp_path):
         process.communicate(timeout=60)
 
 
+@pytest.mark.processes
 def test_list_and_report_skip_a_damaged_journal_with_a_note(tmp_path):
     runs = tmp_path / "runs"
     for name in ("good", "deeper/other"):
@@ -196,6 +203,7 @@ def test_compare_stopped_between_two_runs_says_so_too(monkeypatch, capsys):
     assert err.startswith("nord compare: interrupted by SIGINT; nothing was printed or saved")
 
 
+@pytest.mark.processes
 def test_compare_stopped_by_ctrl_c_prints_and_saves_the_seeds_that_finished(tmp_path):
     """Progress comes in steps of at most 25 seeds; Ctrl-C after some of them keeps them."""
     process = subprocess.Popen(
@@ -219,6 +227,7 @@ def test_compare_stopped_by_ctrl_c_prints_and_saves_the_seeds_that_finished(tmp_
     assert saved["interrupted"] == "SIGINT" and said <= finished < 20000 and finished % 25 == 0
 
 
+@pytest.mark.processes
 def test_a_journal_on_a_read_only_file_system_is_read_and_refuses_a_resume(tmp_path, capsys):
     """Reading commands open the file read-only and work; resume says the file is read-only."""
     with tmpfs(tmp_path / "disk", "size=4m") as disk:
@@ -245,6 +254,7 @@ def test_a_journal_on_a_read_only_file_system_is_read_and_refuses_a_resume(tmp_p
         assert {name: (disk / name).read_bytes() for name in os.listdir(disk)} == before
 
 
+@pytest.mark.processes
 @pytest.mark.parametrize("command", [["list"], ["data", "list"]])
 def test_a_listing_whose_reader_goes_away_ends_quietly(tmp_path, command):
     """`nord list runs | head -2`: no 'Broken pipe' error, the status a shell gives SIGPIPE."""
@@ -300,6 +310,7 @@ class CoinSearch(RandomSearch):
 '''
 
 
+@pytest.mark.processes
 def test_a_plugin_module_given_to_nord_run_is_recorded_and_imported_again(tmp_path):
     """--plugin imports the user's code; resume and config import it from the journal; a
     journal whose plug-in cannot be imported still shows its settings."""
@@ -332,6 +343,7 @@ def test_a_plugin_module_given_to_nord_run_is_recorded_and_imported_again(tmp_pa
     assert done.returncode == 2 and "--plugin" in done.stderr
 
 
+@pytest.mark.processes
 @pytest.mark.slow
 def test_ctrl_c_stops_the_deepest_conv_space_while_it_trains(tmp_path):
     """The deepest chain ConvSpace builds is slow to train: Ctrl-C still ends it at once."""

@@ -146,6 +146,7 @@ def test_run_search_with_the_benchmark_journals_and_reports(tmp_path):
 
 
 # --- the comparison ---------------------------------------------------------------------------
+@pytest.mark.processes
 def test_seeds_give_the_same_results_whatever_the_number_of_processes():
     one = run_comparison("cifar10", ("random", "rea"), budget=30, seeds=6, processes=1)
     two = run_comparison("cifar10", ("random", "rea"), budget=30, seeds=6, processes=2)
@@ -180,6 +181,7 @@ def test_json_round_trip(tmp_path):
     assert loaded.table() == result.table()
 
 
+@pytest.mark.processes
 def test_settings_given_per_algorithm_change_its_runs_and_are_kept(tmp_path):
     settings = {"population_size": 20, "sample_size": 5}
     result = run_comparison("cifar10", ("random", "rea"), budget=40, seeds=3, processes=2,

@@ -344,6 +344,7 @@ def test_a_root_inside_a_file_is_refused(tmp_path, capsys):
     assert "cannot write" in one_line_error(err) and "--root DIR" in err
 
 
+@pytest.mark.processes
 def test_a_read_only_root_is_refused(tmp_path, capsys):
     folder, sums = serve_mnist(tmp_path)
     with tmpfs(tmp_path / "read-only", "ro") as root, FileServer(folder) as server:
@@ -353,6 +354,7 @@ def test_a_read_only_root_is_refused(tmp_path, capsys):
     assert "Read-only file system" in one_line_error(err) and "--root DIR" in err
 
 
+@pytest.mark.processes
 def test_a_full_disk_is_a_clear_error(tmp_path, capsys):
     folder, sums = serve_cifar(tmp_path)
     (folder / "cifar-10-python.tar.gz").write_bytes(os.urandom(200_000))
@@ -376,6 +378,7 @@ def test_a_checksums_file_must_cover_every_file(tmp_path, capsys):
     assert code == 2 and f"gives no checksum for {IDX_NAMES[3]}" in one_line_error(err)
 
 
+@pytest.mark.processes
 def test_ctrl_c_keeps_the_part_and_says_how_to_go_on(tmp_path):
     folder, sums = serve_mnist(tmp_path, n_train=300)
     env = {k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy")}
@@ -445,6 +448,7 @@ def run_python(code, **env):
     return done.stdout
 
 
+@pytest.mark.processes
 def test_help_does_not_import_torch():
     out = run_python(
         "import sys\nfrom nord.app.cli import main\n"
@@ -455,6 +459,7 @@ def test_help_does_not_import_torch():
     assert "cifar10, fashion-mnist, mnist" in " ".join(out.split())
 
 
+@pytest.mark.processes
 def test_the_download_imports_torch_only_to_read_the_data(tmp_path):
     folder, sums = serve_mnist(tmp_path)
     with FileServer(folder) as server:
@@ -500,6 +505,7 @@ def test_a_damaged_file_names_the_download_command_and_the_python_only_way(tmp_p
     assert "verify=False (Python only" in message
 
 
+@pytest.mark.processes
 def test_a_download_whose_output_reader_goes_away_finishes_quietly(tmp_path):
     """`nord data download ... | head -1`: the download finishes; no error is printed."""
     folder, sums = serve_mnist(tmp_path)

@@ -233,6 +233,7 @@ def test_an_unreachable_server_is_named_with_the_way_to_a_mirror(tmp_path):
     assert not (tmp_path / "out" / "blob.part").exists()
 
 
+@pytest.mark.processes
 def test_a_file_too_big_for_the_disk_is_refused_before_writing(served, small_disk):
     folder, content, _ = served
     (folder / "big").write_bytes(content * 4)
@@ -243,6 +244,7 @@ def test_a_file_too_big_for_the_disk_is_refused_before_writing(served, small_dis
     assert os.listdir(small_disk) == []
 
 
+@pytest.mark.processes
 def test_a_disk_that_fills_up_keeps_what_was_written(served, small_disk):
     folder, content, _ = served
     (folder / "big").write_bytes(content * 4)
@@ -266,6 +268,7 @@ def test_a_checksum_mismatch_names_the_file_both_checksums_and_what_to_do(served
 
 
 # -- checksum files ----------------------------------------------------------------------------
+@pytest.mark.processes
 def test_checksum_files_in_md5sum_format_are_read(tmp_path):
     a, b = tmp_path / "a.gz", tmp_path / "b"
     a.write_bytes(b"a")

@@ -349,6 +349,7 @@ def run_python(code):
     return result.stdout
 
 
+@pytest.mark.processes
 def test_descriptors_build_validate_hash_and_serialise_without_torch():
     # A stub 'nord' package skips nord/__init__.py, so this checks the descriptor modules
     # themselves. The finder makes torch unimportable and records every attempt, even one
@@ -383,6 +384,7 @@ def test_descriptors_build_validate_hash_and_serialise_without_torch():
     assert out.startswith("pure ")
 
 
+@pytest.mark.processes
 def test_import_nord_works_without_optional_dependencies():
     out = run_python("""
         import sys

@@ -279,6 +279,7 @@ class Verbose(ToyEvaluator):
         return result
 
 
+@pytest.mark.processes
 def test_a_full_disk_ends_the_run_clearly_and_the_journal_resumes(small_disk):
     journal = small_disk / "run.db"
     filler = small_disk / "filler"
@@ -413,6 +414,7 @@ def kill_after(process, journal, evaluations, timeout=60.0):
     return journaled_evaluations(journal)
 
 
+@pytest.mark.processes
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("mode", ["sync", "async"])
 def test_kill_9_then_resume_gives_the_uninterrupted_journal(tmp_path, mode):
@@ -534,6 +536,7 @@ run_search(RandomSearch(ToySpace(), seed=0), Killer(), budget=10, mode=sys.argv[
 """
 
 
+@pytest.mark.processes
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("mode", ["sync", "async"])
 def test_a_candidate_that_kills_its_process_twice_becomes_a_failed_result(tmp_path, mode):

@@ -390,6 +390,7 @@ def run_probe(prelude="", arguments="", launcher=None, timeout=60):
                           env=environ, cwd=REPO, timeout=timeout)
 
 
+@pytest.mark.processes
 def test_outside_mpirun_mpi_is_never_imported():
     done = run_probe()
     assert done.returncode == 0, done.stderr
@@ -400,23 +401,27 @@ def test_outside_mpirun_mpi_is_never_imported():
 BLOCK_MPI4PY = "sys.modules['mpi4py'] = None  # as if mpi4py were not installed"
 
 
+@pytest.mark.processes
 def test_without_mpi4py_an_environment_is_one_process():
     done = run_probe(prelude=BLOCK_MPI4PY, launcher={"OMPI_COMM_WORLD_SIZE": "1", "PMIX_RANK": "0"})
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["size"] == 1
 
 
+@pytest.mark.processes
 def test_without_mpi4py_a_multi_rank_launch_warns():
     done = run_probe(prelude=BLOCK_MPI4PY, launcher={"OMPI_COMM_WORLD_SIZE": "3", "PMIX_RANK": "1"})
     assert "launched by mpirun with 3 ranks but mpi4py is not installed" in done.stderr
 
 
+@pytest.mark.processes
 def test_without_mpi4py_use_mpi_true_says_what_to_install():
     done = run_probe(prelude=BLOCK_MPI4PY, arguments="use_mpi=True")
     assert (done.returncode != 0 and "MissingDependencyError" in done.stderr
         and "pip install mpi4py" in done.stderr)
 
 
+@pytest.mark.processes
 def test_use_mpi_false_ignores_the_launcher():
     done = run_probe(prelude=BLOCK_MPI4PY, arguments="use_mpi=False",
                      launcher={"OMPI_COMM_WORLD_SIZE": "3", "PMIX_RANK": "1"})

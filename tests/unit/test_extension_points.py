@@ -250,6 +250,7 @@ def run_python(code, *args):
                           capture_output=True, text=True, timeout=120, cwd=REPO)
 
 
+@pytest.mark.processes
 def test_the_benchmark_space_is_found_without_importing_the_benchmark():
     done = run_python(textwrap.dedent("""
         import sys
@@ -264,6 +265,7 @@ def test_the_benchmark_space_is_found_without_importing_the_benchmark():
                                         "nasbench201 (nas-bench-201, nats-tss)"]
 
 
+@pytest.mark.processes
 def test_nord_run_finds_the_benchmark_space_in_a_fresh_process(tmp_path):
     done = run_python(None, "-m", "nord", "run", "--space", "nasbench201", "--algorithm", "random",
                       "--budget", "2", "--journal", str(tmp_path / "run.db"))

@@ -76,6 +76,7 @@ RESUME = """
 """
 
 
+@pytest.mark.processes
 @pytest.mark.parametrize("optimizer, kwargs", [("adam", {}), ("sgd", {"momentum": 0.9})])
 def test_resumed_training_on_cuda_equals_uninterrupted_training_bit_for_bit(tmp_path, optimizer,
                                                                             kwargs):
@@ -86,6 +87,7 @@ def test_resumed_training_on_cuda_equals_uninterrupted_training_bit_for_bit(tmp_
     assert "largest weight difference 0.0 " in done.stdout, done.stdout
 
 
+@pytest.mark.processes
 def test_resumed_training_on_cuda_without_determinism_stays_within_the_tolerance(tmp_path):
     done = python(RESUME.format(deterministic=False, optimizer="adam", kwargs={},
                                 path=tmp_path / "c.pt"))
@@ -111,6 +113,7 @@ def test_a_network_too_large_for_the_gpu_is_refused_before_allocating():
     assert evaluator.descriptor_evaluate(small_net()).ok
 
 
+@pytest.mark.processes
 def test_cuda_out_of_memory_in_training_is_a_failed_record_and_the_memory_is_released():
     # the estimate sees the whole GPU free; a memory fraction makes the allocator refuse
     # what the estimate let through, as a fragmented or shared GPU would
@@ -140,6 +143,7 @@ def test_cuda_out_of_memory_in_training_is_a_failed_record_and_the_memory_is_rel
     """)
 
 
+@pytest.mark.processes
 def test_each_rank_takes_its_gpu_and_cuda_visible_devices_is_honoured():
     count = torch.cuda.device_count()
     for local_rank in range(2 * count + 1):
@@ -156,6 +160,7 @@ def test_each_rank_takes_its_gpu_and_cuda_visible_devices_is_honoured():
     assert f"physical {last}" in done.stdout
 
 
+@pytest.mark.processes
 def test_one_rank_trains_data_parallel_through_nccl():
     python("""
         import math, socket
@@ -189,6 +194,7 @@ def test_one_rank_trains_data_parallel_through_nccl():
     """)
 
 
+@pytest.mark.processes
 def test_asha_on_cuda_resumes_every_promotion_from_its_checkpoint(tmp_path):
     journal = tmp_path / "asha.db"
     python(f"""

@@ -92,6 +92,7 @@ def test_nccl_is_found_in_a_cuda_toolkit_or_in_torchs_nvidia_wheel(tmp_path):
     assert gpu_setup.find_nccl([str(tmp_path / "no-cuda")]) is None
 
 
+@pytest.mark.processes
 def test_the_shell_lines_set_up_a_gpu_machine(tmp_path):
     """End to end: stand-in nvidia-smi and nvcc on PATH, NCCL in a site-packages folder."""
     bin_ = tmp_path / "bin"
@@ -115,6 +116,7 @@ def test_the_shell_lines_set_up_a_gpu_machine(tmp_path):
     assert "Horovod is built with NCCL" in values["NORD_GPU_SAYS"]
 
 
+@pytest.mark.processes
 def test_this_machine_is_described_in_words():
     done = subprocess.run([sys.executable, str(SCRIPT)], capture_output=True, text=True,
                           check=True)

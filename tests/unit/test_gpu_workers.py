@@ -16,7 +16,7 @@ from nord.journal import Journal
 from nord.parallel.mps import control_program
 from tests.mpirun import REPO
 
-pytestmark = pytest.mark.gpu
+pytestmark = [pytest.mark.gpu, pytest.mark.processes]
 
 
 def run_python(code: str, timeout: float = 600) -> str:

@@ -193,6 +193,7 @@ def test_the_writer_is_this_process_while_it_writes(journal):
     assert writer is not None and writer.pid == os.getpid()
 
 
+@pytest.mark.processes
 def test_a_killed_writer_leaves_a_killed_run_that_can_be_resumed(tmp_path):
     path = tmp_path / "run.db"
     program = (f"import os; from nord.journal import Journal; from tests.unit.test_journal import "
@@ -499,6 +500,7 @@ def test_list_runs_of_a_missing_path_is_an_error(tmp_path):
         list_runs(tmp_path / "nowhere")
 
 
+@pytest.mark.processes
 def test_a_killed_writer_not_yet_reaped_by_its_parent_is_not_alive():
     # a rank killed by a lost launcher lingers as a zombie until someone reaps it: it can
     # write nothing more, so its run must read as killed, not running

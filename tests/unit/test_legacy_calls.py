@@ -265,6 +265,7 @@ def test_the_2018_data_folder_is_read_when_it_holds_cifar10(neural_nets, tmp_pat
 
 
 # --- the Environment --------------------------------------------------------------------------
+@pytest.mark.processes
 def test_comm_is_comm_world_without_mpirun_and_close_workers_finalises(tmp_path):
     program = (
         "import nord.legacy\n"

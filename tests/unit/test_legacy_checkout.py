@@ -9,6 +9,8 @@ import pytest
 
 from tests.helpers.legacy import FAILS, package_2018, run_python, utils_2018, write
 
+pytestmark = pytest.mark.processes   # each test runs a 2018 script in its own interpreter
+
 SCRIPT = """import nord.legacy
 from neural_nets import NeuralDescriptor, NeuralEvaluator
 import neural_nets.layers.layer_types

@@ -41,6 +41,7 @@ def test_the_ports_reach_nord_only_through_one_import_line():
         assert nord_lines == (["import nord.legacy"] if entry else []), (path, nord_lines)
 
 
+@pytest.mark.processes
 def test_descriptor_example_trains_the_branching_network(workdir):
     done = run_python([LEGACY / "descriptor_example.py"], workdir)
     assert done.returncode == 0, done.stdout
@@ -51,6 +52,7 @@ def test_descriptor_example_trains_the_branching_network(workdir):
                      re.M), done.stdout
 
 
+@pytest.mark.processes
 def test_genetic_example_experiment1_logs_every_individual(workdir):
     done = run_python([LEGACY / "genetic_example.py", "-e", "1", "--untrained"], workdir)
     assert done.returncode == 0, done.stdout[-4000:]
@@ -73,6 +75,7 @@ def test_numpy_refuses_the_nan_probabilities_of_the_2018_roulette():
         np.random.choice(10, size=1, p=probabilities)
 
 
+@pytest.mark.processes
 def test_experiment3_roulette_survives_a_generation_without_fitness(workdir):
     program = (
         "import nord.legacy\n"
@@ -92,6 +95,7 @@ def test_experiment3_roulette_survives_a_generation_without_fitness(workdir):
     assert done.returncode == 0 and "evolved" in done.stdout, done.stdout
 
 
+@pytest.mark.processes
 def test_the_readme_shortens_a_2018_run_without_editing_it(workdir):
     """The README's short_run.py, next to the experiments: 2 generations of 4, 1 epoch each."""
     block = next(b for b in re.findall(r"```python\n(.*?)```", README, re.S) if "short_run.py" in b)
@@ -107,6 +111,7 @@ def test_the_readme_shortens_a_2018_run_without_editing_it(workdir):
     assert Counter(generations) == {0: 4, 1: 4}
 
 
+@pytest.mark.processes
 def test_nord_legacy_epochs_shortens_the_descriptor_example(workdir):
     done = run_python([LEGACY / "descriptor_example.py"], workdir, env={"NORD_LEGACY_EPOCHS": "1"})
     assert done.returncode == 0, done.stdout

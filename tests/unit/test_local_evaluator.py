@@ -185,6 +185,7 @@ def test_progress_bar_is_shown_when_asked(digits, capsys):
     assert capsys.readouterr().err == ""
 
 
+@pytest.mark.processes
 def test_a_checkpoint_that_fills_the_disk_leaves_no_partial_file(tmp_path):
     from nord.evaluators.local import save_checkpoint
     from tests.helpers.disks import tmpfs

@@ -135,6 +135,7 @@ def test_nsga2_approaches_the_exact_front():
     assert all(run.evaluations == 300 for run in result.runs)
 
 
+@pytest.mark.processes
 @needs_pygmo
 def test_nsga2_seeds_do_not_depend_on_the_number_of_processes():
     one = run_nsga2("cifar10", budget=100, seeds=4, processes=1)

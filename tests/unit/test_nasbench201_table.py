@@ -59,6 +59,7 @@ def test_attribution_names_the_sha256_of_the_packaged_file():
     assert hashlib.sha256(table_path().read_bytes()).hexdigest() == stated
 
 
+@pytest.mark.processes
 def test_built_package_contains_and_loads_the_table(tmp_path):
     """What setup.py installs (build_py, as wheels are made) holds the table and reads it."""
     source = tmp_path / "source"
@@ -82,6 +83,7 @@ def test_built_package_contains_and_loads_the_table(tmp_path):
     assert summary == f"{N_CELLS} {genome_to_cell((3, 3, 4, 1, 3, 1))}"
 
 
+@pytest.mark.processes
 def test_importing_benchmarks_does_not_import_torch():
     done = subprocess.run(
         [sys.executable, "-c", "import sys, nord.benchmarks; nord.benchmarks.load_table(); "

@@ -136,6 +136,7 @@ def test_missing_cmaes_says_how_to_install_it(monkeypatch):
         CMAES(Ordered(), seed=0)
 
 
+@pytest.mark.processes
 def test_importing_the_registry_does_not_import_optuna():
     code = ("import sys, nord.search.algorithms.registry; "
             "assert 'optuna' not in sys.modules, 'optuna imported'")

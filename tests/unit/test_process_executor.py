@@ -30,6 +30,7 @@ def toy_executor(workers=2, **settings):
     return ProcessExecutor(functools.partial(make_toy, **settings), workers=workers)
 
 
+@pytest.mark.processes
 def test_a_sync_run_on_workers_journals_what_a_serial_run_journals(tmp_path):
     """Same candidates, same results, told in the same order: only times and workers differ."""
     serial, workers = tmp_path / "serial.db", tmp_path / "workers.db"
@@ -48,6 +49,7 @@ def test_a_sync_run_on_workers_journals_what_a_serial_run_journals(tmp_path):
     assert execution["executor"] == "processes" and execution["sharing"] == "cpu"
 
 
+@pytest.mark.processes
 def test_an_async_run_evaluates_each_architecture_once_with_its_own_result(tmp_path):
     log = tmp_path / "log"
     summary = run_search(RandomSearch(ToySpace(), seed=1),
@@ -65,6 +67,7 @@ def test_an_async_run_evaluates_each_architecture_once_with_its_own_result(tmp_p
     assert not log.exists()
 
 
+@pytest.mark.processes
 def test_finished_epochs_reach_the_journal_from_the_workers(tmp_path):
     run_search(RandomSearch(ToySpace(), seed=2), executor=toy_executor(curves=3), budget=4,
                journal=str(tmp_path / "run.db"), mode="async")
@@ -77,6 +80,7 @@ def test_finished_epochs_reach_the_journal_from_the_workers(tmp_path):
             assert {epoch["worker_rank"] for epoch in epochs} == {row["worker_rank"]}
 
 
+@pytest.mark.processes
 def test_a_scheduler_trains_in_legs_on_workers_as_it_does_in_this_process(tmp_path):
     """Successive halving pauses candidates in checkpoints and resumes the best on any worker:
     the journal's results and legs are those of a serial run."""
@@ -98,6 +102,7 @@ def test_a_scheduler_trains_in_legs_on_workers_as_it_does_in_this_process(tmp_pa
     assert legs["workers"] == legs["serial"] and any(leg[1] > 0 for leg in legs["serial"])
 
 
+@pytest.mark.processes
 def test_a_killed_worker_is_a_failed_result_and_is_replaced(tmp_path):
     """Genome (2, 2) makes its worker SIGKILL itself: that candidate fails with the reason,
     a new worker takes over, and every other candidate is evaluated as usual."""
@@ -127,6 +132,7 @@ def test_a_killed_worker_is_a_failed_result_and_is_replaced(tmp_path):
     assert len(log.read_text().splitlines()) == 12   # nothing evaluated twice
 
 
+@pytest.mark.processes
 def test_out_of_memory_beside_others_is_retried_alone_once(tmp_path):
     """Every evaluation that overlaps another raises OutOfMemoryError: each is tried once
     more alone and then succeeds; (3, 3), which runs out of memory even alone, fails after
@@ -155,6 +161,7 @@ def test_out_of_memory_beside_others_is_retried_alone_once(tmp_path):
     assert all(tries.count(genome) <= 2 for genome in set(tries))
 
 
+@pytest.mark.processes
 def test_a_worker_that_cannot_build_its_evaluator_stops_the_run_before_it_starts(tmp_path):
     # int("7", device=...) raises TypeError in the worker, as a bad evaluator setting would
     executor = ProcessExecutor(functools.partial(int, "7"), workers=1)
@@ -164,6 +171,7 @@ def test_a_worker_that_cannot_build_its_evaluator_stops_the_run_before_it_starts
     assert not executor._pool
 
 
+@pytest.mark.processes
 def test_candidates_run_side_by_side_only_where_their_estimates_fit(tmp_path):
     """A device offering 10 units, each candidate needing its width: 6 and 5 never overlap,
     smaller ones do; every candidate is evaluated."""
@@ -237,6 +245,7 @@ def alive(pid):
         return False
 
 
+@pytest.mark.processes
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 def test_killing_the_run_leaves_no_workers_and_resume_loses_nothing(tmp_path):
     """SIGKILL the engine's process mid-run: its workers die with it, and a resume ends with
@@ -275,6 +284,7 @@ def test_killing_the_run_leaves_no_workers_and_resume_loses_nothing(tmp_path):
     assert journal_rows(cut, DROP) == journal_rows(whole, DROP)
 
 
+@pytest.mark.processes
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 def test_sigterm_ends_the_run_cleanly_and_stops_its_workers_at_once(tmp_path):
     """SIGTERM (scancel, a plain kill) mid-evaluation: the journal says interrupted, and the

@@ -16,6 +16,7 @@ def _square(value: int) -> int:
     return value * value
 
 
+@pytest.mark.processes
 def test_jobs_run_on_workers_and_every_result_comes_back():
     assert sorted(ProcessPool(2).map(_square, range(10))) == [value * value for value in range(10)]
     assert list(ProcessPool(1).map(_square, [3, 1, 2])) == [9, 1, 4]
@@ -46,6 +47,7 @@ EARLY_STOP = textwrap.dedent("""
 """)
 
 
+@pytest.mark.processes
 def test_a_pool_ended_while_a_worker_is_busy_ends_it_quietly():
     started = time.monotonic()
     done = subprocess.run([sys.executable, "-c", EARLY_STOP], capture_output=True, text=True,

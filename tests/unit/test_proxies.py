@@ -259,6 +259,7 @@ def test_a_proxy_table_with_a_repeated_cell_is_refused(tmp_path):
         read_proxies(path)
 
 
+@pytest.mark.processes
 @pytest.mark.slow
 def test_the_table_script_resumes_where_it_stopped_and_packs_a_readable_table(tmp_path):
     import subprocess

@@ -426,6 +426,7 @@ def test_missing_pygmo_is_a_missing_dependency_error(monkeypatch):
         PygmoAlgorithm(Grid())
 
 
+@pytest.mark.processes
 def test_importing_the_registry_does_not_import_pygmo():
     code = "import sys, nord.search.algorithms.registry; assert 'pygmo' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
@@ -483,6 +484,7 @@ def test_garbage_collection_stops_the_thread():
     assert not thread.is_alive()
 
 
+@pytest.mark.processes
 def test_the_interpreter_exits_with_pygmo_waiting():
     code = textwrap.dedent("""
         from nord.search.algorithms.pygmo_adapter import PygmoAlgorithm

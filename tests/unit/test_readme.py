@@ -4,10 +4,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[2]
 README = (REPO / "README.md").read_text()
 
 
+@pytest.mark.processes
 def test_first_example_runs():
     example = re.findall(r"```python\n(.*?)```", README, re.S)[0]
     done = subprocess.run([sys.executable, "-c", example], cwd=REPO, capture_output=True,

@@ -164,6 +164,7 @@ def test_pareto_front_is_drawn_for_the_multi_objective_run_only(report):
         hypervolume(pareto_front(points), reference))
 
 
+@pytest.mark.processes
 def test_the_report_leaves_matplotlib_global_state_alone(report, tmp_path):
     # In a fresh interpreter: pyplot is never imported, so no backend is chosen as a side effect.
     program = (

@@ -109,6 +109,7 @@ WRITER = textwrap.dedent("""
 """)
 
 
+@pytest.mark.processes
 def test_a_run_killed_with_kill_9_is_labelled_killed_not_running(tmp_path):
     journal = tmp_path / "killed.db"
     writer = subprocess.Popen([sys.executable, "-c", WRITER, str(journal)],

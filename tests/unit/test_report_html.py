@@ -51,6 +51,7 @@ def html_report(tmp_path_factory):
     return alone / "report.html"
 
 
+@pytest.mark.processes
 def test_the_page_loads_without_console_errors_and_runs_its_script(html_report, tmp_path):
     done = chromium(html_report, tmp_path / "profile", "--dump-dom")
     assert done.returncode == 0, done.stderr[-2000:]
@@ -61,6 +62,7 @@ def test_the_page_loads_without_console_errors_and_runs_its_script(html_report, 
     assert "selected its architectures on TEST data" in dom
 
 
+@pytest.mark.processes
 def test_a_broken_script_would_be_caught(tmp_path):
     page = tmp_path / "broken.html"
     page.write_text("<!DOCTYPE html><html><body><script>undefinedFunction();</script></body></html>")
@@ -82,6 +84,7 @@ def sorted_column(tmp_path, cells, clicks):
     return re.findall(r'<td class="right">([^<]*)</td>', done.stdout)
 
 
+@pytest.mark.processes
 def test_a_click_sorts_durations_by_their_length_and_n_a_last(tmp_path):
     cells = ["4.5 min", "n/a", "50 s", "2 h", "12,000 ms", "90 s"]
     assert sorted_column(tmp_path, cells, 0) == cells
@@ -91,6 +94,7 @@ def test_a_click_sorts_durations_by_their_length_and_n_a_last(tmp_path):
                                                  "n/a"]
 
 
+@pytest.mark.processes
 def test_the_page_renders_to_a_screenshot(html_report, tmp_path):
     from matplotlib.image import imread
 

@@ -43,6 +43,7 @@ def test_mps_on_the_cpu_is_refused_before_the_journal_is_written(tmp_path, capsy
     assert not journal.exists()
 
 
+@pytest.mark.processes
 @pytest.mark.slow
 def test_one_worker_and_two_give_the_same_seeded_sync_run(tmp_path, capsys):
     """The genetic algorithm's generations do not depend on how many candidates train at

@@ -285,6 +285,7 @@ class VerboseCurves(ToyCurves):
         return result
 
 
+@pytest.mark.processes
 def test_a_scheduled_run_that_fills_the_disk_says_failed_and_leaves_no_debris(tmp_path):
     """The journal's status is written in the room it held back, and what is left on the
     disk is only what a resume needs."""
@@ -331,6 +332,7 @@ run_search(RandomSearch(ToySpace(), seed=0), Killer(max_epochs=9), budget=12, mo
 """
 
 
+@pytest.mark.processes
 @pytest.mark.timeout(180)
 @pytest.mark.parametrize("name,mode,leg", [("asha", "async", "first"), ("asha", "async", "promoted"),
                                            ("sha", "sync", "promoted")])

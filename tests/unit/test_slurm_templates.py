@@ -16,6 +16,7 @@ def test_there_is_a_template_per_launcher():
     assert [path.name for path in TEMPLATES] == ["mpirun.sbatch", "srun.sbatch"]
 
 
+@pytest.mark.processes
 @pytest.mark.parametrize("template", TEMPLATES, ids=lambda path: path.name)
 def test_a_template_is_valid_bash(template):
     done = subprocess.run(["bash", "-n", str(template)], capture_output=True, text=True)

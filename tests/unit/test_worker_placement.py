@@ -119,6 +119,7 @@ def test_no_daemon_is_found_without_a_control_pipe(tmp_path):
     assert not mps.daemon_running({"CUDA_MPS_PIPE_DIRECTORY": str(tmp_path)})
 
 
+@pytest.mark.processes
 def test_a_control_pipe_that_does_not_answer_is_no_daemon(tmp_path):
     (tmp_path / "control").write_text("")
     program = tmp_path / "control-program"
@@ -135,6 +136,7 @@ def test_starting_a_daemon_without_the_program_says_so(monkeypatch):
         mps.MPSDaemon().start()
 
 
+@pytest.mark.processes
 def test_a_daemon_that_exits_at_once_is_reported_and_leaves_no_folder(tmp_path):
     program = tmp_path / "fake-control"
     program.write_text("#!/bin/sh\nexit 3\n")
@@ -145,6 +147,7 @@ def test_a_daemon_that_exits_at_once_is_reported_and_leaves_no_folder(tmp_path):
     assert daemon.folder is None and daemon.environment == {}
 
 
+@pytest.mark.processes
 def test_a_daemon_is_started_in_its_own_folder_and_told_to_quit(tmp_path):
     """A stand-in program that behaves as the control daemon does: it runs in the
     foreground until a second invocation sends it 'quit' (through a file, here)."""
