@@ -167,58 +167,15 @@ class ScheduledSearch(Search):
             self.queue_leg(number, self.scheduler.epochs[number], target)
         return len(chosen)
 
-    # --- the two modes -------------------------------------------------------------------
-    def run_async(self) -> None:
-        self.requeue_in_flight()
-        while True:
-            self.dispatch()
-            while not self.queue and self.executor.free_slots > 0:
-                if self.promote(1):
-                    self.dispatch()
-                    continue
-                if self.asked >= self.budget:
-                    break
-                candidate = self.ask()
-                if candidate is None:
-                    break
-                self.prepare(candidate)
-                self.dispatch()
-            self.flush()
-            if self.executor.in_flight == 0:
-                if self.queue:
-                    continue
-                break
-            self.collect()
-        if self.told < self.budget and not self.algorithm.finished:
-            self._stopped_early()
+    # --- what a scheduler changes in the two loops -------------------------------------------
+    def next_batch_size(self) -> int:
+        return self.scheduler.batch_size(self.batches, self.batch_size, self.executor.n_workers)
 
-    def run_sync(self) -> None:
-        batch = self.requeue_in_flight()
-        while True:
-            if not batch:
-                size = self.scheduler.batch_size(self.batches, self.batch_size,
-                                                 self.executor.n_workers)
-                batch = self._ask_batch(min(size, self.budget - self.told))
-                if not batch:
-                    return
-            while True:
-                self.dispatch()
-                self.flush()
-                if self.executor.in_flight:
-                    self.collect()
-                    continue
-                if self.queue:
-                    continue
-                if not self.promote(len(batch)):
-                    break
-            for number in batch:                 # the batch is decided: tell it, in order
-                if number in self.latest and number not in self.told_numbers:
-                    self.release(number)
-            self.flush()
-            for number in sorted(batch):
-                if number in self.ready:
-                    self.tell(number)
-            batch = []
+    def decide_batch(self, batch: List[int]) -> None:
+        """The batch is decided: tell it, each candidate at its highest rung."""
+        for number in batch:
+            if number in self.latest and number not in self.told_numbers:
+                self.release(number)
 
     def batch_started(self, batch: List[int]) -> None:
         self.scheduler.start_batch(batch)

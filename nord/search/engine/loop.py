@@ -284,28 +284,86 @@ class Search:
 
     # --- the two modes -------------------------------------------------------------------
     def run_sync(self) -> None:
-        # In sync mode ``ready`` holds only outcomes of the current batch (a batch is told as
-        # a whole), so the batch is complete when it holds them all.
-        batch: List[int] = sorted(self.pending)  # a batch in progress when resumed
-        for number in batch:
-            if number not in self.ready:
-                self.prepare(self.pending[number])
+        """Batches of candidates: each is asked, evaluated (and, with a scheduler, trained as
+        far as it decides) and told as a whole, in candidate order."""
+        # ``ready`` holds only outcomes of the current batch (a batch is told as a whole)
+        batch = self.requeue_in_flight()   # a batch in progress when resumed
+        executor = self.executor
         while True:
             if not batch:
-                batch = self._ask_batch(min(self.batch_size, self.budget - self.told))
+                batch = self._ask_batch(min(self.next_batch_size(), self.budget - self.told))
                 if not batch:
                     return
-            while len(self.ready) < len(batch):
+            while True:
                 self.dispatch()
                 self.flush()  # after the hand-out, so that workers do not wait for the disk
-                if not self.executor.in_flight:
-                    raise NordError(f"internal error: batch {batch} is incomplete with nothing "
-                                    "in flight")
-                self.collect()
+                if executor.in_flight:
+                    self.collect()
+                elif not self.queue and not self.promote(len(batch)):
+                    break
+            self.decide_batch(batch)
             self.flush()
+            unfinished = [number for number in batch if number not in self.ready]
+            if unfinished:
+                raise NordError(f"internal error: candidates {unfinished} of batch {batch} are "
+                                "unfinished with nothing in flight")
             for number in batch:
                 self.tell(number)
             batch = []
+
+    def run_async(self) -> None:
+        """Steady state: a free worker gets the next candidate (or promotion) at once, and a
+        result is told as soon as it comes."""
+        self.requeue_in_flight()   # candidates in flight when the run stopped go first
+        executor, queue, promote = self.executor, self.queue, self.promote
+        while True:
+            self.dispatch()
+            while not queue and executor.free_slots > 0:
+                if promote(1):
+                    self.dispatch()
+                    continue
+                if self.asked >= self.budget:
+                    break
+                candidate = self.ask()
+                if candidate is None:
+                    break
+                self.prepare(candidate)
+                if queue:
+                    self.dispatch()
+            self.flush()  # after the hand-out, so that workers do not wait for the disk
+            if executor.in_flight == 0:
+                if queue:
+                    continue
+                if self.pending:
+                    raise NordError(f"internal error: candidates {sorted(self.pending)} are "
+                                    "pending with nothing in flight")
+                if self.told < self.budget:
+                    self._stopped_early()
+                return
+            self.collect()
+
+    # --- what a scheduler changes in the two loops -------------------------------------------
+    def requeue_in_flight(self) -> List[int]:
+        """After a replay: the candidates asked but not evaluated when the run stopped are
+        prepared again, in order (each goes on from its checkpoint); in sync mode, returns
+        the batch in progress."""
+        for number in sorted(self.pending):
+            if number not in self.ready:
+                self.prepare(self.pending[number])
+        return sorted(self.pending) if self.mode == "sync" else []
+
+    def promote(self, free: int) -> int:
+        """Hand out up to ``free`` more legs of candidates already told; how many (none
+        without a scheduler)."""
+        return 0
+
+    def next_batch_size(self) -> int:
+        """The size of the next synchronous batch."""
+        return self.batch_size
+
+    def decide_batch(self, batch: List[int]) -> None:
+        """A synchronous batch has nothing left in flight: make every candidate's outcome
+        ready to be told (without a scheduler, they are)."""
 
     def _ask_batch(self, room: int) -> List[int]:
         """Ask for up to ``room`` candidates and identify them; their numbers, sorted (empty
@@ -332,34 +390,6 @@ class Search:
 
     def batch_started(self, batch: List[int]) -> None:
         """A synchronous batch was asked (its candidates' numbers), before any is prepared."""
-
-    def run_async(self) -> None:
-        if self.told >= self.budget:
-            return
-        # candidates in flight when the run stopped go first, in order
-        for number in sorted(self.pending):
-            self.prepare(self.pending[number])
-        executor, queue = self.executor, self.queue
-        while True:
-            self.dispatch()
-            while not queue and executor.free_slots > 0 and self.asked < self.budget:
-                candidate = self.ask()
-                if candidate is None:
-                    break
-                self.prepare(candidate)
-                if queue:
-                    self.dispatch()
-            self.flush()  # after the hand-out, so that workers do not wait for the disk
-            if executor.in_flight == 0:
-                if queue:
-                    continue
-                if self.pending:
-                    raise NordError(f"internal error: candidates {sorted(self.pending)} are "
-                                    "pending with nothing in flight")
-                if self.told < self.budget:
-                    self._stopped_early()
-                return
-            self.collect()
 
     def _stopped_early(self) -> None:
         if self.told >= self.budget:
