@@ -1,17 +1,18 @@
 """A run's parts built from its RunConfig: data, space, evaluator, worker processes, scheduler,
 how its ranks are laid out, and what the journal records about them.
 
-    from nord.app.assembly import build_curator, build_evaluator, build_space
-    curator = build_curator(config)
-    space = build_space(config, curator)
-    evaluator = build_evaluator(config, env, curator)   # None on a rank that only dispatches
+    from nord.app.assembly import assemble, layout
+    groups, dedicated = layout(config, world_size)   # before MPI starts; refuses bad layouts
+    parts = assemble(config, env)                    # every rank (collective)
+    parts.executor, parts.algorithm, parts.info      # what run_search is given
 
-nord.app.runner puts them together into a run.
+nord.app.runner runs them.
 """
 from __future__ import annotations
 
 import os
-from dataclasses import replace
+import sys
+from dataclasses import dataclass, replace
 from typing import Any, Dict, List, Optional, Tuple, Union
 
 from nord.app.plugins import load_modules
@@ -304,3 +305,65 @@ def shared_gpu_refusal_of_run(config: RunConfig, env) -> Optional[str]:
     everyone = env.allgather((mine, backend))
     backend = next((name for _, name in everyone if name is not None), config.backend)
     return shared_gpu_refusal([placement for placement, _ in everyone], backend)
+
+
+def layout(config: RunConfig, world_size: int) -> Tuple[Optional[int], bool]:
+    """How the launch's ranks make groups, checked on every rank alike before MPI starts:
+    the ranks a group holds (None: all) and whether rank 0 only dispatches.
+
+    Raises:
+        ConfigurationError: groups that do not split the ranks, or --workers under mpirun
+            or beyond what the machine holds.
+    """
+    check_groups(config, world_size)
+    check_workers(config, world_size)
+    return group_size(config), dedicated_root(config)
+
+
+@dataclass
+class RunParts:
+    """What a rank runs a search with (the algorithm and scheduler on rank 0 only)."""
+
+    executor: Any
+    algorithm: Any
+    scheduler: Any
+    budget: int
+    info: Any
+    signal: str
+    reported: str
+
+
+def assemble(config: RunConfig, env) -> RunParts:
+    """Every rank (collective): the data, space, evaluator and executor of this rank, the
+    algorithm and scheduler of rank 0, the budget, and what the journal records; the data's
+    warnings are printed."""
+    from nord.search.algorithms.registry import make_algorithm
+    from nord.search.engine import RunInfo
+    from nord.search.executors import MPIExecutor
+    curator = build_curator(config) if config.evaluation != "benchmark" else None
+    space = build_space(config, curator)
+    evaluator = build_evaluator(config, env, curator)
+    if config.worker_processes is not None:
+        executor = build_worker_executor(config, evaluator)
+    else:
+        # asynchronous runs keep one candidate in reserve at each worker, so that no worker
+        # waits for rank 0 between two evaluations (bench/async_dispatch.py)
+        executor = MPIExecutor(evaluator, env, space=space,
+                               prefetch=1 if config.mode == "async" else 0)
+    algorithm = scheduler = None
+    if env.is_root:   # only the engine's rank asks, tells and schedules
+        algorithm = make_algorithm(config.algorithm, space, seed=config.seed,
+                                   budget=config.budget, **config.algorithm_params)
+        scheduler = build_scheduler(config)
+    budget = env.bcast(run_budget(config, algorithm) if env.is_root else None)
+    dataset, warnings = {"name": config.dataset, "root": config.data_root}, []
+    if env.is_root and curator is not None:
+        dataset, warnings = describe_data(config, curator)
+        for warning in warnings:
+            env.print(f"warning: {warning}", file=sys.stderr)
+    info = RunInfo(evaluator=describe_evaluation(config, env.size), dataset=dataset,
+                   config=config.measured(), execution=config.execution(),
+                   extra={"warnings": warnings} if warnings else {})
+    signal, reported = accuracy_names(config, info.evaluator, warnings)
+    info.evaluator.update(signal=signal, reported=reported)
+    return RunParts(executor, algorithm, scheduler, budget, info, signal, reported)

@@ -23,11 +23,8 @@ import sys
 from dataclasses import replace
 from typing import Any, Dict, Optional, Tuple
 
-from nord.app.assembly import (accuracy_names, build_curator, build_evaluator, build_scheduler,
-                               build_space, build_worker_executor, check_groups, check_workers,
-                               dedicated_root, describe_data, describe_evaluation, group_size,
-                               recorded_data_settings, run_budget, shared_gpu_refusal_of_run,
-                               worker_line)
+from nord.app.assembly import (assemble, describe_evaluation, layout, recorded_data_settings,
+                               shared_gpu_refusal_of_run, worker_line)
 from nord.app.settings import EXECUTION_FIELDS, RESUME_CHANGES, RunConfig
 from nord.errors import ConfigurationError, JournalError, NordError, RunInterrupted
 
@@ -153,16 +150,12 @@ def _run(config: RunConfig, resume: bool, progress: bool, stream, record_data: b
 
 def _run_with_environment(config: RunConfig, resume: bool, progress: bool, stream,
                           record_data: bool):
-    from nord.parallel import Environment
-    from nord.search.engine import RunInfo, run_search
-    from nord.search.executors import MPIExecutor
+    from nord.parallel import Environment, launcher_world_size
+    from nord.search.engine import run_search
     from nord.app.search_progress import SearchProgressView
-    from nord.search.algorithms.registry import make_algorithm
 
-    from nord.parallel import launcher_world_size
-    check_groups(config, launcher_world_size() or 1)   # every rank alike, before MPI starts
-    check_workers(config, launcher_world_size() or 1)
-    with Environment(group_size=group_size(config), dedicated_root=dedicated_root(config)) as env:
+    groups, dedicated = layout(config, launcher_world_size() or 1)   # before MPI starts
+    with Environment(group_size=groups, dedicated_root=dedicated) as env:
         journal = config.journal
         if env.is_root and journal is None:
             journal = default_journal(config)
@@ -192,42 +185,19 @@ def _run_with_environment(config: RunConfig, resume: bool, progress: bool, strea
             refused = JournalError(refusal)
         else:
             refused = None
-            curator = build_curator(config) if config.evaluation != "benchmark" else None
-            space = build_space(config, curator)
-            evaluator = build_evaluator(config, env, curator)
-            if config.worker_processes is not None:
-                executor = build_worker_executor(config, evaluator)
-            else:
-                # asynchronous runs keep one candidate in reserve at each worker, so that no
-                # worker waits for rank 0 between two evaluations (bench/async_dispatch.py)
-                executor = MPIExecutor(evaluator, env, space=space,
-                                       prefetch=1 if config.mode == "async" else 0)
-            algorithm = scheduler = None
-            if env.is_root:   # only the engine's rank asks, tells and schedules
-                algorithm = make_algorithm(config.algorithm, space, seed=config.seed,
-                                           budget=config.budget, **config.algorithm_params)
-                scheduler = build_scheduler(config)
-            budget = env.bcast(run_budget(config, algorithm) if env.is_root else None)
-            dataset, warnings = {"name": config.dataset, "root": config.data_root}, []
-            if env.is_root and curator is not None:
-                dataset, warnings = describe_data(config, curator)
-                for warning in warnings:
-                    env.print(f"warning: {warning}", file=sys.stderr)
-            info = RunInfo(evaluator=describe_evaluation(config, env.size), dataset=dataset,
-                           config=config.measured(), execution=config.execution(),
-                           extra={"warnings": warnings} if warnings else {})
-            signal, reported = accuracy_names(config, info.evaluator, warnings)
-            info.evaluator.update(signal=signal, reported=reported)
+            parts = assemble(config, env)
             view = None
             if progress and env.is_root:
-                view = SearchProgressView(budget, config.mode, signal, reported,
-                                          stream or sys.stdout)
+                view = SearchProgressView(parts.budget, config.mode, parts.signal,
+                                          parts.reported, stream or sys.stdout)
             try:
-                summary = run_search(algorithm, budget=budget, journal=config.journal,
-                                     mode=config.mode, executor=executor, resume=resume,
+                summary = run_search(parts.algorithm, budget=parts.budget,
+                                     journal=config.journal, mode=config.mode,
+                                     executor=parts.executor, resume=resume,
                                      on_result=view and view.result,
-                                     on_epoch=view and view.epoch, info=info,
-                                     scheduler=scheduler, max_attempts=config.max_attempts,
+                                     on_epoch=view and view.epoch, info=parts.info,
+                                     scheduler=parts.scheduler,
+                                     max_attempts=config.max_attempts,
                                      checkpoint_every=config.checkpoint_every,
                                      time_budget=config.time_budget, target=config.target)
             except RunInterrupted as stop:
@@ -237,14 +207,14 @@ def _run_with_environment(config: RunConfig, resume: bool, progress: bool, strea
                               f"{config.journal}'", file=sys.stderr)
                 raise
             finally:
-                if algorithm is not None:
-                    algorithm.close()
+                if parts.algorithm is not None:
+                    parts.algorithm.close()
                 if view is not None:
                     view.close()
             if view is not None and summary is not None:
                 view.close(summary)
                 if config.worker_processes is not None:
-                    view.display.write(worker_line(executor))
+                    view.display.write(worker_line(parts.executor))
     if refused is not None:
         raise refused
     return summary if env.is_root else None
