@@ -258,12 +258,23 @@ TEST_SELECTION = ("there is no validation split (valid_fraction=0 and the data s
                   "split (--valid-fraction 0.1) for results you report")
 
 
+def selection_of(config: RunConfig, curator) -> str:
+    """The split the search selects architectures on, as the journal records it (a fact the
+    report reads, not a sentence it parses): 'validation', 'test' (there is no validation
+    split) or 'proxy' (a zero-cost score of untrained networks)."""
+    if config.evaluation == "zero-cost":
+        return "proxy"
+    if curator is not None and curator.n_valid == 0:
+        return "test"
+    return "validation"
+
+
 def accuracy_names(config: RunConfig, evaluator: Dict[str, Any],
-                   warnings: List[str]) -> Tuple[str, str]:
+                   selection: str) -> Tuple[str, str]:
     """What the search's accuracy and the reported accuracy are measured on, in words."""
     if config.evaluation in ("benchmark", "zero-cost"):
         return evaluator.get("signal", "accuracy"), evaluator.get("reported", "test accuracy")
-    if TEST_SELECTION in warnings:
+    if selection == "test":
         return "test accuracy (no validation split)", "test accuracy"
     return "validation accuracy", "test accuracy"
 
@@ -364,6 +375,7 @@ def assemble(config: RunConfig, env) -> RunParts:
     info = RunInfo(evaluator=describe_evaluation(config, env.size), dataset=dataset,
                    config=config.measured(), execution=config.execution(),
                    extra={"warnings": warnings} if warnings else {})
-    signal, reported = accuracy_names(config, info.evaluator, warnings)
-    info.evaluator.update(signal=signal, reported=reported)
+    selection = selection_of(config, curator)
+    signal, reported = accuracy_names(config, info.evaluator, selection)
+    info.evaluator.update(signal=signal, reported=reported, selection=selection)
     return RunParts(executor, algorithm, scheduler, budget, info, signal, reported)

@@ -74,7 +74,11 @@ def protocol_of(metadata: Mapping[str, Any],
     reported = str(evaluator.get("reported") or "test accuracy")
 
     reasons: List[str] = []
-    if any("test accuracy" in w.lower() and "validation" in w.lower() for w in warnings):
+    selection = evaluator.get("selection")
+    if selection == "test":
+        reasons.append("the run selected on its test split (it had no validation split)")
+    elif selection is None and any("test accuracy" in w.lower() and "validation" in w.lower()
+                                   for w in warnings):   # a journal from before the field
         reasons.append("the run warned that it had no validation split")
     validation = _mapping(dataset.get("validation"))
     if _is_zero(validation.get("fraction")) or _is_zero(dataset.get("n_valid")):

@@ -11,7 +11,8 @@ import pytest
 
 from nord.report import write_report
 from nord.report.protocol import protocol_of
-from nord.app.assembly import TEST_SELECTION
+from nord.app.assembly import TEST_SELECTION, selection_of
+from nord.app.settings import RunConfig
 from tests.helpers.journals import ev, write_journal
 
 VALIDATION_DATASET = {"name": "digits", "n_valid": 142,
@@ -71,6 +72,7 @@ def test_tables_label_the_search_signal_and_the_reported_test_accuracy(honest_re
     ({"dataset": {"n_valid": 0}}, []),
     ({"evaluator": {"signal": "test accuracy (no validation split)"}}, []),
     ({}, [{"metrics": {"selection": "test"}}]),
+    ({"evaluator": {"selection": "test"}}, []),
 ])
 def test_each_sign_of_selection_on_test_data_is_enough(metadata, rows):
     protocol = protocol_of(metadata, rows)
@@ -83,6 +85,29 @@ def test_a_run_with_a_validation_split_is_not_flagged():
                            [{"metrics": {"selection": "validation"}}])
     assert not protocol.selected_on_test and protocol.reasons == []
     assert (protocol.signal, protocol.reported) == ("validation accuracy", "test accuracy")
+
+
+def test_the_journaled_selection_is_read_as_a_fact_not_from_the_warnings_words():
+    """A run that records where it selected is judged by that field: a warning that happens
+    to speak of test accuracy and validation does not flag a run that selected on validation
+    data (journals from before the field are still judged by their warnings)."""
+    other = ("valid_fraction=0.9 holds out 900 of the 1000 training images for validation; "
+             "test accuracy and validation accuracy say little")
+    protocol = protocol_of({"dataset": VALIDATION_DATASET, "extra": {"warnings": [other]},
+                            "evaluator": {**EVALUATOR, "selection": "validation"}})
+    assert not protocol.selected_on_test
+    assert protocol_of({"extra": {"warnings": [other]}}).selected_on_test   # no field: words
+
+
+def test_runs_record_the_split_they_select_on():
+    class Curator:
+        def __init__(self, n_valid):
+            self.n_valid = n_valid
+
+    config = RunConfig()
+    assert selection_of(config, Curator(0)) == "test"
+    assert selection_of(config, Curator(10)) == "validation"
+    assert selection_of(RunConfig(evaluation="zero-cost"), Curator(0)) == "proxy"
 
 
 def test_a_benchmark_signal_keeps_its_own_words():
