@@ -15,6 +15,7 @@ Details (how each evaluation uses the MPI ranks, the checks before a start): doc
 """
 from __future__ import annotations
 
+import contextlib
 import datetime
 import logging
 import math
@@ -38,14 +39,30 @@ RUNS_FOLDER = "runs"
 
 
 def default_journal(config: RunConfig) -> str:
-    """``runs/<algorithm>-<date>-<time>.db``, a path no file has yet."""
+    """``runs/<algorithm>-<date>-<time>.db``, a path no file has yet, claimed for this run:
+    its checkpoint folder is made at once (an atomic step), so that runs started in the same
+    second, in parallel, each get a journal of their own. The run uses the folder, or
+    :func:`release_default_journal` removes it."""
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
     base = os.path.join(RUNS_FOLDER, f"{config.algorithm}-{stamp}")
-    path, number = base + ".db", 1
-    while os.path.exists(path):
+    os.makedirs(RUNS_FOLDER, exist_ok=True)
+    number = 1
+    while True:
+        path = base + ".db" if number == 1 else f"{base}-{number}.db"
+        if not os.path.exists(path):
+            try:
+                os.mkdir(f"{path}.checkpoints")
+                return path
+            except FileExistsError:   # another run claimed it between the look and now
+                pass
         number += 1
-        path = f"{base}-{number}.db"
-    return path
+
+
+def release_default_journal(path: str) -> None:
+    """The claim of :func:`default_journal` on ``path`` ends with the run: its checkpoint
+    folder is removed where nothing is left in it."""
+    with contextlib.suppress(OSError):
+        os.rmdir(f"{path}.checkpoints")
 
 
 def _check_journal(config: RunConfig, resume: bool,
@@ -151,73 +168,87 @@ def _run(config: RunConfig, resume: bool, progress: bool, stream, record_data: b
 def _run_with_environment(config: RunConfig, resume: bool, progress: bool, stream,
                           record_data: bool):
     from nord.parallel import Environment, launcher_world_size
-    from nord.search.engine import run_search
-    from nord.app.search_progress import SearchProgressView
 
     groups, dedicated = layout(config, launcher_world_size() or 1)   # before MPI starts
     with Environment(group_size=groups, dedicated_root=dedicated) as env:
         journal = config.journal
-        if env.is_root and journal is None:
+        claimed = env.is_root and journal is None
+        if claimed:
             journal = default_journal(config)
             env.print(f"journal: {journal}")
         elif (env.is_root and not resume and not os.path.exists(os.path.dirname(journal) or ".")
               and os.path.exists(os.path.dirname(os.path.dirname(journal)) or ".")):
             env.print(f"the journal's folder {os.path.dirname(journal)} does not exist: "
                       "creating it")
-        config = replace(config, journal=env.bcast(journal))   # the caller's config stays as given
-        sharing = shared_gpu_refusal_of_run(config, env)        # collective, before the journal
-        refusal = None
-        if record_data:   # rank 0 reads the checksums file; every rank gets its MD5s
-            settled, refusal = _from_root(env, lambda: recorded_data_settings(config),
-                                          ConfigurationError)
-            if refusal is not None:
-                raise ConfigurationError(refusal)
-            config = settled
-        refusal, done = env.bcast(_check_journal(config, resume, env.size)
-                                  if env.is_root and sharing is None else (None, None))
-        summary = None
-        if sharing is not None:
-            refused = ConfigurationError(sharing)
-        elif done is not None:
-            refused = None
-            env.print(done)
-        elif refusal is not None:
-            refused = JournalError(refusal)
-        else:
-            refused = None
-            parts = assemble(config, env)
-            view = None
-            if progress and env.is_root:
-                view = SearchProgressView(parts.budget, config.mode, parts.signal,
-                                          parts.reported, stream or sys.stdout)
-            try:
-                summary = run_search(parts.algorithm, budget=parts.budget,
-                                     journal=config.journal, mode=config.mode,
-                                     executor=parts.executor, resume=resume,
-                                     on_result=view and view.result,
-                                     on_epoch=view and view.epoch, info=parts.info,
-                                     scheduler=parts.scheduler,
-                                     max_attempts=config.max_attempts,
-                                     checkpoint_every=config.checkpoint_every,
-                                     time_budget=config.time_budget, target=config.target)
-            except RunInterrupted as stop:
-                if env.is_root:
-                    env.print(f"interrupted by {stop.signal_name}: the journal {config.journal} "
-                              "keeps every finished evaluation; continue with 'nord resume "
-                              f"{config.journal}'", file=sys.stderr)
-                raise
-            finally:
-                if parts.algorithm is not None:
-                    parts.algorithm.close()
-                if view is not None:
-                    view.close()
-            if view is not None and summary is not None:
-                view.close(summary)
-                if config.worker_processes is not None:
-                    view.display.write(worker_line(parts.executor))
+        # the caller's config stays as given
+        config = replace(config, journal=env.bcast(journal))
+        try:
+            summary, refused = _search(config, env, resume, progress, stream, record_data)
+        finally:
+            if claimed:
+                release_default_journal(journal)
     if refused is not None:
         raise refused
     return summary if env.is_root else None
+
+
+def _search(config: RunConfig, env, resume: bool, progress: bool, stream, record_data: bool):
+    """Every rank: the checks before the journal, then the search; ``(summary, refused)``,
+    where ``refused`` is the error to raise once the ranks have left MPI."""
+    from nord.search.engine import run_search
+    from nord.app.search_progress import SearchProgressView
+
+    sharing = shared_gpu_refusal_of_run(config, env)        # collective, before the journal
+    refusal = None
+    if record_data:   # rank 0 reads the checksums file; every rank gets its MD5s
+        settled, refusal = _from_root(env, lambda: recorded_data_settings(config),
+                                      ConfigurationError)
+        if refusal is not None:
+            raise ConfigurationError(refusal)
+        config = settled
+    refusal, done = env.bcast(_check_journal(config, resume, env.size)
+                              if env.is_root and sharing is None else (None, None))
+    summary = None
+    if sharing is not None:
+        refused = ConfigurationError(sharing)
+    elif done is not None:
+        refused = None
+        env.print(done)
+    elif refusal is not None:
+        refused = JournalError(refusal)
+    else:
+        refused = None
+        parts = assemble(config, env)
+        view = None
+        if progress and env.is_root:
+            view = SearchProgressView(parts.budget, config.mode, parts.signal,
+                                      parts.reported, stream or sys.stdout)
+        try:
+            summary = run_search(parts.algorithm, budget=parts.budget,
+                                 journal=config.journal, mode=config.mode,
+                                 executor=parts.executor, resume=resume,
+                                 on_result=view and view.result,
+                                 on_epoch=view and view.epoch, info=parts.info,
+                                 scheduler=parts.scheduler,
+                                 max_attempts=config.max_attempts,
+                                 checkpoint_every=config.checkpoint_every,
+                                 time_budget=config.time_budget, target=config.target)
+        except RunInterrupted as stop:
+            if env.is_root:
+                env.print(f"interrupted by {stop.signal_name}: the journal {config.journal} "
+                          "keeps every finished evaluation; continue with 'nord resume "
+                          f"{config.journal}'", file=sys.stderr)
+            raise
+        finally:
+            if parts.algorithm is not None:
+                parts.algorithm.close()
+            if view is not None:
+                view.close()
+        if view is not None and summary is not None:
+            view.close(summary)
+            if config.worker_processes is not None:
+                view.display.write(worker_line(parts.executor))
+    return summary, refused
 
 
 def _from_root(env, compute, errors):
