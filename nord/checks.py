@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 import numbers
 import re
-from typing import Any, Optional
+from typing import Any, Optional, Tuple
 
 from nord.errors import ConfigurationError
 
@@ -100,3 +100,31 @@ def check_duration(text: Any, what: str = "--time-budget") -> float:
             f"{what} takes a positive duration such as 90s, 30m, 8h or 1.5d (a plain number "
             f"is seconds); got {text!r}")
     return seconds
+
+
+MAX_BUDGET = 2 ** 63 - 1
+"""The largest evaluation budget: the journal stores counts as 64-bit integers."""
+MAX_SEED = 2 ** 32 - 1
+"""The largest seed a run takes (numpy's RandomState, which scikit-learn uses, takes 32 bits)."""
+MAX_SEEDS = 100_000
+"""The most seeds one comparison runs per algorithm: far more than any published table, few
+enough that a mistyped count (--seeds for --seed) is refused instead of filling the memory."""
+
+
+def check_seeds(seeds: Any, base_seed: Any) -> Tuple[int, int]:
+    """A comparison's seed count and first seed, ``(seeds, base_seed)``: at most
+    :data:`MAX_SEEDS` runs per algorithm, seeded ``base_seed .. base_seed + seeds - 1``,
+    each a seed ``nord run`` takes.
+
+    Raises:
+        ConfigurationError: naming the flag, the rule and the value given.
+    """
+    seeds = check_int(seeds, "--seeds", 1, MAX_SEEDS,
+                      rule=f"an integer from 1 to {MAX_SEEDS:,} (seeds=, runs per algorithm; "
+                           "to start at another seed, give --base-seed (base_seed=))")
+    last = MAX_SEED - seeds + 1
+    base_seed = check_int(base_seed, "--base-seed", 0, last,
+                          rule=f"an integer from 0 to {last:,} (base_seed=): the seeds "
+                               f"base_seed .. base_seed + {seeds - 1} must each be at most "
+                               f"{MAX_SEED:,}, as nord run's --seed")
+    return seeds, base_seed

@@ -51,6 +51,11 @@ def read_config(path: str, known: Iterable[str],
     except OSError as error:
         raise ConfigurationError(
             f"the configuration file {path} cannot be read: {error.strerror or error}") from None
+    except UnicodeDecodeError as error:
+        raise ConfigurationError(
+            f"the configuration file {path} is not UTF-8 text (byte {error.start} is "
+            f"{error.object[error.start:error.start + 1]!r}): a TOML file is UTF-8; save it as "
+            "UTF-8, e.g. with 'nord config RUN.db > FILE.toml'") from None
     except tomllib.TOMLDecodeError as error:
         raise ConfigurationError(f"{path} is not valid TOML: {error}") from None
     for key in values:

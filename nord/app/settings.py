@@ -15,7 +15,8 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Dict, List, Optional, Union
 
 from nord.app.plugins import load_modules
-from nord.checks import check_device, check_duration, check_int, check_valid_fraction
+from nord.checks import (MAX_BUDGET, MAX_SEED, check_device, check_duration, check_int,
+                         check_valid_fraction)
 from nord.errors import ConfigurationError
 
 # The registries and the rules of other modules (proxies, schedulers, workers) are imported
@@ -38,8 +39,6 @@ must leave at their defaults."""
 RECORDED_WHEN_SET = ("data_checksums", "max_params", "plugins", "proxy")
 """Settings added after journals were first written, recorded only when not None (what
 leaving them out meant before), so that a journal written without them still resumes."""
-MAX_SEED = 2 ** 32 - 1
-"""The largest seed a run takes (numpy's RandomState, which scikit-learn uses, takes 32 bits)."""
 
 
 @dataclass
@@ -176,10 +175,13 @@ class RunConfig:
             self.dataset = CURATORS.canonical(self.dataset)
         self._check_training_settings()
         check_device(self.device)
-        for name, minimum in (("budget", 1), ("group_size", 1), ("threads", 1),
-                              ("max_params", 1)):
+        for name, minimum in (("group_size", 1), ("threads", 1), ("max_params", 1)):
             if getattr(self, name) is not None:
                 check_int(getattr(self, name), name, minimum)
+        if self.budget is not None and check_int(self.budget, "budget", 1) > MAX_BUDGET:
+            raise ConfigurationError(
+                f"budget must be at most {MAX_BUDGET:,} evaluations (the journal stores it as a "
+                f"64-bit integer); got {self.budget}")
         if self.seed is not None:   # numpy's and scikit-learn's generators take 32 bits
             check_int(self.seed, "seed", 0, MAX_SEED, rule=f"an integer in [0, {MAX_SEED}] "
                       "(numpy and scikit-learn take 32-bit seeds)")

@@ -29,7 +29,7 @@ from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Seque
 import numpy as np
 
 from nord.benchmarks.nasbench201 import BenchmarkEvaluator, NASBench201Space, get_dataset
-from nord.checks import check_int
+from nord.checks import check_int, check_seeds
 from nord.comparisons.hardware import LatencyEvaluator, LatencyLimit, latency_limit
 from nord.comparisons.records import JSONRecord, SeedRun
 from nord.comparisons.anytime import SimulatedSetting, anytime_curves, run_simulated_seed
@@ -561,8 +561,7 @@ def run_comparison(dataset: str = "cifar10", algorithms: Union[str, Sequence[str
     else:
         budget = check_int(DEFAULT_BUDGET if budget is None else budget, "--budget", 1,
                            rule="an integer >= 1 (budget=, evaluations per run)")
-    seeds = check_int(seeds, "--seeds", 1, rule="an integer >= 1 (seeds=, runs per algorithm)")
-    base_seed = check_int(base_seed, "--base-seed", 0, rule="an integer >= 0 (base_seed=)")
+    seeds, base_seed = check_seeds(seeds, base_seed)
     if processes is None:
         processes = os.cpu_count() or 1
     processes = min(check_int(processes, "processes", 1), seeds * len(names))

@@ -25,7 +25,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from nord.benchmarks.nasbench201 import BenchmarkEvaluator, NASBench201Space, get_dataset, load_table
-from nord.checks import check_int
+from nord.checks import check_int, check_seeds
 from nord.comparisons.compare import benchmark_evaluator, chunks, evaluated_cells
 from nord.comparisons.hardware import (LatencyEvaluator, LatencyLimit, Objective, latency_limit,
                                       parse_objectives)
@@ -336,8 +336,7 @@ def run_nsga2(dataset: str = "cifar10", budget: int = 500, seeds: int = 10, base
     limit = latency_limit(max_latency_ms, latency_device, dataset, objective.device)
     budget = check_int(budget, "--budget", 1, rule="an integer >= 1 (budget=, evaluations "
                                                     "per run)")
-    seeds = check_int(seeds, "--seeds", 1, rule="an integer >= 1 (seeds=, runs)")
-    base_seed = check_int(base_seed, "--base-seed", 0, rule="an integer >= 0 (base_seed=)")
+    seeds, base_seed = check_seeds(seeds, base_seed)
     population_size = check_int(population_size, "--population", 5, rule=(
         "an integer >= 5 (population_size=; nsga2 needs at least 5 individuals)"))
     if processes is None:

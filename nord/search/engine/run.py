@@ -22,7 +22,7 @@ import os
 import shutil
 from typing import Any, Callable, List, Optional, Union
 
-from nord.checks import check_int
+from nord.checks import MAX_BUDGET, check_int
 from nord.errors import ConfigurationError, DiskFullError
 from nord.journal import Journal, RunRecord
 from nord.journal.recorder import NoJournal
@@ -44,7 +44,7 @@ logger = logging.getLogger(__name__)
 def _check_settings(mode: str, budget: Any, batch_size: Any, journal: Any, resume: bool) -> None:
     if mode not in MODES:
         raise ConfigurationError(f"mode must be one of {MODES}; got {mode!r}")
-    check_int(budget, "budget (number of evaluations)", 0)
+    check_int(budget, "budget (number of evaluations)", 0, MAX_BUDGET)
     if batch_size is not None:
         check_int(batch_size, "batch_size", 1, rule="a positive integer or None")
     if journal is not None and not isinstance(journal, (str, os.PathLike)):
