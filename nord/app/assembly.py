@@ -75,8 +75,11 @@ def recorded_data_settings(config: RunConfig) -> RunConfig:
 
 
 def build_space(config: RunConfig, curator=None):
-    from nord.search.spaces import make_space
-    shape = {} if config.space == "nasbench201" else {"input_shape": tuple(curator.input_shape)}
+    """The run's search space, given the data's input shape when it takes one."""
+    from nord.search.spaces.registry import make_space, space_parameters
+    takes = space_parameters(config.space)
+    shape = ({"input_shape": tuple(curator.input_shape)}
+             if curator is not None and (takes is None or "input_shape" in takes) else {})
     return make_space(config.space, **shape, **config.space_params)
 
 

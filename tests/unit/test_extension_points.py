@@ -3,6 +3,7 @@ run as written, registered with ``register_<thing>``, and used by name. Then the
 by all of them (a decorator too, a list function, an error naming the register function),
 dotted paths imported on first use, and plug-ins found through entry points."""
 import importlib.metadata
+import os
 import subprocess
 import sys
 import textwrap
@@ -48,8 +49,8 @@ def private_registries(monkeypatch):
     monkeypatch.setattr(layers, "LAYERS", layers.LAYERS.copy())
 
 
-def run_example(cls, **names):
-    """Run the code block of ``cls``'s docstring (the one after '::'); its namespace."""
+def example_code(cls) -> str:
+    """The code block of ``cls``'s docstring (the one after '::'), as written."""
     doc = textwrap.dedent("\n".join(cls.__doc__.split("\n")[1:]))
     block = doc.split("::\n", 1)[1]
     lines = []
@@ -57,9 +58,13 @@ def run_example(cls, **names):
         if line and not line.startswith(" "):
             break
         lines.append(line)
+    return textwrap.dedent("\n".join(lines))
+
+
+def run_example(cls, **names):
+    """Run the code block of ``cls``'s docstring; its namespace."""
     namespace = dict(names)
-    exec(compile(textwrap.dedent("\n".join(lines)), f"<{cls.__name__} docstring>", "exec"),
-         namespace)
+    exec(compile(example_code(cls), f"<{cls.__name__} docstring>", "exec"), namespace)
     return namespace
 
 
@@ -304,3 +309,18 @@ def test_the_executor_example_runs_a_search():
                           algorithm=RandomSearch(space, seed=0), evaluator=Recording())
     assert example["summary"].evaluations == 10
     assert sorted(order) == list(range(10))
+
+
+@pytest.mark.processes
+def test_the_search_space_example_runs_under_nord_run_as_a_plug_in(tmp_path):
+    """The docstring's space, saved as a module as written, is searched by ``nord run
+    --plugin`` (in a process of its own: registering it would change this one's catalogue):
+    a space without a constructor of its own is not handed the data's shape."""
+    (tmp_path / "width_depth_plugin.py").write_text(example_code(SearchSpace))
+    done = subprocess.run([sys.executable, "-m", "nord", "run", "--plugin", "width_depth_plugin",
+                           "--space", "width-depth", "--budget", "2", "--epochs", "1",
+                           "--journal", str(tmp_path / "r.db")], cwd=tmp_path,
+                          env={**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{REPO}"},
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "done: 2 evaluations (2 evaluated; 0 failed)" in done.stdout

@@ -11,14 +11,15 @@ Other packages add spaces through the ``nord.spaces`` entry-point group (see
 from __future__ import annotations
 
 import inspect
-from typing import Any, List, Sequence, Union
+from typing import Any, List, Optional, Sequence, Union
 
 from nord.errors import ConfigurationError
 from nord.registry import Registry
 from nord.search.spaces.base import SearchSpace
 from nord.search.spaces.conv import ConvSpace
 
-__all__ = ["SPACES", "register_space", "list_spaces", "space_class", "make_space"]
+__all__ = ["SPACES", "register_space", "list_spaces", "space_class", "space_parameters",
+           "make_space"]
 
 SPACES: Registry[Union[str, type]] = Registry(
     "search space",
@@ -51,6 +52,20 @@ def space_class(name: str) -> type:
     return SPACES.load(name)
 
 
+def space_parameters(name: str) -> Optional[List[str]]:
+    """The keyword parameters search space ``name`` takes: none for a space without a
+    constructor of its own (as the SearchSpace example is written), None when it takes any
+    (``**kwargs``)."""
+    cls = space_class(name)
+    if cls.__init__ is object.__init__:
+        return []
+    parameters = list(inspect.signature(cls.__init__).parameters.values())[1:]   # not self
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
+        return None
+    return [p.name for p in parameters
+            if p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)]
+
+
 def make_space(name: str, **params: Any) -> SearchSpace:
     """A new search space ``name`` with its keyword parameters.
 
@@ -59,8 +74,8 @@ def make_space(name: str, **params: Any) -> SearchSpace:
             lists those it takes).
     """
     cls = space_class(name)
-    accepted = [p for p in inspect.signature(cls.__init__).parameters if p != "self"]
-    unknown = sorted(set(params) - set(accepted))
+    accepted = space_parameters(name)
+    unknown = [] if accepted is None else sorted(set(params) - set(accepted))
     if unknown:
         raise ConfigurationError(
             f"search space '{SPACES.canonical(name)}' does not take {', '.join(unknown)}; its "
