@@ -18,6 +18,13 @@ class Halves(SearchSpace):
     integer = (True, True, False)
 
 
+@pytest.fixture(autouse=True)
+def empty_memory(monkeypatch):
+    """A memory of its own for each test: the process-wide one holds at most
+    KNOWN_NORMAL_SPACES spaces, and the tests run before this one may have filled it."""
+    monkeypatch.setattr(space_module, "_KNOWN_NORMAL", {})
+
+
 @pytest.fixture
 def remembered():
     space = Cells()
