@@ -16,6 +16,7 @@ Details (the ``register_<thing>`` idiom, entry-point plug-ins): docs/registry.md
 """
 from __future__ import annotations
 
+import difflib
 import functools
 import importlib
 import logging
@@ -205,9 +206,12 @@ class Registry(Generic[T]):
         """
         found = self.find(name)
         if found is None:
+            close = difflib.get_close_matches(normalise_name(name), list(self._keys), n=1,
+                                              cutoff=0.6) if isinstance(name, str) else []
+            guess = f"did you mean {self._keys[close[0]]!r}? " if close else ""
             raise ConfigurationError(
-                f"unknown {self.kind} {name!r}; valid names are: {', '.join(self.choices())}"
-                + (f". {self.hint}" if self.hint else ""))
+                f"unknown {self.kind} {name!r}; {guess}valid names are: "
+                f"{', '.join(self.choices())}" + (f". {self.hint}" if self.hint else ""))
         return found
 
     def get(self, name: Any) -> T:

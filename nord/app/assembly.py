@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Dict, List, Optional, Tuple, Union
 
 from nord.app.plugins import load_modules
-from nord.app.settings import RunConfig, usable_cpus
+from nord.app.settings import RunConfig, check_workers_under_launcher, usable_cpus
 from nord.errors import ConfigurationError
 
 # The data sets, evaluators and executors are imported where they are used, so that a
@@ -142,12 +142,7 @@ def check_workers(config: RunConfig, world_size: int) -> None:
     """Refuse ``worker_processes`` under mpirun, or more than this machine's GPUs can host."""
     if config.worker_processes is None:
         return
-    if world_size > 1:
-        raise ConfigurationError(
-            f"--workers {config.worker_processes} starts worker processes on this machine, but "
-            f"this run was launched by mpirun with {world_size} ranks, which evaluate side by "
-            "side already; use one way to parallelise at a time: drop --workers, or run without "
-            "mpirun")
+    check_workers_under_launcher(config.worker_processes, world_size)
     from nord.parallel.placement import check_worker_count
     gpus = set(worker_devices_of(config)) - {"cpu"}
     check_worker_count(config.worker_processes, usable_cpus(), len(gpus))

@@ -87,7 +87,10 @@ QUIET_RANKS_WAIT = 2.0
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        refuse_unknown(parser, args, unknown)
     if args.verbose:
         import logging
         logging.getLogger("nord").setLevel(logging.DEBUG)
@@ -118,6 +121,26 @@ def main(argv: Optional[List[str]] = None) -> int:
             print(f"nord {args.command}: {error.strerror or error}: {error.filename or ''}; "
                   "choose a path in a folder you can write", file=sys.stderr)
         return 2
+
+
+def refuse_unknown(parser, args, unknown: List[str]) -> None:
+    """Flags the command does not take, refused in the command's words (argparse would answer
+    with the usage of ``nord`` itself); for ``nord resume``, a setting of what the run
+    measures, which a resume keeps."""
+    command = getattr(args, "command", None)
+    if command == "resume":
+        from nord.app.commands.resume import RESUME_FLAGS
+        flags = [word.split("=")[0] for word in unknown if word.startswith("--")]
+        parser.exit(2, (
+            f"nord resume: {', '.join(flags or unknown)} cannot change on resume: the run keeps "
+            "the settings its journal holds, so that one journal never mixes results measured "
+            f"differently; a resume may change only --budget, {', '.join(RESUME_FLAGS)}. To "
+            f"run with other settings, start a new run from these: nord config "
+            f"{args.journal} > run.toml, edit it, then nord run --config run.toml --journal "
+            "NEW.db\n"))
+    subcommands = next((action.choices for action in parser._actions
+                        if isinstance(action, argparse._SubParsersAction)), {})
+    (subcommands.get(command) or parser).error(f"unrecognized arguments: {' '.join(unknown)}")
 
 
 if __name__ == "__main__":

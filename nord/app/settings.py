@@ -14,7 +14,7 @@ import os
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Dict, List, Optional, Union
 
-from nord.app.plugins import load_modules
+from nord.app.plugins import load_modules, recorded
 from nord.checks import (MAX_BUDGET, MAX_SEED, check_device, check_duration, check_int,
                          check_valid_fraction)
 from nord.errors import ConfigurationError
@@ -232,6 +232,7 @@ class RunConfig:
     def _check_workers(self) -> None:
         """``worker_processes`` and ``mps``: the machine-independent rules (the GPUs are
         counted when the run starts, :func:`~nord.app.assembly.check_workers`)."""
+        from nord.parallel import launcher_world_size
         from nord.parallel.mps import check_mps_setting
         from nord.parallel.placement import check_worker_count
         check_mps_setting(self.mps)
@@ -241,15 +242,20 @@ class RunConfig:
                     f"--mps {self.mps} says how worker processes share a GPU, but no --workers "
                     "were asked for; add --workers N, or leave --mps out")
             return
-        check_worker_count(self.worker_processes, usable_cpus())
+        ranks = launcher_world_size() or 1
+        if ranks > 1:   # the launch is the first thing wrong: say that, not the CPU count
+            check_workers_under_launcher(self.worker_processes, ranks)
         if self.evaluation != "local":
+            why = {"benchmark": "looks results up in a table, which takes microseconds: run it "
+                                "without --workers",
+                   "zero-cost": "scores untrained networks, a fraction of a second each: run it "
+                                "without --workers (under mpirun, ranks score side by side)"}
             raise ConfigurationError(
                 f"--workers runs candidates side by side in worker processes, each training "
                 f"its own network; evaluation={self.evaluation!r} "
-                + ("looks results up in a table, which takes microseconds: run it without "
-                   "--workers" if self.evaluation == "benchmark" else
-                   "trains each network on several MPI ranks: launch it with mpirun "
-                   "instead of --workers"))
+                + why.get(self.evaluation, "trains each network on several MPI ranks: launch "
+                                           "it with mpirun instead of --workers"))
+        check_worker_count(self.worker_processes, usable_cpus())
 
     def _load_plugins(self) -> None:
         """Import the run's plug-in modules (a comma-separated string is split)."""
@@ -262,7 +268,8 @@ class RunConfig:
             raise ConfigurationError(
                 f"plugins must be a list of module names such as ['mypackage.nas']; got "
                 f"{self.plugins!r}")
-        self.plugins = self.plugins or None   # none given: recorded as before plug-ins
+        # none given: recorded as before plug-ins; files by their absolute paths
+        self.plugins = [recorded(plugin) for plugin in self.plugins] or None
         load_modules(self.plugins or ())
 
     def _check_proxy(self) -> None:
@@ -401,6 +408,15 @@ class RunConfig:
     def from_dict(cls, data: Dict[str, Any]) -> "RunConfig":
         known = {f.name for f in fields(cls)}
         return cls(**{key: value for key, value in data.items() if key in known})
+
+
+def check_workers_under_launcher(workers: int, ranks: int) -> None:
+    """Refuse ``--workers`` in a launch of several MPI ranks: one way to parallelise at a time."""
+    if ranks > 1:
+        raise ConfigurationError(
+            f"--workers {workers} starts worker processes on this machine, but this run was "
+            f"launched by mpirun with {ranks} ranks, which evaluate side by side already; use "
+            "one way to parallelise at a time: drop --workers, or run without mpirun")
 
 
 def usable_cpus() -> int:

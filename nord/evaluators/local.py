@@ -320,17 +320,25 @@ class LocalEvaluator(Evaluator):
         curator = self.get_curator()
         try:
             return estimate_memory(descriptor, curator.input_shape, curator.num_classes,
-                                   self.batch_size, self.optimizer,
+                                   self._largest_batch(curator), self.optimizer,
                                    **self.optimizer_kwargs).total
         except Exception as error:  # noqa: BLE001 - no estimate: nothing held back for it
             logger.debug("no memory estimate for %s: %s", descriptor.hash, error)
             return None
 
+    def _largest_batch(self, curator) -> int:
+        """The most samples one training step of this rank holds: ``batch_size``, or the
+        rank's share of the training split when that is smaller (a batch larger than the data
+        set is the data set)."""
+        share = -(-max(1, curator.n_train) // self._size())
+        return max(1, min(self.batch_size, share))
+
     def _refuse_if_too_large(self, descriptor, curator, device) -> None:
         """Raise CandidateTooLargeError above ``max_params`` or the device's free memory."""
         try:
             need = estimate_memory(descriptor, curator.input_shape, curator.num_classes,
-                                   self.batch_size, self.optimizer, **self.optimizer_kwargs)
+                                   self._largest_batch(curator), self.optimizer,
+                                   **self.optimizer_kwargs)
         except Exception as error:  # noqa: BLE001 - building it for real says what is wrong
             logger.debug("no memory estimate for %s: %s", descriptor.hash, error)
             return

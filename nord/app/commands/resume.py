@@ -5,7 +5,13 @@
 """
 from __future__ import annotations
 
+import re
+
 from nord.app.commands.run import run_arguments
+
+RESUME_FLAGS = ("--time-budget", "--target", "--backend", "--device", "--threads", "--workers",
+                "--mps", "--max-attempts", "--checkpoint-every")
+"""What a resume may change besides --budget: where and how long it runs."""
 
 # Every other nord module is imported inside the command that needs it: `nord --help`,
 # `nord list` and a refused flag must answer without loading torch, sqlite or matplotlib.
@@ -31,9 +37,7 @@ def register(commands) -> None:
                         help="extend the run to N evaluations in all, those in the journal "
                              "included (default: its own budget)")
     for _, flag, options in run_arguments():
-        if flag in ("--device", "--threads", "--backend", "--workers", "--mps",
-                    "--max-attempts", "--checkpoint-every", "--time-budget",
-                    "--target"):   # where and how long it runs
-            resume.add_argument(flag, **{**options, "help": options["help"] + " (default: "
-                                                           "the journal's)"})
+        if flag in RESUME_FLAGS:   # where and how long it runs
+            text = re.sub(r"\s*\(default: [^()]*(\([^()]*\)[^()]*)*\)$", "", options["help"])
+            resume.add_argument(flag, **{**options, "help": f"{text} (default: the journal's)"})
     resume.set_defaults(handler=_resume)

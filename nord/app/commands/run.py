@@ -95,8 +95,9 @@ RUN_FLAGS = (
      "refuse), off (time-slicing)"),
     ("seed", "--seed", int, "seeds the algorithm and every candidate's training"),
     ("max_attempts", "--max-attempts", int,
-     "how often one candidate's evaluation may kill the run's process (e.g. the out-of-memory "
-     "killer's SIGKILL) before a resume records it as failed instead of trying it again"),
+     "how often in a row one candidate's evaluation may kill the run's process (e.g. the "
+     "out-of-memory killer's SIGKILL) without finishing an epoch before a resume records it "
+     "as failed instead of trying it again"),
     ("checkpoint_every", "--checkpoint-every", int,
      "epochs between the checkpoints of each candidate in training, beside the journal: a "
      "resumed run goes on from them and trains no epoch twice; 0: none (default: 1)"),
