@@ -27,7 +27,7 @@ from nord.errors import (ConfigurationError, CycleError, DanglingConnectionError
                          DescriptorError, DuplicateLayerError, EmptyDescriptorError,
                          LayerParameterError, UnreachableLayerError)
 from nord.architecture.identity import canonical_order
-from nord.architecture.layers import REQUIRED, LayerSpec, get_layer_spec
+from nord.architecture.layers import REQUIRED, LayerSpec, get_layer_spec, parameter_refusal
 
 MERGE_RULES = ("sum", "concat")
 FORMAT = "nord.descriptor/1"
@@ -504,6 +504,9 @@ def _normalise_params(spec: LayerSpec, params, layer_name: str) -> Dict[str, Any
                 f"parameter {key!r} of layer '{layer_name}' must be a number, string, bool, "
                 f"None or a list of those, so the descriptor can be stored as JSON; "
                 f"got {type(value).__name__}: {value!r}")
+        refusal = parameter_refusal(spec, key, _to_json_value(value))
+        if refusal is not None:
+            raise LayerParameterError(f"layer '{layer_name}' ({spec.name}): {refusal}")
     return {key: _to_json_value(value) for key, value in given.items()}
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from nord.errors import ConfigurationError, UnknownLayerError
 from nord.registry import Registry, import_dotted, normalise_name
@@ -236,3 +236,68 @@ register_layer("relu_conv_bn", "nord.nn.modules.ReLUConvBN",
                        ("kernel_size", REQUIRED), ("stride", 1), ("padding", 0), ("dilation", 1),
                        ("affine", True), ("track_running_stats", True)),
                shape_param="in_channels", input_kind="spatial")
+
+# --- what the built-in layers' parameters may be ------------------------------------------
+# Checked when a descriptor is built, naming the layer and the parameter, so that a candidate
+# with 4.5 output channels is refused then, not failed by torch's misleading message later.
+
+
+def _whole(value, least: int) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= least
+
+
+def _whole_or_pair(least: int) -> Callable[[Any], bool]:
+    return lambda value: _whole(value, least) or (
+        isinstance(value, (list, tuple)) and len(value) in (1, 2, 3)
+        and all(_whole(item, least) for item in value))
+
+
+def _number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+_COUNT = (lambda value: _whole(value, 1), "a whole number >= 1")
+_SIZE = (_whole_or_pair(1), "a whole number >= 1, or a list of them (one per dimension)")
+_FLAG = (lambda value: isinstance(value, bool), "true or false")
+PARAMETER_RULES: Dict[str, Tuple[Callable[[Any], bool], str]] = {
+    "in_channels": _COUNT, "out_channels": _COUNT, "in_features": _COUNT,
+    "out_features": _COUNT, "num_features": _COUNT, "groups": _COUNT,
+    "kernel_size": _SIZE, "dilation": _SIZE,
+    "stride": (lambda value: value is None or _whole_or_pair(1)(value),
+               "a whole number >= 1, a list of them, or none (the kernel size)"),
+    "padding": (lambda value: _whole_or_pair(0)(value) or value in ("same", "valid"),
+                "a whole number >= 0, a list of them, 'same' or 'valid'"),
+    "output_size": (lambda value: _whole_or_pair(1)(value) or (
+        isinstance(value, (list, tuple)) and all(v is None or _whole(v, 1) for v in value)),
+        "a whole number >= 1, or a list of them (none keeps that dimension)"),
+    "p": (lambda value: _number(value) and 0 <= value <= 1, "a probability in [0, 1]"),
+    "eps": (lambda value: _number(value) and value > 0, "a number > 0"),
+    "momentum": (lambda value: value is None or (_number(value) and 0 <= value <= 1),
+                 "a number in [0, 1], or none"),
+    "negative_slope": (_number, "a number"), "alpha": (_number, "a number"),
+    "start_dim": (lambda value: _whole(value, -64), "a whole number"),
+    "end_dim": (lambda value: _whole(value, -64), "a whole number"),
+    "bias": _FLAG, "affine": _FLAG, "track_running_stats": _FLAG, "ceil_mode": _FLAG,
+    "count_include_pad": _FLAG, "inplace": _FLAG, "return_indices": _FLAG,
+    "divisor_override": (lambda value: value is None or _whole(value, 1),
+                         "a whole number >= 1, or none"),
+    "padding_mode": (lambda value: value in ("zeros", "reflect", "replicate", "circular"),
+                     "'zeros', 'reflect', 'replicate' or 'circular'"),
+    "approximate": (lambda value: value in ("none", "tanh"), "'none' or 'tanh'"),
+}
+"""Parameter name -> (the test a value passes, the rule in words), for nord's own layers."""
+
+BUILT_IN = {name: LAYERS.get(name).target for name in LAYERS.names()}
+"""The layers registered here, by name and target: their parameters follow the rules above
+(a layer registered by a user, even under a parameter name found here, is not checked)."""
+
+
+def parameter_refusal(spec: LayerSpec, parameter: str, value: Any) -> Optional[str]:
+    """Why ``value`` cannot be ``parameter`` of a built-in layer ``spec`` (the rule and what
+    was given), or None when it can or nord does not know the layer."""
+    if BUILT_IN.get(spec.name) != spec.target or parameter not in PARAMETER_RULES:
+        return None
+    test, rule = PARAMETER_RULES[parameter]
+    if test(value):
+        return None
+    return f"parameter {parameter!r} must be {rule}; got {type(value).__name__} {value!r}"

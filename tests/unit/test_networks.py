@@ -263,9 +263,8 @@ def test_pool_reducing_to_nothing_is_a_shape_error():
 
 
 def test_invalid_constructor_value_is_a_layer_parameter_error():
-    d = chain(("dropout", {"p": 3.0}),)
-    with pytest.raises(LayerParameterError) as caught:
-        NeuralNet(d, input_shape=(3, 8, 8))
+    with pytest.raises(LayerParameterError) as caught:   # refused as the descriptor is built
+        NeuralNet(chain(("dropout", {"p": 3.0}),), input_shape=(3, 8, 8))
     assert "'l0'" in str(caught.value)
 
 

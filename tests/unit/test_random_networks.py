@@ -93,7 +93,12 @@ def outcome(seed):
 @pytest.mark.timeout(30)
 @pytest.mark.parametrize("seed", range(N_CASES))
 def test_random_descriptor_trains_or_raises_a_documented_error(seed):
-    descriptor = random_descriptor(seed)
+    try:   # a parameter out of its range is refused when the descriptor is built
+        descriptor = random_descriptor(seed)
+    except NordError as error:
+        assert type(error) in DOCUMENTED, f"{type(error).__name__}: {error}"
+        assert str(error)
+        return
     before = descriptor.to_dict()
     try:
         net = NeuralNet(descriptor, input_shape=INPUT_SHAPE, num_classes=CLASSES)
