@@ -6,7 +6,7 @@ handed out, an epoch finished, a result told, a leg of training) and commits whe
 their next tasks, so that they never wait for the disk::
 
     recorder = recorder_for(journal)       # journal: a Journal, or NoJournal()
-    recorder.asked(number, generation, genome, told_before)
+    recorder.asked(candidate, told_before)
     recorder.handed_out(number)
     recorder.commit()                      # one transaction: the file stays a consistent prefix
 
@@ -34,18 +34,25 @@ class RunRecorder:
         self._legs: List[LegRecord] = []
         self._attempts: List[int] = []
 
-    def asked(self, number: int, generation: int, genome, told_before: int) -> None:
-        self._candidates.append(CandidateRecord(number, generation, genome, told_before))
+    def asked(self, candidate, told_before: int) -> None:
+        """A candidate (its ``number``, ``generation`` and ``genome``) was proposed after
+        ``told_before`` results."""
+        self._candidates.append(CandidateRecord(candidate.number, candidate.generation,
+                                                candidate.genome, told_before))
 
     def handed_out(self, number: int) -> None:
         """Candidate ``number`` went to a worker: an attempt, taken back if the run survives."""
         self._attempts.append(number)
 
-    def told(self, sequence: int, number: int, generation: int, genome, key, descriptor,
-             worker_rank, result, cached_from, started, ended) -> None:
-        self._evaluations.append(EvaluationRecord(sequence, number, generation, genome, key,
-                                                  descriptor, worker_rank, result, cached_from,
-                                                  started, ended))
+    def told(self, sequence: int, outcome) -> None:
+        """A result was told, ``sequence``-th: ``outcome`` holds its ``candidate``, ``key``,
+        ``descriptor``, ``worker_rank``, ``result``, ``cached_from``, ``started`` and
+        ``ended`` (the engine's Outcome)."""
+        candidate = outcome.candidate
+        self._evaluations.append(EvaluationRecord(
+            sequence, candidate.number, candidate.generation, candidate.genome, outcome.key,
+            outcome.descriptor, outcome.worker_rank, outcome.result, outcome.cached_from,
+            outcome.started, outcome.ended))
 
     def epoch(self, number: int, record, worker_rank: Optional[int]) -> None:
         self._epochs.append((number, record, worker_rank))
@@ -70,13 +77,13 @@ class _Dropped(RunRecorder):
     def __init__(self):
         super().__init__(None)
 
-    def asked(self, *row) -> None:
+    def asked(self, candidate, told_before: int) -> None:
         pass
 
     def handed_out(self, number: int) -> None:
         pass
 
-    def told(self, *row) -> None:
+    def told(self, sequence: int, outcome) -> None:
         pass
 
     def epoch(self, *row) -> None:

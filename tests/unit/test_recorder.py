@@ -5,8 +5,9 @@ from nord.errors import ConfigurationError
 from nord.evaluators.result import EpochRecord, EvaluationResult
 from nord.journal import LegRecord
 from nord.journal.recorder import NoJournal, RunRecorder, recorder_for
+from nord.search.algorithms.base import Candidate
 from nord.search.algorithms.random_search import RandomSearch
-from nord.search.engine import run_search
+from nord.search.engine import Outcome, run_search
 from tests.helpers.toy import ToyEvaluator, ToySpace
 
 
@@ -33,15 +34,16 @@ def test_a_run_without_a_journal_keeps_nothing_and_cannot_be_resumed():
 def test_a_commit_writes_every_row_since_the_last_in_one_call_in_order():
     journal = Calls()
     recorder = recorder_for(journal)
-    recorder.asked(0, 0, (1, 2), 0)
-    recorder.asked(1, 0, (2, 2), 0)
+    recorder.asked(Candidate((1, 2), 0, 0), 0)
+    recorder.asked(Candidate((2, 2), 0, 1), 0)
     recorder.handed_out(0)
     epoch = EpochRecord(1, 0.5, 0.9, 0.4, 1.0)
     recorder.epoch(0, epoch, 3)
     leg = LegRecord(1, 0, 0, 1, 1, 0.0)
     recorder.leg(leg)
     result = EvaluationResult(accuracy=0.9)
-    recorder.told(0, 0, 0, (1, 2), "k", None, 3, result, None, 1.0, 2.0)
+    recorder.told(0, Outcome(Candidate((1, 2), 0, 0), result, "k", worker_rank=3, started=1.0,
+                             ended=2.0))
     recorder.commit()
     recorder.commit()                       # nothing since: no second transaction
     assert len(journal.calls) == 1
@@ -55,7 +57,7 @@ def test_a_commit_writes_every_row_since_the_last_in_one_call_in_order():
 def test_the_recorder_of_no_journal_drops_every_row():
     recorder = recorder_for(NoJournal())
     assert type(recorder) is not RunRecorder and isinstance(recorder, RunRecorder)
-    recorder.asked(0, 0, (1, 1), 0)
+    recorder.asked(Candidate((1, 1), 0, 0), 0)
     recorder.handed_out(0)
     recorder.commit()                       # NoJournal has no record(): nothing may reach it
 

@@ -33,6 +33,8 @@ logger = logging.getLogger(__name__)
 class ScheduledSearch(Search):
     """A :class:`~nord.search.engine.loop.Search` whose candidates a scheduler trains in legs."""
 
+    promotes = True
+
     def __init__(self, algorithm: SearchAlgorithm, executor: Executor,
                  journal: Union[Journal, NoJournal], budget: int, mode: str, batch_size: int,
                  on_result: Optional[Callable[[SearchProgress], None]], scheduler: Scheduler,

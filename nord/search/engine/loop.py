@@ -50,6 +50,9 @@ def killed_result(number: int, deaths: int) -> EvaluationResult:
 class Search:
     """The state of one call of run_search on the rank that runs the engine."""
 
+    promotes = False
+    """Whether :meth:`promote` can hand out anything (a scheduler's searches)."""
+
     def __init__(self, algorithm: SearchAlgorithm, executor: Executor,
                  journal: Union[Journal, NoJournal],
                  budget: int, mode: str, batch_size: int,
@@ -89,19 +92,20 @@ class Search:
         self.peak_bytes = 0
         self.resumed_epochs: Dict[int, int] = {}       # candidate -> epochs its checkpoint kept
         self.stopping = stopping if stopping is not None else Stopping(budget)
+        self.limited = self.stopping.limited           # a limit besides the budget is set
         self.now = executor.now   # the journal's clock: wall-clock or simulated seconds
         self.started = time.monotonic()
 
     # --- asking and identifying ----------------------------------------------------------
     def ask(self) -> Optional[Candidate]:
-        if self.algorithm.finished or (self.stopping.limited and self.stopping.limit()):
+        if self.algorithm.finished or (self.limited and self.stopping.limit()):
             return None
         candidate = self.algorithm.ask()
         if candidate is None:
             return None
         self.pending[candidate.number] = candidate
         self.asked += 1
-        self.recorder.asked(candidate.number, candidate.generation, candidate.genome, self.told)
+        self.recorder.asked(candidate, self.told)
         return candidate
 
     def prepare(self, candidate: Candidate) -> None:
@@ -202,11 +206,11 @@ class Search:
     # --- evaluating ----------------------------------------------------------------------
     def dispatch(self) -> None:
         """Hand queued tasks to idle workers."""
-        queue, executor = self.queue, self.executor
+        queue, executor, handed_out = self.queue, self.executor, self.recorder.handed_out
         while queue and executor.free_slots > 0:
             task = queue.popleft()
             executor.submit(task)
-            self.recorder.handed_out(task.number)   # committed before it is waited for
+            handed_out(task.number)   # committed before it is waited for
 
     def collect(self) -> None:
         """Wait for one evaluation; finish it and every candidate waiting for its architecture."""
@@ -245,10 +249,7 @@ class Search:
             self.cached += 1
         if outcome.result.status != "ok":
             self.failed += 1
-        self.recorder.told(self.sequence[number], number, outcome.candidate.generation,
-                           outcome.candidate.genome, outcome.key, outcome.descriptor,
-                           outcome.worker_rank, outcome.result, outcome.cached_from,
-                           outcome.started, outcome.ended)
+        self.recorder.told(self.sequence[number], outcome)
         if asynchronous:
             self._tell_outcome(number, outcome)
         else:
@@ -315,11 +316,11 @@ class Search:
         """Steady state: a free worker gets the next candidate (or promotion) at once, and a
         result is told as soon as it comes."""
         self.requeue_in_flight()   # candidates in flight when the run stopped go first
-        executor, queue, promote = self.executor, self.queue, self.promote
+        executor, queue, promote, promotes = self.executor, self.queue, self.promote, self.promotes
         while True:
             self.dispatch()
             while not queue and executor.free_slots > 0:
-                if promote(1):
+                if promotes and promote(1):
                     self.dispatch()
                     continue
                 if self.asked >= self.budget:
