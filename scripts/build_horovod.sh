@@ -21,6 +21,13 @@ pip_quiet() {
     return $status
 }
 
+# What Horovod declares it needs at run time (pip check names any that is missing), installed
+# without letting pip touch torch.
+runtime_needs() {
+    pip_quiet install -q --disable-pip-version-check cloudpickle psutil pyyaml packaging \
+        "cffi>=1.4.0"
+}
+
 # NORD_HOROVOD_NCCL=1 (set by setup.sh from scripts/gpu_setup.py, with NORD_NCCL_INCLUDE,
 # NORD_NCCL_LIB and NORD_CUDA_HOME) adds NCCL operations for GPUs.
 NCCL=${NORD_HOROVOD_NCCL:-0}
@@ -34,6 +41,7 @@ sys.exit(horovod.__version__ != "$HOROVOD_VERSION" or not (hvd.mpi_built() and h
 PYEOF
 then
     say "Horovod $HOROVOD_VERSION with PyTorch, $ops is installed"
+    runtime_needs
     exit 0
 fi
 
@@ -72,6 +80,5 @@ fi
 
 say "installing $(basename "$wheel")"
 pip_quiet install -q --disable-pip-version-check --no-deps --force-reinstall "$wheel"
-# Horovod's own run-time needs, without letting pip touch torch.
-pip_quiet install -q --disable-pip-version-check cloudpickle psutil pyyaml packaging
+runtime_needs
 (cd /tmp && "$VENV/bin/horovodrun" --check-build)
