@@ -206,6 +206,9 @@ def build_evaluator(config: RunConfig, env, curator=None):
         return BenchmarkEvaluator(dataset=config.dataset)
     if env.group is None:
         return None
+    if config.evaluation == "zero-cost" and config.on_benchmark:
+        from nord.benchmarks.nasbench201.proxy_evaluator import ProxyTableEvaluator
+        return ProxyTableEvaluator(config.proxy, dataset=config.dataset)
     if config.evaluation == "zero-cost":
         from nord.evaluators.zero_cost import ZeroCostEvaluator
         return ZeroCostEvaluator(config.proxy, curator=curator, batch_size=config.batch_size,
@@ -234,6 +237,9 @@ def describe_evaluation(config: RunConfig, world_size: int) -> Dict[str, Any]:
     if config.evaluation == "benchmark":
         from nord.benchmarks.nasbench201 import BenchmarkEvaluator
         return BenchmarkEvaluator(dataset=config.dataset).describe()
+    if config.evaluation == "zero-cost" and config.on_benchmark:
+        from nord.benchmarks.nasbench201.proxy_evaluator import ProxyTableEvaluator
+        return ProxyTableEvaluator(config.proxy, dataset=config.dataset).describe()
     if config.evaluation == "zero-cost":
         return {"evaluator": "ZeroCostEvaluator", "proxy": config.proxy,
                 "dataset": config.dataset, "batch_size": config.batch_size, "seed": config.seed,
@@ -349,7 +355,7 @@ def assemble(config: RunConfig, env) -> RunParts:
     from nord.search.algorithms.registry import make_algorithm
     from nord.search.engine import RunInfo
     from nord.search.executors import MPIExecutor
-    curator = build_curator(config) if config.evaluation != "benchmark" else None
+    curator = None if config.on_benchmark else build_curator(config)
     space = build_space(config, curator)
     evaluator = build_evaluator(config, env, curator)
     if config.worker_processes is not None:

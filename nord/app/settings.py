@@ -162,14 +162,23 @@ class RunConfig:
                 f"evaluation must be one of {', '.join(EVALUATIONS)}; got {self.evaluation!r}")
         self._check_proxy()
         if self.dataset is None:
-            self.dataset = "cifar10" if self.evaluation == "benchmark" else "digits"
-        if (self.evaluation == "benchmark") != (self.space == "nasbench201"):
+            self.dataset = "cifar10" if self.on_benchmark else "digits"
+        if self.evaluation == "benchmark" and self.space != "nasbench201":
             raise ConfigurationError(
-                "the NAS-Bench-201 space goes with evaluation='benchmark' and back: the table "
-                f"holds only its cells; got space={self.space!r}, evaluation={self.evaluation!r}")
-        if self.evaluation == "benchmark":
+                "evaluation='benchmark' looks results up in the NAS-Bench-201 table, which holds "
+                f"only its cells; got space={self.space!r}: give --space nasbench201, or an "
+                "evaluation that trains or scores networks")
+        if self.space == "nasbench201" and self.evaluation not in ("benchmark", "zero-cost"):
+            raise ConfigurationError(
+                f"the NAS-Bench-201 space (space='nasbench201') is looked up in the benchmark's "
+                f"table (evaluation='benchmark') or scored by a zero-cost proxy from nord's "
+                f"packaged table (evaluation='zero-cost'); got evaluation={self.evaluation!r}")
+        if self.on_benchmark:
             from nord.benchmarks.nasbench201.table import get_dataset
             self.dataset = get_dataset(self.dataset).name
+            if self.evaluation == "zero-cost":
+                from nord.benchmarks.nasbench201.proxy_evaluator import check_table_proxy
+                check_table_proxy(self.proxy)
         else:
             from nord.data.registry import CURATORS
             self.dataset = CURATORS.canonical(self.dataset)
@@ -313,10 +322,16 @@ class RunConfig:
                 "--callbacks look inside training, but NAS-Bench-201 runs look results up and "
                 "train nothing; drop --callbacks")
 
+    @property
+    def on_benchmark(self) -> bool:
+        """Whether candidates are NAS-Bench-201 cells, read from tables (no data set is
+        loaded: the benchmark's data sets are its own)."""
+        return self.space == "nasbench201"
+
     def _check_training_settings(self) -> None:
         """Settings of training and its data refused where nothing uses them, rather than
         recorded as if they had shaped the run."""
-        if self.evaluation == "benchmark":
+        if self.on_benchmark:
             defaults = {f.name: f.default for f in fields(self) if f.name in TRAINING_FIELDS}
             given = [f"--{name.replace('_', '-')} {getattr(self, name)}"
                      for name in TRAINING_FIELDS if getattr(self, name) != defaults[name]]
