@@ -40,6 +40,7 @@ bench: setup
 	$(PYTHON) bench/local_search.py
 	$(PYTHON) bench/paper_question.py
 	$(PYTHON) bench/asha.py
+	$(PYTHON) bench/checkpoint_cost.py
 
 clean:
 	rm -rf runs .pytest_cache
