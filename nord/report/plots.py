@@ -260,7 +260,7 @@ def plot_accuracy(runs: Sequence[RunData], path: PathLike) -> Path:
             axes.set_xlabel("evaluations told (in the order results came in)")
             axes.set_xlim(0, max(1, len(run.evaluations)) + 0.5)
         if index % columns == 0:
-            axes.set_ylabel(f"{_signal_label(runs)} (%)")
+            axes.set_ylabel(_signal_label(runs))
     for axes in axes_list[len(runs):]:
         axes.set_visible(False)
     if all_values:
@@ -274,9 +274,15 @@ def plot_accuracy(runs: Sequence[RunData], path: PathLike) -> Path:
 
 
 def _signal_label(runs: Sequence[RunData]) -> str:
-    """The y label of the search signal: the runs' common wording, else 'search signal'."""
+    """The y label of the search signal (its values drawn x 100): the runs' common wording,
+    else 'accuracy (search signal)', naming proxy scores where any run's signal is one."""
     signals = {run.protocol.signal for run in runs}
-    return signals.pop() if len(signals) == 1 else "accuracy (search signal)"
+    scores = any(run.protocol.scores for run in runs)
+    if len(signals) == 1:
+        return signals.pop() + (" (x 100)" if scores else " (%)")
+    if scores:
+        return "search signal: accuracy (%), or proxy score mapped into (0, 1) (x 100)"
+    return "accuracy (search signal) (%)"
 
 
 def plot_comparison(runs: Sequence[RunData], path: PathLike) -> Path:
@@ -324,7 +330,7 @@ def plot_comparison(runs: Sequence[RunData], path: PathLike) -> Path:
     if handles:
         by_count.legend(handles, labels, fontsize=8, loc="lower right", framealpha=0.85)
     by_count.set_xlabel("evaluations told")
-    by_count.set_ylabel(f"best {_signal_label(runs)} so far (%)")
+    by_count.set_ylabel(f"best so far: {_signal_label(runs)}")
     by_count.set_title("Best so far against evaluations", fontsize=10)
     by_time.set_xlabel(f"wall time since the run started ({unit})")
     by_time.set_title("Best so far against wall time", fontsize=10)

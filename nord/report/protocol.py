@@ -40,14 +40,25 @@ class Protocol:
     selected_on_test: bool
     reasons: List[str] = field(default_factory=list)
     warnings: List[str] = field(default_factory=list)
+    measure: str = "accuracy"
+
+    @property
+    def scores(self) -> bool:
+        """Whether the signal is a zero-cost proxy's score (mapped into (0, 1)), not an
+        accuracy: every place that shows it must say so."""
+        return self.measure == "proxy score"
 
     @property
     def selection(self) -> str:
-        """'test' or 'validation': the data the architectures were selected on."""
+        """'test' or 'validation': the data the architectures were selected on; 'proxy'
+        where untrained networks were scored."""
+        if self.scores:
+            return "proxy"
         return "test" if self.selected_on_test else "validation"
 
     def to_json(self) -> Dict[str, Any]:
         return {"signal": self.signal, "reported": self.reported, "selection": self.selection,
+                "measure": self.measure,
                 "selected_on_test": self.selected_on_test, "reasons": list(self.reasons),
                 "warnings": list(self.warnings)}
 
@@ -87,6 +98,11 @@ def protocol_of(metadata: Mapping[str, Any],
         reasons.append(f"the evaluator's search signal is {signal!r}")
     if any(_mapping(row.get("metrics")).get("selection") == "test" for row in evaluations):
         reasons.append("its evaluations were scored on test data (metrics.selection 'test')")
+    proxy = (selection == "proxy" or "score" in signal.lower() or evaluator.get("evaluator")
+             in ("ZeroCostEvaluator", "ProxyTableEvaluator"))
+    if proxy:   # untrained networks scored: no split was selected on, nothing is an accuracy
+        return Protocol(signal=signal, reported=reported, selected_on_test=False,
+                        warnings=warnings, measure="proxy score")
     if reasons and not signal.lower().startswith("test"):
         signal = "test accuracy (no validation split)"
     return Protocol(signal=signal, reported=reported, selected_on_test=bool(reasons),

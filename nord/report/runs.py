@@ -276,12 +276,19 @@ def load_runs(paths: Union[PathLike, Iterable[PathLike]],
 
 
 def measured_on(run: RunData) -> str:
-    """What a run's accuracies measure, in words: its data set, and whether its networks
-    were trained by the run or looked up in a benchmark's table."""
+    """What a run's figures measure, in words: its data set, and whether its networks were
+    trained by the run, looked up in a benchmark's table or scored untrained by a proxy."""
     meta = run.metadata
     dataset = (meta.get("dataset") or {}).get("name") or "no data set"
     evaluator = (meta.get("evaluator") or {}).get("evaluator") or ""
-    how = "NAS-Bench-201's table" if "Benchmark" in evaluator else "trained by the run"
+    if evaluator == "ProxyTableEvaluator":
+        how = "scored untrained by a zero-cost proxy, from nord's NAS-Bench-201 table"
+    elif evaluator == "ZeroCostEvaluator":
+        how = "scored untrained by a zero-cost proxy"
+    elif "Benchmark" in evaluator:
+        how = "NAS-Bench-201's table"
+    else:
+        how = "trained by the run"
     return f"{dataset}, {how}"
 
 

@@ -83,8 +83,17 @@ def _count(value: Any) -> str:
 
 
 def _selected_on(numbers: Dict[str, Any]) -> str:
+    if numbers["protocol"].get("measure") == "proxy score":
+        return "untrained networks (proxy score)"
     return ("TEST data (biased)" if numbers["protocol"]["selected_on_test"]
             else "validation data")
+
+
+def _signal(numbers: Dict[str, Any], value: Optional[float]) -> str:
+    """A search-signal figure as what it is: an accuracy in percent, or a proxy's score."""
+    if numbers["protocol"].get("measure") == "proxy score":
+        return "n/a" if value is None or not math.isfinite(value) else f"{value:.4f} (proxy score)"
+    return _percent(value)
 
 
 def _plain(value: Any) -> str:
@@ -321,7 +330,7 @@ def _page(title: str, runs: List[RunData], numbers: List[Dict[str, Any]],
                      _plain(n["seed"]), _plain(n["dataset"]), _plain(n["ranks"]),
                      _plain(n["mode"]), _count(n["evaluations"]), _count(n["ok"]),
                      _count(n["failed"]), _count(n["cached"]), _selected_on(n),
-                     _percent(n["best_accuracy"]), _percent(n["best_reported_accuracy"]),
+                     _signal(n, n["best_accuracy"]), _percent(n["best_reported_accuracy"]),
                      _count(n["best_n_params"]), format_duration(n["wall_time"]),
                      n["status"]])
     page.table(header, rows, align=["left"] * 6 + ["right"] * 4 + ["left"] + ["right"] * 4
@@ -353,7 +362,8 @@ def _page(title: str, runs: List[RunData], numbers: List[Dict[str, Any]],
             ("search signal", n["protocol"]["signal"]),
             ("selected on", _selected_on(n)),
             ("reported accuracy", n["protocol"]["reported"]),
-            ("best accuracy (search signal)", _percent(n["best_accuracy"])),
+            ("best proxy score (search signal)" if n["protocol"].get("measure") == "proxy score"
+             else "best accuracy (search signal)", _signal(n, n["best_accuracy"])),
             ("its test accuracy (reported)", _percent(n["best_reported_accuracy"])),
             ("its trainable parameters", _count(n["best_n_params"])),
             ("found in generation / candidate",

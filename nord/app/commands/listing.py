@@ -15,6 +15,7 @@ import sys
 def _list(args) -> int:
     from nord.app.search_progress import resumed_line
     from nord.journal import list_runs
+    from nord.report.protocol import protocol_of
     runs, skipped = list_runs(args.paths)
     named = {os.path.realpath(path) for path in args.paths if os.path.isfile(path)}
     status = 0
@@ -38,6 +39,9 @@ def _list(args) -> int:
         print(f"{str(run['path']):{width}s} {run['algorithm']:22s} {run['state']:11s} "
               f"{run['evaluations']:>4d}/{run['budget'] or '?':<4} {run['failed']:>6d} "
               f"{'-' if best is None else format(best, '.4f'):>7s}  {created}")
+        if protocol_of(run).scores and best is not None:
+            proxy = (run.get("evaluator") or {}).get("proxy") or "a zero-cost proxy"
+            print(f"  best is the {proxy} score mapped into (0, 1), not an accuracy")
         if run["resumed"]:
             print(f"  {resumed_line(run['resumed'])}")
     return status
