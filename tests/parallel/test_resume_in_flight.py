@@ -5,13 +5,11 @@ The kill comes from a training callback written as a user would (tests/helpers/k
 which logs every finished epoch: the log of the killed and resumed run must hold exactly as
 many epochs as the log of the uninterrupted one, and the journals must agree (times, ranks
 and ``epochs_resumed`` aside). Serial, local worker processes, MPI ranks asynchronously, a
-data-parallel group, ASHA killed in the middle of a promoted leg, and a SLURM job cancelled
-mid-candidate and resubmitted.
+data-parallel group, and ASHA killed in the middle of a promoted leg (a SLURM job cancelled
+mid-candidate and resubmitted: tests/parallel/test_slurm.py, beside the other SLURM tests).
 """
 import os
 import subprocess
-import sys
-import time
 
 import pytest
 
@@ -24,57 +22,10 @@ from nord.search.engine import run_search
 from nord.search.schedulers import make_scheduler
 from nord.search.spaces import make_space
 from tests.helpers.disks import tmpfs
-from tests.mpirun import MPI_ENV, REPO, requires_mpirun
+from tests.helpers.resumes import logged, results, run, search
+from tests.mpirun import requires_mpirun
 
 pytestmark = [pytest.mark.processes, pytest.mark.timeout(300)]
-
-NORD = [sys.executable, "-m", "nord"]
-DROP = ("started", "ended", "train_time", "eval_time", "worker_rank", "recorded", "seconds",
-        "asked", "sequence", "told_before")
-
-
-def run(argv, log, env=None, mpi=0, kill_after=None, wait=0, timeout=240):
-    """Run ``nord ARGV`` (under ``mpirun -np MPI`` when given) in a session of its own, the
-    epoch log at ``log``, killed after ``kill_after`` epochs once another process is
-    mid-epoch too (or ``wait`` seconds have passed); the exit code and output."""
-    environment = dict(os.environ, **MPI_ENV, NORD_EPOCH_LOG=str(log), **(env or {}))
-    environment.pop("NORD_KILL_AFTER", None)
-    if kill_after is not None:
-        environment.update(NORD_KILL_AFTER=str(kill_after), NORD_KILL_WAIT=str(wait))
-    command = [*NORD, *argv]
-    if mpi:
-        command = ["mpirun", "-np", str(mpi), "--oversubscribe", "--bind-to", "none",
-                   *command]
-    process = subprocess.run(command, env=environment, cwd=REPO, capture_output=True,
-                             text=True, timeout=timeout, start_new_session=True)
-    if os.path.exists(f"{log}.kill"):
-        os.remove(f"{log}.kill")
-    return process.returncode, process.stdout + process.stderr
-
-
-def search(journal, *extra):
-    return ["run", "--plugin", "tests.helpers.killing", "--callbacks", "epoch_log",
-            "--epochs", "4", "--seed", "1", "--threads", "1", "--journal", str(journal),
-            *extra]
-
-
-def logged(log):
-    with open(log) as file:
-        return sorted(line.split()[1:] for line in file)
-
-
-def results(journal):
-    """Each candidate's journaled result, by candidate, and its learning curve."""
-    with Journal(journal) as record:
-        rows = {row["candidate"]: {k: v for k, v in row.items() if k not in DROP}
-                for row in record.evaluations()}
-        curves = [{k: v for k, v in row.items() if k not in DROP + ("worker_rank",)}
-                  for row in record.epochs()]
-        resumed = record.resumed()
-    for row in rows.values():
-        row["metrics"].pop("epochs_resumed", None)
-    return rows, curves, resumed
-
 
 def killed_and_resumed(tmp_path, extra, kill_after, mpi=0, wait=0):
     whole, cut = tmp_path / "whole.db", tmp_path / "cut.db"
@@ -135,40 +86,6 @@ def test_asha_killed_in_the_middle_of_a_promoted_leg(tmp_path):
                  for other in legs if other["leg"] < leg["leg"])
     resumed = killed_and_resumed(tmp_path, extra, kill_after=before + 1)
     assert resumed == {leg["candidate"]: 1}
-
-
-@requires_mpirun
-@pytest.mark.mpi
-def test_a_slurm_job_cancelled_mid_candidate_is_resumed_by_a_new_job(slurm_cluster, tmp_path):
-    """scancel (SIGTERM to every task) in the middle of a candidate's training, then a new
-    job that resumes: the candidate goes on from its last epoch."""
-    extra = ["--budget", "3", "--epochs", "6", "--algorithm", "random", "--mode", "async"]
-    code, output = run(search(tmp_path / "whole.db", *extra), tmp_path / "whole.log", mpi=2)
-    assert code == 0, output
-    journal, log = tmp_path / "cut.db", tmp_path / "cut.log"
-    env = slurm_cluster.env(**MPI_ENV, NORD_EPOCH_LOG=str(log))
-    job = slurm_cluster.sbatch(["slurm/srun.sbatch", *NORD, *search(journal, *extra)], "-N", "1",
-                               "-n", "2", "--ntasks-per-node=2", "-o", str(tmp_path / "1.out"),
-                               env=env, cwd=REPO)
-    deadline = time.monotonic() + 240
-    while not os.path.exists(log) or len(logged(log)) < 8:    # in the second candidate
-        assert slurm_cluster.job(job)["JobState"] in ("PENDING", "RUNNING"), (
-            (tmp_path / "1.out").read_text()[-3000:])
-        assert time.monotonic() < deadline, "the search trained nothing in time"
-        time.sleep(0.05)
-    slurm_cluster.run(["scancel", job])
-    assert slurm_cluster.wait(job, timeout=60)["JobState"] == "CANCELLED"
-    with Journal(journal) as record:
-        assert record.state() == "interrupted"
-    assert os.listdir(f"{journal}.checkpoints")
-    job = slurm_cluster.sbatch(["slurm/srun.sbatch", *NORD, "resume", str(journal)], "-N", "1",
-                               "-n", "2", "--ntasks-per-node=2", "-o", str(tmp_path / "2.out"),
-                               env=env, cwd=REPO)
-    fields = slurm_cluster.wait(job, timeout=240)
-    assert fields["JobState"] == "COMPLETED", (tmp_path / "2.out").read_text()[-3000:]
-    assert logged(log) == logged(tmp_path / "whole.log")      # no epoch trained twice
-    expected, actual = results(tmp_path / "whole.db"), results(journal)
-    assert actual[:2] == expected[:2] and actual[2]
 
 
 @pytest.mark.parametrize("every", [0, 1])

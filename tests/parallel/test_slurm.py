@@ -5,6 +5,7 @@ machine as a one-node cluster (tests/helpers/slurm.py) and stops them after the 
 inherit the submitting environment (sbatch's default), which carries the Open MPI root
 settings and PYTHONPATH; the node declares more CPUs than this machine has, so 3 tasks fit.
 """
+import os
 import re
 import shutil
 import socket
@@ -15,8 +16,10 @@ import time
 
 import pytest
 
+from nord.journal import Journal
 from tests.helpers import searches
 from tests.helpers import slurm as slurm_helper
+from tests.helpers.resumes import NORD, logged, results, run, search
 from tests.mpirun import MPI_ENV, REPO, requires_mpirun
 from tests.parallel.cluster_programs import records
 
@@ -169,3 +172,37 @@ def test_slurm_leaves_nothing_behind_when_a_test_fails():
         assert cluster.processes_of_cluster() == []
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+@requires_mpirun
+@pytest.mark.mpi
+def test_a_slurm_job_cancelled_mid_candidate_is_resumed_by_a_new_job(slurm_cluster, tmp_path):
+    """scancel (SIGTERM to every task) in the middle of a candidate's training, then a new
+    job that resumes: the candidate goes on from its last epoch."""
+    extra = ["--budget", "3", "--epochs", "6", "--algorithm", "random", "--mode", "async"]
+    code, output = run(search(tmp_path / "whole.db", *extra), tmp_path / "whole.log", mpi=2)
+    assert code == 0, output
+    journal, log = tmp_path / "cut.db", tmp_path / "cut.log"
+    env = slurm_cluster.env(**MPI_ENV, NORD_EPOCH_LOG=str(log))
+    job = slurm_cluster.sbatch(["slurm/srun.sbatch", *NORD, *search(journal, *extra)], "-N", "1",
+                               "-n", "2", "--ntasks-per-node=2", "-o", str(tmp_path / "1.out"),
+                               env=env, cwd=REPO)
+    deadline = time.monotonic() + 240
+    while not os.path.exists(log) or len(logged(log)) < 8:    # in the second candidate
+        assert slurm_cluster.job(job)["JobState"] in ("PENDING", "RUNNING"), (
+            (tmp_path / "1.out").read_text()[-3000:])
+        assert time.monotonic() < deadline, "the search trained nothing in time"
+        time.sleep(0.05)
+    slurm_cluster.run(["scancel", job])
+    assert slurm_cluster.wait(job, timeout=60)["JobState"] == "CANCELLED"
+    with Journal(journal) as record:
+        assert record.state() == "interrupted"
+    assert os.listdir(f"{journal}.checkpoints")
+    job = slurm_cluster.sbatch(["slurm/srun.sbatch", *NORD, "resume", str(journal)], "-N", "1",
+                               "-n", "2", "--ntasks-per-node=2", "-o", str(tmp_path / "2.out"),
+                               env=env, cwd=REPO)
+    fields = slurm_cluster.wait(job, timeout=240)
+    assert fields["JobState"] == "COMPLETED", (tmp_path / "2.out").read_text()[-3000:]
+    assert logged(log) == logged(tmp_path / "whole.log")      # no epoch trained twice
+    expected, actual = results(tmp_path / "whole.db"), results(journal)
+    assert actual[:2] == expected[:2] and actual[2]
