@@ -22,7 +22,6 @@ import math
 import time
 from typing import Callable, Optional
 
-from nord.checks import check_int
 from nord.errors import ConfigurationError
 
 __all__ = ["Stopping", "format_duration"]
@@ -40,7 +39,7 @@ class Stopping:
     """The limits of a run, and which of them ended it.
 
     Args:
-        budget: results to tell the algorithm.
+        budget: results to tell the algorithm (checked by ``run_search``, which makes this).
         time_budget: seconds of the run's own running time, its earlier sessions included
             (None: no limit).
         target: a search-signal accuracy that ends the run once a candidate reaches it
@@ -50,7 +49,6 @@ class Stopping:
 
     def __init__(self, budget: int, time_budget: Optional[float] = None,
                  target: Optional[float] = None, clock: Optional[Callable[[], float]] = None):
-        check_int(budget, "budget (number of evaluations)", 0)
         if time_budget is not None and not (isinstance(time_budget, (int, float))
                                              and not isinstance(time_budget, bool)
                                              and math.isfinite(time_budget) and time_budget > 0):
