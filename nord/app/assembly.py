@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Dict, List, Optional, Tuple, Union
 
 from nord.app.plugins import load_modules
-from nord.app.settings import RunConfig, check_workers_under_launcher, usable_cpus
+from nord.app.settings import RunConfig, usable_cpus
 from nord.errors import ConfigurationError
 
 # The data sets, evaluators and executors are imported where they are used, so that a
@@ -138,11 +138,11 @@ def check_groups(config: RunConfig, world_size: int) -> None:
         f"or -np {upper}, or use {sizes} with -np {world_size}")
 
 
-def check_workers(config: RunConfig, world_size: int) -> None:
-    """Refuse ``worker_processes`` under mpirun, or more than this machine's GPUs can host."""
+def check_workers(config: RunConfig) -> None:
+    """Refuse more ``worker_processes`` than this machine's GPUs can host (the rules that need
+    no machine, such as no workers under mpirun, were checked when the RunConfig was made)."""
     if config.worker_processes is None:
         return
-    check_workers_under_launcher(config.worker_processes, world_size)
     from nord.parallel.placement import check_worker_count
     gpus = set(worker_devices_of(config)) - {"cpu"}
     check_worker_count(config.worker_processes, usable_cpus(), len(gpus))
@@ -204,11 +204,11 @@ def build_evaluator(config: RunConfig, env, curator=None):
     if config.evaluation == "benchmark":
         from nord.benchmarks.nasbench201 import BenchmarkEvaluator
         return BenchmarkEvaluator(dataset=config.dataset)
-    if env.group is None:
-        return None
-    if config.evaluation == "zero-cost" and config.on_benchmark:
+    if config.on_benchmark:   # a zero-cost score read from the benchmark's proxy table
         from nord.benchmarks.nasbench201.proxy_evaluator import ProxyTableEvaluator
         return ProxyTableEvaluator(config.proxy, dataset=config.dataset)
+    if env.group is None:
+        return None
     if config.evaluation == "zero-cost":
         from nord.evaluators.zero_cost import ZeroCostEvaluator
         return ZeroCostEvaluator(config.proxy, curator=curator, batch_size=config.batch_size,
@@ -231,15 +231,12 @@ def _training_evaluator(config: RunConfig, curator, env=None):
     return LocalEvaluator(**training)
 
 
-def describe_evaluation(config: RunConfig, world_size: int) -> Dict[str, Any]:
-    """What the journal records about how candidates are evaluated, from the configuration
-    alone (a dedicated rank 0 holds no evaluator, and need not load the data)."""
-    if config.evaluation == "benchmark":
-        from nord.benchmarks.nasbench201 import BenchmarkEvaluator
-        return BenchmarkEvaluator(dataset=config.dataset).describe()
-    if config.evaluation == "zero-cost" and config.on_benchmark:
-        from nord.benchmarks.nasbench201.proxy_evaluator import ProxyTableEvaluator
-        return ProxyTableEvaluator(config.proxy, dataset=config.dataset).describe()
+def describe_evaluation(config: RunConfig, world_size: int, evaluator=None) -> Dict[str, Any]:
+    """What the journal records about how candidates are evaluated: a benchmark's table
+    evaluator (which every rank holds) describes itself; a training or scoring one is described
+    from the configuration alone (a dedicated rank 0 holds none, and need not load the data)."""
+    if config.on_benchmark:
+        return evaluator.describe()
     if config.evaluation == "zero-cost":
         return {"evaluator": "ZeroCostEvaluator", "proxy": config.proxy,
                 "dataset": config.dataset, "batch_size": config.batch_size, "seed": config.seed,
@@ -328,10 +325,10 @@ def layout(config: RunConfig, world_size: int) -> Tuple[Optional[int], bool]:
 
     Raises:
         ConfigurationError: groups that do not split the ranks, or --workers under mpirun
-            or beyond what the machine holds.
+            beyond what the machine holds.
     """
     check_groups(config, world_size)
-    check_workers(config, world_size)
+    check_workers(config)
     return group_size(config), dedicated_root(config)
 
 
@@ -376,7 +373,7 @@ def assemble(config: RunConfig, env) -> RunParts:
         dataset, warnings = describe_data(config, curator)
         for warning in warnings:
             env.print(f"warning: {warning}", file=sys.stderr)
-    info = RunInfo(evaluator=describe_evaluation(config, env.size), dataset=dataset,
+    info = RunInfo(evaluator=describe_evaluation(config, env.size, evaluator), dataset=dataset,
                    config=config.measured(), execution=config.execution(),
                    extra={"warnings": warnings} if warnings else {})
     selection = selection_of(config, curator)

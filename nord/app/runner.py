@@ -24,7 +24,7 @@ import sys
 from dataclasses import replace
 from typing import Any, Dict, Optional, Tuple
 
-from nord.app.assembly import (assemble, describe_evaluation, layout, recorded_data_settings,
+from nord.app.assembly import (assemble, layout, ranks_per_network, recorded_data_settings,
                                shared_gpu_refusal_of_run, worker_line)
 from nord.app.settings import EXECUTION_FIELDS, RESUME_CHANGES, RunConfig
 from nord.errors import ConfigurationError, JournalError, NordError, RunInterrupted
@@ -132,7 +132,7 @@ def _ranks_refusal(config: RunConfig, stored: Dict[str, Any], world_size: int) -
     """Why this launch cannot resume a run whose networks trained on another number of ranks
     (the global batch would change), in the words of mpirun; None when it can."""
     ranks = stored.get("ranks_per_network")
-    mine = describe_evaluation(config, world_size).get("ranks_per_network")
+    mine = ranks_per_network(config, world_size)
     if not ranks or ranks == mine:
         return None
     if config.evaluation == "data-parallel":
@@ -201,8 +201,8 @@ def _search(config: RunConfig, env, resume: bool, progress: bool, stream, record
     sharing = shared_gpu_refusal_of_run(config, env)        # collective, before the journal
     refusal = None
     if record_data:   # rank 0 reads the checksums file; every rank gets its MD5s
-        settled, refusal = _from_root(env, lambda: recorded_data_settings(config),
-                                      ConfigurationError)
+        settled, refusal = env.from_root(lambda: recorded_data_settings(config),
+                                         (ConfigurationError,))
         if refusal is not None:
             raise ConfigurationError(refusal)
         config = settled
@@ -251,18 +251,6 @@ def _search(config: RunConfig, env, resume: bool, progress: bool, stream, record
     return summary, refused
 
 
-def _from_root(env, compute, errors):
-    """``compute()`` on rank 0, sent to every rank (collective): ``(value, None)``, or
-    ``(None, message)`` when it raised one of ``errors`` (the other ranks read no file)."""
-    value = message = None
-    if env.is_root:
-        try:
-            value = compute()
-        except errors as failure:
-            message = str(failure)
-    return env.bcast((value, message))
-
-
 def resume(journal: str, progress: bool = True, stream=None, budget: Optional[int] = None,
            **execution: Any):
     """Continue the run recorded in ``journal`` with the configuration stored there, and
@@ -287,7 +275,7 @@ def resume(journal: str, progress: bool = True, stream=None, budget: Optional[in
             f"a resume may change only {', '.join(RESUME_CHANGES)} besides the budget (what a "
             f"run measures stays as recorded); got {', '.join(unknown)}")
     with Environment() as env:
-        stored, error = _from_root(env, lambda: stored_config(journal), NordError)
+        stored, error = env.from_root(lambda: stored_config(journal), (NordError,))
     if error is not None:
         raise JournalError(error)
     stored.journal = str(journal)

@@ -19,7 +19,7 @@ import socket
 import sys
 import time
 import traceback
-from typing import Any, List, Optional, Tuple
+from typing import Any, Callable, List, Optional, Tuple
 
 from nord.checks import check_int
 from nord.errors import ConfigurationError, DistributedError, MissingDependencyError, RunInterrupted
@@ -64,6 +64,19 @@ class _Collectives:
         comm, size = self._comm_and_size()
         root = _check_root(root, size)
         return obj if comm is None else comm.bcast(obj, root=root)
+
+    def from_root(self, compute: Callable[[], Any],
+                  errors: Tuple[type, ...] = ()) -> Tuple[Any, Optional[str]]:
+        """``compute()`` run on rank 0 alone and sent to every rank: ``(value, None)``, or
+        ``(None, message)`` on every rank when it raised one of ``errors`` (so that every rank
+        refuses alike, and only rank 0 reads a file the others may not see)."""
+        value = message = None
+        if self.rank == 0:
+            try:
+                value = compute()
+            except errors as failure:
+                message = str(failure)
+        return self.bcast((value, message))
 
     def gather(self, obj: Any, root: int = 0) -> Optional[List[Any]]:
         """Every rank's ``obj`` as a list in rank order on ``root``; None on the other ranks."""

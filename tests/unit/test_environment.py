@@ -449,3 +449,12 @@ def test_cluster_template_entries_are_valid_hostfile_lines():
 def test_cluster_template_shows_mpirun_and_horovodrun():
     text = (REPO / "hostfiles" / "cluster.example").read_text()
     assert "mpirun --hostfile" in text and "horovodrun" in text and "-H " in text
+
+
+def test_from_root_sends_rank_0s_value_or_its_refusal():
+    with Environment(use_mpi=False) as env:
+        assert env.from_root(lambda: {"md5": "abc"}) == ({"md5": "abc"}, None)
+        refused = env.from_root(lambda: int("x"), (ValueError,))
+        assert refused[0] is None and "invalid literal" in refused[1]
+        with pytest.raises(KeyError):   # an error it was not told to expect is raised
+            env.from_root(lambda: {}["missing"], (ValueError,))
