@@ -150,5 +150,5 @@ def test_a_candidate_killed_twice_is_given_up_only_when_it_made_no_progress(tmp_
     assert code == 0, output
     rows = results(stuck)[0]
     assert rows[1]["status"] == "failed"
-    assert "killed (SIGKILL) 2 times in a row before it finished an epoch" in rows[1]["error"]
+    assert "the run stopped 2 times in a row while evaluating it, each time before it finished an epoch" in rows[1]["error"]
     assert rows[0]["status"] == rows[2]["status"] == "ok"

@@ -35,16 +35,22 @@ of handing it out again."""
 
 
 def killed_result(number: int, deaths: int) -> EvaluationResult:
-    """The failed result of candidate ``number`` (or of its leg of training) whose evaluation
-    killed the run's process ``deaths`` times in a row: it is not tried again."""
-    logger.warning("candidate %d killed the process that evaluated it %d times without "
-                   "finishing an epoch; it is recorded as failed and the run goes on", number,
-                   deaths)
+    """The failed result of candidate ``number`` (or of its leg of training) during whose
+    evaluation the run stopped ``deaths`` times in a row without a word: it is not tried again.
+
+    The run's own process cannot tell whether the network brought it down (the out-of-memory
+    killer) or it was killed from outside, so the result says both; a worker process that dies
+    alone is told apart by its executor."""
+    logger.warning("the run stopped %d times in a row while candidate %d was evaluated, each "
+                   "time before it finished an epoch; it is recorded as failed and the run "
+                   "goes on", deaths, number)
     return EvaluationResult.failure(
-        f"the process evaluating it was killed (SIGKILL) {deaths} times in a row before it "
-        "finished an epoch, likely by the out-of-memory killer: the network needs more memory "
-        "than the machine has; it was not tried again (kills of the whole run count too, "
-        "but an epoch finished between two kills starts the count again)")
+        f"the run stopped {deaths} times in a row while evaluating it, each time before it "
+        "finished an epoch and without recording why (SIGKILL, the out-of-memory killer, a "
+        "lost host or a cancelled job end a run so); it was not tried again. Either the "
+        "network needs more memory than the machine has or the run was killed from outside: "
+        "a run in one process cannot tell which (with --workers, a worker that dies alone is "
+        "named as such). An epoch finished between two stops starts the count again")
 
 
 class Search:
