@@ -1,7 +1,6 @@
 """Networks measured on the meta device and refused before they are allocated: above
 ``max_params`` or larger than the free memory of the host (or GPU)."""
 import os
-import time
 
 import pytest
 import torch
@@ -81,14 +80,14 @@ def test_a_huge_network_is_measured_without_allocating_it():
 def test_a_network_of_hundreds_of_gigabytes_is_a_quick_failed_evaluation(digits):
     evaluator = LocalEvaluator(curator=digits, epochs=1, device="cpu")
     evaluator.descriptor_evaluate(conv_net())   # loads torch's meta kernels once per process
-    before, started = resident_bytes(), time.perf_counter()
+    before = resident_bytes()
     result = evaluator.descriptor_evaluate(huge_net())
-    seconds, grown = time.perf_counter() - started, resident_bytes() - before
+    grown = resident_bytes() - before
     assert result.status == "failed" and "CandidateTooLargeError" in result.error
     assert "would need about" in result.error and "parameters 260.4 GB" in result.error
     assert "available memory" in result.error            # the limit, named with its figure
-    assert seconds < 1.0, seconds
-    assert grown < 1e9, grown
+    assert grown < 1e9, grown                              # refused before allocating
+    assert result.epochs == 0
     assert evaluator.descriptor_evaluate(conv_net()).ok    # the evaluator stays usable
 
 
@@ -100,7 +99,7 @@ def test_max_params_refuses_a_larger_network_and_says_both_numbers(digits):
     result = below.descriptor_evaluate(conv_net())
     assert result.status == "failed"
     assert f"{allowed:,} parameters, above the limit of {allowed - 1:,}" in result.error
-    assert "--max-params" in result.error and result.train_time < 1.0
+    assert "--max-params" in result.error and result.epochs == 0
 
 
 @pytest.mark.parametrize("value", [0, -5, 1.5, True])
