@@ -173,13 +173,15 @@ def _shown(value: Any) -> str:
 
 
 def simulate(algorithm, dataset: str, seed: int, setting: SimulatedSetting,
-             stop_at: Optional[float] = None) -> SimulatedRun:
+             stop_at: Optional[float] = None, repeats: str = "charge") -> SimulatedRun:
     """Run ``algorithm`` (an instance over NASBench201Space) on the simulated clock; it is
     closed afterwards. The noise of ``setting.noise`` is seeded with ``seed``. ``stop_at``: end
     the run once the incumbent's reported accuracy reaches it (a fraction). An algorithm that
     needs a scheduler with brackets (BOHB) runs under Hyperband over the table's 12- and
     200-epoch fidelities (:mod:`~nord.comparisons.fidelities`; sync mode, the 12-epoch
-    signal), each leg costing its share of the 200-epoch training time."""
+    signal), each leg costing its share of the 200-epoch training time. ``repeats``: 'charge'
+    (a repeat of a cell costs its evaluation, as the benchmark charges every query) or 'free'
+    (the engine's cache answers it at no simulated time; ended by the stall rule)."""
     bracketed = getattr(algorithm, "schedulers", None) is not None   # BOHB
     scheduler = bracket_scheduler() if bracketed else None
     evaluator = TableFidelities(dataset) if bracketed else BenchmarkEvaluator(
@@ -189,7 +191,8 @@ def simulate(algorithm, dataset: str, seed: int, setting: SimulatedSetting,
         scale, base = setting.cost_scale, evaluator.evaluation_cost
         cost = lambda result: base(result) * scale   # noqa: E731 - a one-line cost
     executor = SimulatedExecutor(evaluator, workers=setting.virtual_workers, cost=cost,
-                                 overhead=setting.overhead, time_budget=setting.time_budget)
+                                 overhead=setting.overhead, time_budget=setting.time_budget,
+                                 repeats=repeats)
     indices: List[int] = []
     accuracies: List[float] = []
     times: List[float] = []
@@ -202,7 +205,9 @@ def simulate(algorithm, dataset: str, seed: int, setting: SimulatedSetting,
     # STALL_WINDOW or more results ago; so only new cells are remembered (their positions),
     # and a repeat costs a comparison.
     latest_new = deque(maxlen=STALL_NEW)   # positions (1-based) of the latest new cells
-    stall = [STALL_WINDOW, 0]              # [results at which the run stalls, results told]
+    # [results at which the run stalls, results told]; charged repeats move the clock, so
+    # such a run reaches its time budget and never stalls
+    stall = [STALL_WINDOW if repeats == "free" else math.inf, 0]
 
     def told(progress) -> None:
         outcome = progress.outcome
@@ -233,7 +238,7 @@ def simulate(algorithm, dataset: str, seed: int, setting: SimulatedSetting,
     finally:
         algorithm.close()
     return SimulatedRun(indices, accuracies, times, executor.now(), executor.utilisation(),
-                        epochs if bracketed else None)
+                        epochs if bracketed else None, paid=executor.paid)
 
 
 def curve_on_grid(curve: Sequence[Sequence[float]], grid: np.ndarray) -> np.ndarray:
@@ -308,9 +313,10 @@ def write_anytime_plot(path, curves: Mapping[str, Mapping[str, Any]], title: str
 
 def run_simulated_seed(algorithm: str, dataset: str, seed: int, setting: SimulatedSetting,
                        params: Optional[Mapping[str, Any]] = None,
-                       stop_at: Optional[float] = None):
+                       stop_at: Optional[float] = None, repeats: str = "charge"):
     """One simulated run of the algorithm named ``algorithm`` with ``seed`` (``params``: its
-    settings; ``stop_at``: end early once the incumbent's reported accuracy reaches it); a
+    settings; ``stop_at``: end early once the incumbent's reported accuracy reaches it;
+    ``repeats``: how a repeat of a cell is charged, see :func:`simulate`); a
     :class:`~nord.comparisons.records.SeedRun` with its simulated time, utilisation and
     incumbent curve."""
     dataset = get_dataset(dataset).name
@@ -318,5 +324,5 @@ def run_simulated_seed(algorithm: str, dataset: str, seed: int, setting: Simulat
                       / max(1e-9, setting.cost_scale * min(signal_costs(dataset, setting.signal))))
     instance = make_algorithm(algorithm, NASBench201Space(), seed=seed, budget=bound,
                               **dict(params or {}))
-    run = simulate(instance, dataset, seed, setting, stop_at)
+    run = simulate(instance, dataset, seed, setting, stop_at, repeats)
     return SeedRun.from_simulated(seed, run, dataset)

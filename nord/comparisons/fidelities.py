@@ -30,6 +30,7 @@ from nord.evaluators.base import Evaluator, Leg
 from nord.evaluators.result import EvaluationResult
 from nord.search.algorithms.registry import make_algorithm
 from nord.search.engine import run_search
+from nord.search.executors import SerialExecutor
 from nord.search.schedulers import Hyperband, make_scheduler
 
 __all__ = ["ETA", "TableFidelities", "bracket_scheduler", "candidates_within",
@@ -120,13 +121,17 @@ def candidates_within(budget: int) -> int:
 
 
 def run_bracketed_seed(algorithm: str, dataset: str, budget: int, seed: int,
-                       params: Optional[Mapping[str, Any]] = None) -> SeedRun:
+                       params: Optional[Mapping[str, Any]] = None,
+                       repeats: str = "charge") -> SeedRun:
     """One run of ``algorithm`` under :func:`bracket_scheduler` on the table (sync mode, no
     journal). The returned architecture is the best validation accuracy at the highest
     fidelity any candidate reached (200 epochs), the first told on ties, as Hyperband returns;
     ``SeedRun.accuracy`` is its 12-epoch validation accuracy, like every other row's;
-    ``evaluations`` counts 12-epoch evaluations (a 200-epoch leg counts 200/12). ``params``:
-    the algorithm's settings (default its own)."""
+    ``evaluations`` counts 12-epoch evaluations (a 200-epoch leg counts 200/12): under
+    ``repeats='charge'`` a repeat of a cell trains in the brackets as any candidate (the
+    benchmark answers each query at the fidelity asked), under 'free' the cache answers it
+    with the cell's first result at no epochs. ``params``: the algorithm's settings (default
+    its own)."""
     count = candidates_within(budget)
     if count == 0:
         raise ConfigurationError(
@@ -134,10 +139,11 @@ def run_bracketed_seed(algorithm: str, dataset: str, budget: int, seed: int,
             f"the {FULL_EPOCHS} that one candidate trained to the table's highest fidelity "
             f"costs; {algorithm} needs a budget of at least {-(-FULL_EPOCHS // SEARCH_EPOCHS)}")
     told: List[tuple] = []
+    executor = SerialExecutor(TableFidelities(dataset))
+    executor.charges_repeats = repeats == "charge"   # this run's rule, not the class's
     summary = run_search(
         make_algorithm(algorithm, NASBench201Space(), seed=seed, **dict(params or {})),
-        TableFidelities(dataset),
-        budget=count, scheduler=bracket_scheduler(), mode="sync",
+        executor=executor, budget=count, scheduler=bracket_scheduler(), mode="sync",
         on_result=lambda progress: told.append((progress.outcome.key, progress.outcome.result.epochs,
                                                 progress.outcome.result.accuracy)))
     if not told:
@@ -146,8 +152,16 @@ def run_bracketed_seed(algorithm: str, dataset: str, budget: int, seed: int,
     position = max(range(len(told)), key=lambda i: (told[i][1] == top, told[i][2], -i))
     best = int(told[position][0])
     arrays, cells = load_table().arrays(dataset), load_table().cells
+    full = BenchmarkEvaluator(dataset, signal="valid200")
+    if repeats == "charge":   # every candidate trained its own legs
+        charged = told
+    else:   # each cell's legs, once: its first told result is at its highest rung
+        charged = list({key: (key, epochs, accuracy) for key, epochs, accuracy
+                        in reversed(told)}.values())
+    paid = sum(full.train_cost(key) * epochs / FULL_EPOCHS for key, epochs, _ in charged)
     return SeedRun(seed=int(seed), reported_accuracy=float(arrays.reported_accuracy[best]),
                    accuracy=float(arrays.accuracy[best]), index=best, cell=cells[best],
                    n_params=int(arrays.n_params[best]), found_at=position + 1,
                    evaluations=round(summary.epochs_trained / SEARCH_EPOCHS),
-                   unique=len({key for key, _, _ in told}))
+                   unique=len({key for key, _, _ in told}), paid=float(paid),
+                   repeats=len(told) - len({key for key, _, _ in told}))
