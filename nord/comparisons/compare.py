@@ -33,7 +33,7 @@ from nord.checks import check_int, check_seeds
 from nord.comparisons.hardware import LatencyEvaluator, LatencyLimit, latency_limit
 from nord.comparisons.records import JSONRecord, SeedRun
 from nord.comparisons.anytime import SimulatedSetting, anytime_curves, run_simulated_seed
-from nord.comparisons.fidelities import candidates_within, run_bracketed_seed
+from nord.comparisons.fidelities import candidates_within, run_bracketed_seed, scheduler_for
 from nord.errors import ConfigurationError
 from nord.search.engine import run_search
 from nord.search.executors import ProcessPool
@@ -342,7 +342,17 @@ class ComparisonResult(JSONRecord):
     def _bracketed(self) -> List[str]:
         """Notes on algorithms that ran under Hyperband over the table's fidelities
         (:mod:`nord.comparisons.fidelities`): their rows follow another protocol."""
-        return [f"note: {name} {BRACKETED_PROTOCOL}" for name in self.runs if _bracketed(name)]
+        return [f"note: {name} {self.protocol(name)}" for name in self.runs
+                if _bracketed(name)]
+
+    def protocol(self, name: str) -> str:
+        """How an algorithm that needs a scheduler ran on the table (its note and JSON)."""
+        if self.simulation is None or self.simulation.mode == "sync":
+            return BRACKETED_PROTOCOL
+        asha = "asha" in get_algorithm(name).schedulers
+        return ASYNC_PROTOCOL.format(
+            scheduler="ASHA" if asha else "Hyperband promoted asynchronously (ASHA's "
+                                          "promotions in each of its two brackets)")
 
     def _ended_early(self, time_budget: float) -> List[str]:
         """Notes on algorithms whose runs stopped before the time budget: their rows do not
@@ -383,7 +393,7 @@ class ComparisonResult(JSONRecord):
                        "params": self.params.get(name, {}),
                        "seconds": self.seconds.get(name),
                        "summary": summary[name],
-                       **({"protocol": BRACKETED_PROTOCOL} if _bracketed(name) else {}),
+                       **({"protocol": self.protocol(name)} if _bracketed(name) else {}),
                        **({"curve": curves[name]} if name in curves else {}),
                        "runs": [asdict(run) for run in runs]}
                 for name, runs in self.runs.items()},
@@ -440,6 +450,15 @@ BRACKETED_PROTOCOL = (
     "in its bracket when charged, costs nothing when free), simulated time each leg's share "
     "of the 200-epoch training time (docs/comparisons.md)")
 """The protocol of an algorithm that needs a scheduler with brackets (BOHB) on the table."""
+
+
+ASYNC_PROTOCOL = (
+    "ran under {scheduler} over the table's 12- and 200-epoch validation accuracies (rungs 12 "
+    "and 200, eta 17), was told each candidate when it first paused, and returned the best "
+    "200-epoch validation accuracy reached (the incumbent: the best at the highest fidelity "
+    "reached so far); each leg costs its share of the 200-epoch training time; told counts "
+    "candidates (docs/comparisons.md)")
+"""The protocol of such an algorithm in asynchronous simulated time."""
 
 
 def _bracketed(name: str) -> bool:
@@ -606,25 +625,23 @@ def run_comparison(dataset: str = "cifar10", algorithms: Union[str, Sequence[str
     processes = min(check_int(processes, "processes", 1), seeds * len(names))
     limit = latency_limit(max_latency_ms, latency_device, dataset)
     for name in names:
-        if get_algorithm(name).schedulers is None:
+        schedulers = get_algorithm(name).schedulers
+        if schedulers is None:
             continue
         if limit is not None:
             raise ConfigurationError(
-                f"{name} runs on the table under Hyperband over its two fidelities; a latency "
+                f"{name} runs on the table under a scheduler over its two fidelities; a latency "
                 "limit (--max-latency-ms, max_latency_ms=) is not supported for it: leave it "
                 f"out, or {name} out of --algorithms")
+        scheduler_for(name, schedulers, "sync" if simulation is None else simulation.mode)
         if simulation is not None:
-            if (simulation.mode, simulation.signal, simulation.noise) != ("sync", "valid12",
-                                                                          None):
+            if (simulation.signal, simulation.noise) != ("valid12", None):
                 raise ConfigurationError(
-                    f"in simulated time, {name} runs synchronous Hyperband over the table's "
-                    "12- and 200-epoch validation accuracies (in async mode a candidate is "
-                    "told when it first pauses, so its 200-epoch result would never count); "
-                    f"got --mode {simulation.mode} (mode={simulation.mode!r}), --signal "
-                    f"{simulation.signal} (signal={simulation.signal!r})"
-                    f"{'' if simulation.noise is None else f', --noise {simulation.noise}'}. "
-                    f"Give --mode sync and leave --signal and --noise out, or leave {name} out "
-                    "of --algorithms")
+                    f"in simulated time, {name} runs over the table's 12- and 200-epoch "
+                    "validation accuracies, the 12-epoch one as its search signal; got "
+                    f"--signal {simulation.signal} (signal={simulation.signal!r})"
+                    f"{'' if simulation.noise is None else f', --noise {simulation.noise} (noise={simulation.noise!r})'}. "
+                    f"Leave --signal and --noise out, or leave {name} out of --algorithms")
             continue
         if candidates_within(budget) == 0:
             raise ConfigurationError(

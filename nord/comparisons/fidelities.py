@@ -18,7 +18,7 @@ docs/comparisons.md.
 """
 from __future__ import annotations
 
-from typing import Any, List, Mapping, Optional
+from typing import Any, List, Mapping, Optional, Sequence
 
 from nord.architecture.descriptor import NeuralDescriptor
 from nord.benchmarks.nasbench201 import BenchmarkEvaluator, NASBench201Space, load_table
@@ -31,9 +31,9 @@ from nord.evaluators.result import EvaluationResult
 from nord.search.algorithms.registry import make_algorithm
 from nord.search.engine import run_search
 from nord.search.executors import SerialExecutor
-from nord.search.schedulers import Hyperband, make_scheduler
+from nord.search.schedulers import Scheduler, make_scheduler
 
-__all__ = ["ETA", "TableFidelities", "bracket_scheduler", "candidates_within",
+__all__ = ["ETA", "TableFidelities", "bracket_scheduler", "scheduler_for", "candidates_within",
            "run_bracketed_seed"]
 
 ETA = 17
@@ -93,9 +93,32 @@ class TableFidelities(Evaluator):
         return evaluator.descriptor_evaluate(descriptor)
 
 
-def bracket_scheduler() -> Hyperband:
-    """Hyperband over the table's fidelities: rungs 12 and 200 epochs."""
-    return make_scheduler("hyperband", min_epochs=SEARCH_EPOCHS, max_epochs=FULL_EPOCHS, eta=ETA)
+def bracket_scheduler(name: str = "hyperband") -> Scheduler:
+    """The scheduler ``name`` over the table's fidelities: rungs 12 and 200 epochs."""
+    return make_scheduler(name, min_epochs=SEARCH_EPOCHS, max_epochs=FULL_EPOCHS, eta=ETA)
+
+
+def scheduler_for(algorithm: str, schedulers: Sequence[str], mode: str) -> str:
+    """Which scheduler runs an algorithm that needs one (its ``schedulers``) in ``mode`` on
+    the table: synchronous Hyperband's brackets in sync mode; in async mode ASHA where the
+    algorithm names it, else Hyperband promoted asynchronously (ASHA's promotions in each
+    of its two brackets: BOHB's asynchronous, promotion-based variant).
+
+    Raises:
+        ConfigurationError: an algorithm that runs under none of them in ``mode``.
+    """
+    if mode == "async":
+        for name in ("asha", "hyperband"):
+            if name in schedulers:
+                return name
+    elif "hyperband" in schedulers:
+        return "hyperband"
+    raise ConfigurationError(
+        f"{algorithm} runs under --scheduler {' or '.join(schedulers)}, which the table's "
+        f"fidelities serve {'asynchronously' if mode == 'sync' else 'synchronously'} only; "
+        f"got --mode {mode} (mode={mode!r}). Give --mode "
+        f"{'async' if mode == 'sync' else 'sync'} (with --workers N), or leave {algorithm} out "
+        "of --algorithms")
 
 
 def candidates_within(budget: int) -> int:

@@ -145,14 +145,16 @@ class SeedRun:
         best = int(order[position])
         accuracy = (run.accuracies[position] if run.epochs is None
                     else arrays.accuracy[best])
+        told = order if run.told is None else np.asarray(run.told, dtype=np.int64)
+        unique = int(np.unique(told).size)
         return cls(seed=int(seed), reported_accuracy=float(arrays.reported_accuracy[best]),
                    accuracy=float(accuracy), index=best,
                    cell=table.cells[best], n_params=int(arrays.n_params[best]),
-                   found_at=position + 1, evaluations=len(order),
-                   unique=int(np.unique(order).size), simulated_time=float(run.simulated_time),
+                   found_at=position + 1, evaluations=len(told), unique=unique,
+                   simulated_time=float(run.simulated_time),
                    utilisation=float(run.utilisation), curve=curve,
                    paid=None if run.paid is None else float(run.paid),
-                   repeats=len(order) - int(np.unique(order).size))
+                   repeats=len(told) - unique)
 
 
 
@@ -184,6 +186,9 @@ class SimulatedRun:
         epochs: the fidelity of each result, for runs over several (BOHB's: 12 or 200);
             None where every result has the same.
         paid: worker-seconds of the evaluations that finished (charged repeats included).
+        told: the cells told, in order, where they differ from ``indices`` (async runs under
+            a scheduler: ``indices`` then holds every leg that ended, so that a promotion
+            reaches the incumbent); None: the same.
     """
 
     indices: List[int]
@@ -193,6 +198,7 @@ class SimulatedRun:
     utilisation: float
     epochs: Optional[List[int]] = None
     paid: Optional[float] = None
+    told: Optional[List[int]] = None
 
 
 @dataclass

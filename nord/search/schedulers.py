@@ -264,9 +264,10 @@ class _Rung:
         self.promoted: set = set()
 
     def ranked(self) -> List[int]:
-        """Best first; of equal scores the earlier arrival first."""
-        order = list(self.scores)
-        return sorted(order, key=lambda n: (-self.scores[n], order.index(n)))
+        """Best first; of equal scores the earlier arrival first (the sort is stable and the
+        scores keep their arrival order)."""
+        scores = self.scores
+        return sorted(scores, key=lambda n: -scores[n])
 
 
 class SuccessiveHalving(Scheduler):

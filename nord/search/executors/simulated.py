@@ -58,6 +58,8 @@ class SimulatedExecutor(Executor):
         repeats: 'free' (a repeat of an architecture the run evaluated is answered from the
             engine's cache, at no simulated time) or 'charge' (it occupies a worker for its
             cost, as a benchmark charges every query).
+        on_complete: called with each :class:`Completion` as ``wait`` returns it (every leg
+            of training, where a scheduler trains in legs), or None.
 
     Raises:
         ConfigurationError: workers, overhead or time_budget out of range.
@@ -65,7 +67,8 @@ class SimulatedExecutor(Executor):
 
     def __init__(self, evaluator, workers: int = 1, cost: Optional[Cost] = None,
                  overhead: float = 0.0, time_budget: Optional[float] = None,
-                 charge_compute: bool = False, repeats: str = "free"):
+                 charge_compute: bool = False, repeats: str = "free",
+                 on_complete: Optional[Callable[[Completion], None]] = None):
         self.evaluator = evaluator
         self.workers = check_int(workers, "workers (virtual workers of the simulated clock)", 1)
         self.cost = cost
@@ -79,6 +82,7 @@ class SimulatedExecutor(Executor):
                 f"repeat at no simulated time; charge: it costs its evaluation); got {repeats!r}")
         self.repeats = repeats
         self.charges_repeats = repeats == "charge"
+        self.on_complete = on_complete
         self._reset()
 
     def _reset(self) -> None:
@@ -191,7 +195,10 @@ class SimulatedExecutor(Executor):
         self._completed += 1
         if self.charge_compute:
             self._mark = time.perf_counter()
-        return Completion(number, result, worker, started, ended)
+        done = Completion(number, result, worker, started, ended)
+        if self.on_complete is not None:
+            self.on_complete(done)
+        return done
 
     def describe(self) -> Dict[str, Any]:
         return {"ranks": 1, "groups": 1, "workers": self.workers,
