@@ -58,7 +58,11 @@ def main(algorithms, seeds: int, budget: int, dataset: str, simulated: bool = Fa
         cpu, runs = measure(name, dataset, budget, range(seeds), setting, repeats)
         told = sum(run.evaluations for run in runs)
         accuracy = np.array([run.reported_accuracy for run in runs]) * 100
-        print(f"{name:12s} {told:9,d} {cpu:8.2f} {cpu / told * 1e6:10.1f} {told / cpu:14,.0f}  "
+        if cpu <= 0:   # below the clock's resolution: give more seeds
+            rates = f"{'-':>10s} {'-':>14s}"
+        else:
+            rates = f"{cpu / told * 1e6:10.1f} {told / cpu:14,.0f}"
+        print(f"{name:12s} {told:9,d} {cpu:8.2f} {rates}  "
               f"{accuracy.mean():.2f} ± {accuracy.std():.2f}")
     if processes > 1:
         started = time.perf_counter()
