@@ -633,6 +633,12 @@ def run_comparison(dataset: str = "cifar10", algorithms: Union[str, Sequence[str
                 f"{name} runs on the table under a scheduler over its two fidelities; a latency "
                 "limit (--max-latency-ms, max_latency_ms=) is not supported for it: leave it "
                 f"out, or {name} out of --algorithms")
+        if simulation is None and "hyperband" not in schedulers:
+            raise ConfigurationError(
+                f"{name} runs under --scheduler {' or '.join(schedulers)}, asynchronously, but a "
+                "budget of evaluations (--budget, budget=) runs the table's fidelities "
+                f"synchronously; compare {name} in simulated time: --workers N --mode async "
+                "(simulation=SimulatedSetting(..., mode='async'))")
         scheduler_for(name, schedulers, "sync" if simulation is None else simulation.mode)
         if simulation is not None:
             if (simulation.signal, simulation.noise) != ("valid12", None):

@@ -53,8 +53,9 @@ def test_async_runs_are_refused_where_the_scheduler_cannot_serve_the_mode():
                                                  r"got --mode sync \(mode='sync'\)"):
         run_comparison("cifar10", "asha", seeds=1, simulation=SimulatedSetting.for_dataset(
             "cifar10", workers=2, mode="sync"))
-    with pytest.raises(ConfigurationError, match="got --mode sync"):
-        run_comparison("cifar10", "asha", seeds=1, budget=100)   # a budget runs synchronously
+    with pytest.raises(ConfigurationError, match=r"a budget of evaluations \(--budget, budget=\) "
+                                                 r"runs the table's fidelities synchronously"):
+        run_comparison("cifar10", "asha", seeds=1, budget=100)
     with pytest.raises(ConfigurationError, match=r"got --signal valid200 \(signal='valid200'\)"):
         run_comparison("cifar10", "bohb", seeds=1, simulation=SimulatedSetting.for_dataset(
             "cifar10", workers=2, signal="valid200"))
