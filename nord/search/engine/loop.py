@@ -237,11 +237,16 @@ class Search:
     # --- evaluating ----------------------------------------------------------------------
     def dispatch(self) -> None:
         """Hand queued tasks to idle workers."""
-        queue, executor, handed_out = self.queue, self.executor, self.recorder.handed_out
-        while queue and executor.free_slots > 0:
+        queue = self.queue
+        if not queue:
+            return
+        executor, handed_out = self.executor, self.recorder.handed_out
+        free = executor.free_slots   # each submit takes one
+        while queue and free > 0:
             task = queue.popleft()
             executor.submit(task)
             handed_out(task.number)   # committed before it is waited for
+            free -= 1
 
     def collect(self) -> None:
         """Wait for one evaluation; finish it and every candidate waiting for its architecture."""
@@ -352,21 +357,22 @@ class Search:
         result is told as soon as it comes."""
         self.requeue_in_flight()   # candidates in flight when the run stopped go first
         executor, queue, promote, promotes = self.executor, self.queue, self.promote, self.promotes
+        dispatch, ask, prepare, flush = self.dispatch, self.ask, self.prepare, self.flush
         while True:
-            self.dispatch()
+            dispatch()
             while not queue and executor.free_slots > 0:
                 if promotes and promote(1):
-                    self.dispatch()
+                    dispatch()
                     continue
                 if self.asked >= self.budget:
                     break
-                candidate = self.ask()
+                candidate = ask()
                 if candidate is None:
                     break
-                self.prepare(candidate)
+                prepare(candidate)
                 if queue:
-                    self.dispatch()
-            self.flush()  # after the hand-out, so that workers do not wait for the disk
+                    dispatch()
+            flush()  # after the hand-out, so that workers do not wait for the disk
             if executor.in_flight == 0:
                 if queue:
                     continue
