@@ -33,7 +33,8 @@ from nord.checks import check_int, check_seeds
 from nord.comparisons.hardware import LatencyEvaluator, LatencyLimit, latency_limit
 from nord.comparisons.records import JSONRecord, SeedRun
 from nord.comparisons.anytime import SimulatedSetting, anytime_curves, run_simulated_seed
-from nord.comparisons.fidelities import candidates_within, run_bracketed_seed, scheduler_for
+from nord.comparisons.fidelities import (candidates_within, protocol, run_bracketed_seed,
+                                        scheduler_for)
 from nord.errors import ConfigurationError
 from nord.search.engine import run_search
 from nord.search.executors import ProcessPool
@@ -347,12 +348,8 @@ class ComparisonResult(JSONRecord):
 
     def protocol(self, name: str) -> str:
         """How an algorithm that needs a scheduler ran on the table (its note and JSON)."""
-        if self.simulation is None or self.simulation.mode == "sync":
-            return BRACKETED_PROTOCOL
-        asha = "asha" in get_algorithm(name).schedulers
-        return ASYNC_PROTOCOL.format(
-            scheduler="ASHA" if asha else "Hyperband promoted asynchronously (ASHA's "
-                                          "promotions in each of its two brackets)")
+        return protocol(get_algorithm(name).schedulers,
+                        "sync" if self.simulation is None else self.simulation.mode)
 
     def _ended_early(self, time_budget: float) -> List[str]:
         """Notes on algorithms whose runs stopped before the time budget: their rows do not
@@ -441,24 +438,6 @@ class ComparisonResult(JSONRecord):
 def load_json(path: Union[str, os.PathLike]) -> ComparisonResult:
     """A comparison saved with ``save_json``."""
     return ComparisonResult.from_json(Path(path).read_text(encoding="utf-8"))
-
-
-BRACKETED_PROTOCOL = (
-    "ran under synchronous Hyperband over the table's 12- and 200-epoch validation accuracies "
-    "(rungs 12 and 200, eta 17) and returned the best 200-epoch validation accuracy; a budget "
-    "of evaluations counts 12-epoch evaluations (a 200-epoch one counts 200/12; a repeat trains "
-    "in its bracket when charged, costs nothing when free), simulated time each leg's share "
-    "of the 200-epoch training time (docs/comparisons.md)")
-"""The protocol of an algorithm that needs a scheduler with brackets (BOHB) on the table."""
-
-
-ASYNC_PROTOCOL = (
-    "ran under {scheduler} over the table's 12- and 200-epoch validation accuracies (rungs 12 "
-    "and 200, eta 17), was told each candidate when it first paused, and returned the best "
-    "200-epoch validation accuracy reached (the incumbent: the best at the highest fidelity "
-    "reached so far); each leg costs its share of the 200-epoch training time; told counts "
-    "candidates (docs/comparisons.md)")
-"""The protocol of such an algorithm in asynchronous simulated time."""
 
 
 def _bracketed(name: str) -> bool:

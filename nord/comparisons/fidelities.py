@@ -34,7 +34,7 @@ from nord.search.executors import SerialExecutor
 from nord.search.schedulers import Scheduler, make_scheduler
 
 __all__ = ["ETA", "TableFidelities", "bracket_scheduler", "scheduler_for", "candidates_within",
-           "run_bracketed_seed"]
+           "run_bracketed_seed", "protocol", "BRACKETED_PROTOCOL", "ASYNC_PROTOCOL"]
 
 ETA = 17
 """Hyperband's factor on the table: 12 * 17 >= 200, so the rungs are 12 and 200 epochs."""
@@ -119,6 +119,34 @@ def scheduler_for(algorithm: str, schedulers: Sequence[str], mode: str) -> str:
         f"got --mode {mode} (mode={mode!r}). Give --mode "
         f"{'async' if mode == 'sync' else 'sync'} (with --workers N), or leave {algorithm} out "
         "of --algorithms")
+
+
+BRACKETED_PROTOCOL = (
+    "ran under synchronous Hyperband over the table's 12- and 200-epoch validation accuracies "
+    "(rungs 12 and 200, eta 17) and returned the best 200-epoch validation accuracy; a budget "
+    "of evaluations counts 12-epoch evaluations (a 200-epoch one counts 200/12; a repeat trains "
+    "in its bracket when charged, costs nothing when free), simulated time each leg's share "
+    "of the 200-epoch training time (docs/comparisons.md)")
+"""The protocol of an algorithm that needs a scheduler with brackets (BOHB) on the table."""
+
+
+ASYNC_PROTOCOL = (
+    "ran under {scheduler} over the table's 12- and 200-epoch validation accuracies (rungs 12 "
+    "and 200, eta 17), was told each candidate when it first paused, and returned the best "
+    "200-epoch validation accuracy reached (the incumbent: the best at the highest fidelity "
+    "reached so far); each leg costs its share of the 200-epoch training time; told counts "
+    "candidates (docs/comparisons.md)")
+"""The protocol of such an algorithm in asynchronous simulated time."""
+
+
+def protocol(schedulers: Sequence[str], mode: str) -> str:
+    """What the table says of a row that ran under a scheduler in ``mode``: its protocol."""
+    if mode == "sync":
+        return BRACKETED_PROTOCOL
+    return ASYNC_PROTOCOL.format(
+        scheduler="ASHA" if "asha" in schedulers else "Hyperband promoted asynchronously "
+                                                      "(ASHA's promotions in each of its two "
+                                                      "brackets)")
 
 
 def candidates_within(budget: int) -> int:
