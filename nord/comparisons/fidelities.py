@@ -1,20 +1,22 @@
-"""NAS-Bench-201's two fidelities as Hyperband's rungs: how ``nord compare`` runs BOHB.
+"""NAS-Bench-201's two fidelities as a scheduler's rungs: how ``nord compare`` runs BOHB,
+Hyperband and ASHA.
 
-An algorithm that needs a scheduler with brackets (``SearchAlgorithm.schedulers``: BOHB) runs
-on the table under synchronous Hyperband whose two rungs are the fidelities the packaged
-tables hold for every data set, the 12-epoch and the 200-epoch validation accuracy::
+An algorithm that needs a scheduler (``SearchAlgorithm.schedulers``) runs on the table under
+one whose two rungs are the fidelities the packaged tables hold for every data set, the
+12-epoch and the 200-epoch validation accuracy: synchronous Hyperband for a budget of
+evaluations or sync mode, ASHA or asynchronously promoted Hyperband in async simulated time
+(:func:`scheduler_for`)::
 
     from nord.comparisons.fidelities import run_bracketed_seed
     run = run_bracketed_seed("bohb", "cifar10", budget=100, seed=0)   # a SeedRun
 
-Hyperband's rungs are ``eta`` apart: with ``eta = 17`` (200 / 12 = 16.7) the two fidelities
-are consecutive rungs, so a bracket starts 17 candidates at 12 epochs and trains the best one
-on to 200, and the other bracket trains 2 candidates to 200 from the start. A budget counts
+The rungs are ``eta`` apart: with ``eta = 17`` (200 / 12 = 16.7) the two fidelities are
+consecutive rungs, so a bracket starts 17 candidates at 12 epochs and trains the best one on
+to 200, and the other bracket trains 2 candidates to 200 from the start. A budget counts
 12-epoch evaluations, as every other row of the comparison does: a run may train
 ``12 * budget`` epochs, a leg from 12 to 200 epochs costing 188; in simulated time
-(:mod:`~nord.comparisons.anytime`, sync mode) each leg costs its share of the cell's
-200-epoch training time. Details and how this differs from the NAS-Bench-201 paper's BOHB:
-docs/comparisons.md.
+(:mod:`~nord.comparisons.anytime`) each leg costs its share of the cell's 200-epoch training
+time. Details and how this differs from the NAS-Bench-201 paper's BOHB: docs/comparisons.md.
 """
 from __future__ import annotations
 
