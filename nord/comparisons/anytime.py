@@ -25,7 +25,7 @@ import numpy as np
 from nord.benchmarks.nasbench201 import N_CELLS, BenchmarkEvaluator, NASBench201Space, get_dataset
 from nord.benchmarks.nasbench201.evaluator import check_signal, signal_costs
 from nord.checks import check_int
-from nord.comparisons.fidelities import TableFidelities, bracket_scheduler
+from nord.comparisons.fidelities import TableFidelities, bracket_scheduler, scheduler_for
 from nord.comparisons.records import SeedRun, SimulatedRun, incumbent_curve
 from nord.errors import ConfigurationError
 from nord.report.plots import new_figure, save_figure
@@ -173,28 +173,50 @@ def _shown(value: Any) -> str:
 
 
 def simulate(algorithm, dataset: str, seed: int, setting: SimulatedSetting,
-             stop_at: Optional[float] = None) -> SimulatedRun:
+             stop_at: Optional[float] = None, repeats: str = "charge") -> SimulatedRun:
     """Run ``algorithm`` (an instance over NASBench201Space) on the simulated clock; it is
     closed afterwards. The noise of ``setting.noise`` is seeded with ``seed``. ``stop_at``: end
     the run once the incumbent's reported accuracy reaches it (a fraction). An algorithm that
-    needs a scheduler with brackets (BOHB) runs under Hyperband over the table's 12- and
-    200-epoch fidelities (:mod:`~nord.comparisons.fidelities`; sync mode, the 12-epoch
-    signal), each leg costing its share of the 200-epoch training time."""
-    bracketed = getattr(algorithm, "schedulers", None) is not None   # BOHB
-    scheduler = bracket_scheduler() if bracketed else None
+    needs a scheduler (BOHB, ASHA, Hyperband) runs under it over the table's 12- and
+    200-epoch fidelities (:mod:`~nord.comparisons.fidelities`; the 12-epoch signal), each leg
+    costing its share of the 200-epoch training time; the incumbent is the best result at the
+    highest fidelity reached so far. ``repeats``: 'charge'
+    (a repeat of a cell costs its evaluation, as the benchmark charges every query) or 'free'
+    (the engine's cache answers it at no simulated time; ended by the stall rule)."""
+    schedulers = getattr(algorithm, "schedulers", None)
+    bracketed = schedulers is not None   # BOHB, ASHA, Hyperband
+    scheduler = (bracket_scheduler(scheduler_for(algorithm.name, schedulers, setting.mode))
+                 if bracketed else None)
     evaluator = TableFidelities(dataset) if bracketed else BenchmarkEvaluator(
         dataset, signal=setting.signal, noise=setting.noise, seed=seed if setting.noise else None)
     cost = None
     if setting.cost_scale != 1.0:
         scale, base = setting.cost_scale, evaluator.evaluation_cost
         cost = lambda result: base(result) * scale   # noqa: E731 - a one-line cost
-    executor = SimulatedExecutor(evaluator, workers=setting.virtual_workers, cost=cost,
-                                 overhead=setting.overhead, time_budget=setting.time_budget)
     indices: List[int] = []
     accuracies: List[float] = []
     times: List[float] = []
     epochs: List[int] = []
+    told_cells: List[int] = []
+    # In async mode a candidate is told when it first pauses, so its later rungs reach the
+    # incumbent from the legs themselves, as each ends; in sync mode from the results told.
+    by_legs = bracketed and setting.mode == "async"
+
+    def leg_ended(done) -> None:
+        result = done.result
+        if result.ok:
+            indices.append(result.metrics["index"])
+            accuracies.append(result.accuracy)
+            times.append(done.ended)
+            epochs.append(result.epochs)
+
+    executor = SimulatedExecutor(evaluator, workers=setting.virtual_workers, cost=cost,
+                                 overhead=setting.overhead, time_budget=setting.time_budget,
+                                 repeats=repeats, on_complete=leg_ended if by_legs else None)
     add_index, add_accuracy, add_time = indices.append, accuracies.append, times.append
+    if by_legs:
+        add_index = told_cells.append
+        add_accuracy = add_time = lambda value: None   # noqa: E731 - the legs trace them
     now = executor.now
     best = [-math.inf]
     # The stall rule without a window per result: fewer than STALL_NEW new cells among the
@@ -202,7 +224,9 @@ def simulate(algorithm, dataset: str, seed: int, setting: SimulatedSetting,
     # STALL_WINDOW or more results ago; so only new cells are remembered (their positions),
     # and a repeat costs a comparison.
     latest_new = deque(maxlen=STALL_NEW)   # positions (1-based) of the latest new cells
-    stall = [STALL_WINDOW, 0]              # [results at which the run stalls, results told]
+    # [results at which the run stalls, results told]; charged repeats move the clock, so
+    # such a run reaches its time budget and never stalls
+    stall = [STALL_WINDOW if repeats == "free" else math.inf, 0]
 
     def told(progress) -> None:
         outcome = progress.outcome
@@ -210,7 +234,7 @@ def simulate(algorithm, dataset: str, seed: int, setting: SimulatedSetting,
         add_index(outcome.key)
         add_accuracy(result.accuracy)
         add_time(now())
-        if bracketed:
+        if bracketed and not by_legs:
             epochs.append(result.epochs)
         stall[1] += 1
         if outcome.cached_from is None:
@@ -233,7 +257,8 @@ def simulate(algorithm, dataset: str, seed: int, setting: SimulatedSetting,
     finally:
         algorithm.close()
     return SimulatedRun(indices, accuracies, times, executor.now(), executor.utilisation(),
-                        epochs if bracketed else None)
+                        epochs if bracketed else None, paid=executor.paid,
+                        told=told_cells if by_legs else None)
 
 
 def curve_on_grid(curve: Sequence[Sequence[float]], grid: np.ndarray) -> np.ndarray:
@@ -308,9 +333,10 @@ def write_anytime_plot(path, curves: Mapping[str, Mapping[str, Any]], title: str
 
 def run_simulated_seed(algorithm: str, dataset: str, seed: int, setting: SimulatedSetting,
                        params: Optional[Mapping[str, Any]] = None,
-                       stop_at: Optional[float] = None):
+                       stop_at: Optional[float] = None, repeats: str = "charge"):
     """One simulated run of the algorithm named ``algorithm`` with ``seed`` (``params``: its
-    settings; ``stop_at``: end early once the incumbent's reported accuracy reaches it); a
+    settings; ``stop_at``: end early once the incumbent's reported accuracy reaches it;
+    ``repeats``: how a repeat of a cell is charged, see :func:`simulate`); a
     :class:`~nord.comparisons.records.SeedRun` with its simulated time, utilisation and
     incumbent curve."""
     dataset = get_dataset(dataset).name
@@ -318,5 +344,5 @@ def run_simulated_seed(algorithm: str, dataset: str, seed: int, setting: Simulat
                       / max(1e-9, setting.cost_scale * min(signal_costs(dataset, setting.signal))))
     instance = make_algorithm(algorithm, NASBench201Space(), seed=seed, budget=bound,
                               **dict(params or {}))
-    run = simulate(instance, dataset, seed, setting, stop_at)
+    run = simulate(instance, dataset, seed, setting, stop_at, repeats)
     return SeedRun.from_simulated(seed, run, dataset)

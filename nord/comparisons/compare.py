@@ -33,7 +33,8 @@ from nord.checks import check_int, check_seeds
 from nord.comparisons.hardware import LatencyEvaluator, LatencyLimit, latency_limit
 from nord.comparisons.records import JSONRecord, SeedRun
 from nord.comparisons.anytime import SimulatedSetting, anytime_curves, run_simulated_seed
-from nord.comparisons.fidelities import candidates_within, run_bracketed_seed
+from nord.comparisons.fidelities import (candidates_within, protocol, run_bracketed_seed,
+                                        scheduler_for)
 from nord.errors import ConfigurationError
 from nord.search.engine import run_search
 from nord.search.executors import ProcessPool
@@ -46,6 +47,18 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_BUDGET = 100
 """Evaluations per run of a comparison that is given no budget (and no simulated time)."""
+
+REPEATS = ("charge", "free")
+"""How a repeat of a cell a run evaluated before is charged (``nord compare --repeats``)."""
+
+REPEAT_RULES = {
+    "charge": "repeats charged: every result told costs its training time (simulated time, "
+              "paid hours, BOHB's epochs), as the benchmark charges every query",
+    "free": "repeats free: a cell told again is answered from the run's cache at no training "
+            "time (simulated time, paid hours, BOHB's epochs); a budget of evaluations still "
+            "counts it",
+}
+"""The table's line on the rule in force."""
 
 Progress = Callable[[str, int, int], None]
 """``progress(algorithm, seeds_done, seeds_total)``, called as seeds finish."""
@@ -90,19 +103,20 @@ def evaluated_cells(algorithm, dataset: str, budget: int, evaluator=None) -> Lis
 
 def run_seed(algorithm: str = "rea", dataset: str = "cifar10", budget: int = 100,
              seed: int = 0, limit: Optional[LatencyLimit] = None,
-             params: Optional[Mapping[str, Any]] = None) -> SeedRun:
+             params: Optional[Mapping[str, Any]] = None, repeats: str = "charge") -> SeedRun:
     """One run of the algorithm named ``algorithm`` with ``seed`` (under a latency limit;
-    ``params``: its settings, default its own)."""
+    ``params``: its settings, default its own; ``repeats``: :data:`REPEATS`)."""
     dataset = get_dataset(dataset).name
     params = dict(params or {})
     if get_algorithm(algorithm).schedulers is not None:   # BOHB: Hyperband over the fidelities
-        return run_bracketed_seed(algorithm, dataset, budget, seed, params)
+        return run_bracketed_seed(algorithm, dataset, budget, seed, params, repeats)
     instance = make_algorithm(algorithm, NASBench201Space(), seed=seed, budget=budget, **params)
     if limit is None:
-        return SeedRun.from_indices(seed, evaluated_cells(instance, dataset, budget), dataset)
+        return SeedRun.from_indices(seed, evaluated_cells(instance, dataset, budget), dataset,
+                                    repeats=repeats)
     evaluator = LatencyEvaluator(benchmark_evaluator(dataset), limit=limit)
     return SeedRun.from_indices(seed, evaluated_cells(instance, dataset, budget, evaluator),
-                                dataset, limit.allowed())
+                                dataset, limit.allowed(), repeats)
 
 
 @contextmanager
@@ -126,16 +140,18 @@ def cycle_collector_paused():
 def run_seeds(algorithm: str, dataset: str, budget: int, seeds: Iterable[int],
               limit: Optional[LatencyLimit] = None,
               simulation: Optional[SimulatedSetting] = None,
-              params: Optional[Mapping[str, Any]] = None) -> Tuple[List[SeedRun], float]:
+              params: Optional[Mapping[str, Any]] = None,
+              repeats: str = "charge") -> Tuple[List[SeedRun], float]:
     """Runs for several seeds in this process, the collector paused during each (see
     :func:`cycle_collector_paused`); also returns the seconds they took."""
     started = time.perf_counter()
     runs = []
     for seed in seeds:
         with cycle_collector_paused():
-            runs.append(run_seed(algorithm, dataset, budget, seed, limit, params)
+            runs.append(run_seed(algorithm, dataset, budget, seed, limit, params, repeats)
                         if simulation is None
-                        else run_simulated_seed(algorithm, dataset, seed, simulation, params))
+                        else run_simulated_seed(algorithm, dataset, seed, simulation, params,
+                                                repeats=repeats))
     return runs, time.perf_counter() - started
 
 
@@ -170,6 +186,8 @@ class ComparisonResult(JSONRecord):
         simulation: the simulated-time setting, or None for a budget of evaluations.
         interrupted: the signal that stopped the comparison early (its runs are the seeds
             that finished), or None.
+        repeats: how a repeat of a cell a run evaluated was charged (:data:`REPEATS`);
+            comparisons saved before the choice existed read back as 'free'.
     """
 
     dataset: str
@@ -185,6 +203,7 @@ class ComparisonResult(JSONRecord):
     simulation: Optional[SimulatedSetting] = None
     limit: Optional[LatencyLimit] = None
     interrupted: Optional[str] = None
+    repeats: str = "charge"
 
     @property
     def algorithms(self) -> List[str]:
@@ -201,9 +220,10 @@ class ComparisonResult(JSONRecord):
     def summary(self) -> Dict[str, Dict[str, Any]]:
         """Per algorithm: the seeds run and those that returned an architecture
         ('returned': the statistics are over these), statistics (in %) of the reported
-        accuracy ('test') and of the search signal ('search'), mean evaluations and distinct
-        architectures per run,
-        seconds and evaluations per second; for simulated runs also the mean simulated time
+        accuracy ('test') and of the search signal ('search'), mean results told
+        ('evaluations'), distinct architectures ('unique'), repeats among the results told
+        ('repeats') and hours of one-GPU training charged ('paid_hours') per run, seconds of
+        CPU and evaluations per second; for simulated runs also the mean simulated time
         used ('simulated_time', seconds) and worker utilisation ('utilisation', a fraction)."""
         summary = {}
         for name, runs in self.runs.items():
@@ -217,6 +237,10 @@ class ComparisonResult(JSONRecord):
                 "search": _stats(self.values(name, "accuracy")),
                 "evaluations": evaluations / len(runs) if runs else math.nan,
                 "unique": float(np.mean([run.unique for run in runs])) if runs else math.nan,
+                "repeats": _mean([run.evaluations - run.unique if run.repeats is None
+                                  else run.repeats for run in runs]),
+                "paid_hours": _mean([None if run.paid is None else run.paid / 3600
+                                     for run in runs]),
                 "seconds": seconds,
                 "evaluations_per_second": (evaluations / seconds
                                            if seconds and math.isfinite(seconds) else math.nan),
@@ -258,6 +282,7 @@ class ComparisonResult(JSONRecord):
                      f"{f', overhead {sim.overhead:g} s per evaluation' if sim.overhead else ''}"
                      "; returned architecture = best signal among those told; mean ± std over "
                      "seeds"]
+        lines.append(REPEAT_RULES[self.repeats])
         if self.interrupted is not None:
             done = {name: len(runs) for name, runs in self.runs.items()}
             lines.append(f"interrupted by {self.interrupted}: only the seeds that finished ("
@@ -270,7 +295,7 @@ class ComparisonResult(JSONRecord):
             lines.append(f"latency limit: cells slower than {self.limit.max_ms:g} ms on "
                          f"{self.limit.device} are failed evaluations, never returned")
         header = ("algorithm", "seeds", "test acc. 200 ep (%)", "search signal (%)",
-                  "evals", "distinct", "compute (s)")
+                  "told", "distinct", "repeats", "paid (h)", "compute (s)")
         if sim is not None:
             header += ("sim. time (h)", "utilisation")
         rows = []
@@ -284,6 +309,7 @@ class ComparisonResult(JSONRecord):
                    f"{numbers['search']['mean']:.2f} ± {numbers['search']['std']:.2f}",
                    f"{evaluations:.0f}" if float(evaluations).is_integer()
                    else f"{evaluations:.1f}", f"{numbers['unique']:.1f}",
+                   f"{numbers['repeats']:.1f}", f"{numbers['paid_hours']:.2f}",
                    f"{numbers['seconds']:.2f}")
             if sim is not None:
                 row += (f"{numbers['simulated_time'] / 3600:.2f}",
@@ -317,7 +343,13 @@ class ComparisonResult(JSONRecord):
     def _bracketed(self) -> List[str]:
         """Notes on algorithms that ran under Hyperband over the table's fidelities
         (:mod:`nord.comparisons.fidelities`): their rows follow another protocol."""
-        return [f"note: {name} {BRACKETED_PROTOCOL}" for name in self.runs if _bracketed(name)]
+        return [f"note: {name} {self.protocol(name)}" for name in self.runs
+                if _bracketed(name)]
+
+    def protocol(self, name: str) -> str:
+        """How an algorithm that needs a scheduler ran on the table (its note and JSON)."""
+        return protocol(get_algorithm(name).schedulers,
+                        "sync" if self.simulation is None else self.simulation.mode)
 
     def _ended_early(self, time_budget: float) -> List[str]:
         """Notes on algorithms whose runs stopped before the time budget: their rows do not
@@ -327,13 +359,14 @@ class ComparisonResult(JSONRecord):
             early = sum(1 for run in runs if run.simulated_time is not None
                         and run.simulated_time < time_budget * (1 - 1e-9))
             if early:
+                why = ("; repeats of a cell are told but cost no simulated time, so a run of "
+                       "fewer than 100 new cells in 10,000 results ends where its clock stands"
+                       if self.repeats == "free" else "")
                 notes.append(
                     f"note: {name} stopped before the time budget in {early} of {len(runs)} "
                     "seed(s): the algorithm proposed nothing more, or almost only cells it "
-                    "had evaluated (a pygmo algorithm's generations are sized from the budget; "
-                    "repeats of a cell are told but cost no simulated time, so a run of fewer "
-                    "than 100 new cells in 10,000 results ends where its clock stands), so "
-                    "its row is not a full-budget result")
+                    "had evaluated (a pygmo algorithm's generations are sized from the budget"
+                    f"{why}), so its row is not a full-budget result")
         return notes
 
     def to_dict(self) -> Dict[str, Any]:
@@ -345,6 +378,7 @@ class ComparisonResult(JSONRecord):
             "benchmark": "nasbench201", "dataset": self.dataset, "budget": self.budget,
             "seeds": self.seeds, "base_seed": self.base_seed, "processes": self.processes,
             "wall_time": self.wall_time, "interrupted": self.interrupted,
+            "repeats": self.repeats,
             "max_latency": None if self.limit is None else self.limit.to_dict(),
             "protocol": ("returned architecture: best search signal (12-epoch validation "
                          "accuracy) among those evaluated, first found on ties; reported: its "
@@ -356,7 +390,7 @@ class ComparisonResult(JSONRecord):
                        "params": self.params.get(name, {}),
                        "seconds": self.seconds.get(name),
                        "summary": summary[name],
-                       **({"protocol": BRACKETED_PROTOCOL} if _bracketed(name) else {}),
+                       **({"protocol": self.protocol(name)} if _bracketed(name) else {}),
                        **({"curve": curves[name]} if name in curves else {}),
                        "runs": [asdict(run) for run in runs]}
                 for name, runs in self.runs.items()},
@@ -383,6 +417,7 @@ class ComparisonResult(JSONRecord):
                                      for name, entry in algorithms.items()},
                        wall_time=_number(data.get("wall_time")),
                        processes=int(data.get("processes", 1)),
+                       repeats=data.get("repeats", "free"),
                        simulation=None if simulation is None else SimulatedSetting(**simulation),
                        limit=LatencyLimit(data["max_latency"]["device"],
                                           data["max_latency"]["max_latency_ms"])
@@ -403,15 +438,6 @@ class ComparisonResult(JSONRecord):
 def load_json(path: Union[str, os.PathLike]) -> ComparisonResult:
     """A comparison saved with ``save_json``."""
     return ComparisonResult.from_json(Path(path).read_text(encoding="utf-8"))
-
-
-BRACKETED_PROTOCOL = (
-    "ran under synchronous Hyperband over the table's 12- and 200-epoch validation accuracies "
-    "(rungs 12 and 200, eta 17) and returned the best 200-epoch validation accuracy; a budget "
-    "of evaluations counts 12-epoch evaluations (a 200-epoch one counts 200/12, a repeat "
-    "nothing), simulated time each leg's share of the 200-epoch training time "
-    "(docs/comparisons.md)")
-"""The protocol of an algorithm that needs a scheduler with brackets (BOHB) on the table."""
 
 
 def _bracketed(name: str) -> bool:
@@ -464,11 +490,12 @@ def _settings_by_name(params: Optional[Mapping[str, Mapping[str, Any]]], names: 
 
 
 def _run_chunk(job: Tuple[str, str, Optional[int], List[int], Optional[LatencyLimit],
-                          Optional[SimulatedSetting], Dict[str, Any]]
+                          Optional[SimulatedSetting], Dict[str, Any], str]
                ) -> Tuple[str, List[SeedRun], float]:
     """One worker's share: several seeds of one algorithm, and the seconds they took."""
-    algorithm, dataset, budget, seeds, limit, simulation, params = job
-    runs, seconds = run_seeds(algorithm, dataset, budget, seeds, limit, simulation, params)
+    algorithm, dataset, budget, seeds, limit, simulation, params, repeats = job
+    runs, seconds = run_seeds(algorithm, dataset, budget, seeds, limit, simulation, params,
+                              repeats)
     return algorithm, runs, seconds
 
 
@@ -499,7 +526,8 @@ def run_comparison(dataset: str = "cifar10", algorithms: Union[str, Sequence[str
                    max_latency_ms: Optional[float] = None,
                    latency_device: Optional[str] = None,
                    simulation: Optional[SimulatedSetting] = None,
-                   params: Optional[Mapping[str, Mapping[str, Any]]] = None) -> ComparisonResult:
+                   params: Optional[Mapping[str, Mapping[str, Any]]] = None,
+                   repeats: str = "charge") -> ComparisonResult:
     """Run each algorithm for ``seeds`` seeds at ``budget`` evaluations on NAS-Bench-201,
     or, with ``simulation``, for a budget of simulated time on simulated workers.
 
@@ -521,6 +549,10 @@ def run_comparison(dataset: str = "cifar10", algorithms: Union[str, Sequence[str
             budget is then None). Not with a budget of evaluations or a latency limit.
         params: algorithm (a name in ``algorithms``, or any of its aliases) -> its settings,
             e.g. ``{"rea": {"population_size": 20}}``; the others run with their own.
+        repeats: 'charge' (every result told costs its training time, repeats of a cell
+            included, as the benchmark charges every query) or 'free' (a repeat is answered
+            from the run's cache at no training time; a budget of evaluations still counts
+            it). See :data:`REPEAT_RULES` and docs/comparisons.md.
 
     Returns:
         A :class:`ComparisonResult`; ``.table()`` prints it, ``.save_json(path)`` saves it.
@@ -546,6 +578,11 @@ def run_comparison(dataset: str = "cifar10", algorithms: Union[str, Sequence[str
         raise ConfigurationError(
             f"an algorithm is listed twice in --algorithms (algorithms=): {names}")
     settings = _settings_by_name(params, names, canonical)
+    if repeats not in REPEATS:
+        raise ConfigurationError(
+            f"--repeats (repeats=) must be one of {', '.join(REPEATS)} (charge: every result "
+            f"told costs its training time, as the benchmark charges every query; free: a "
+            f"repeat of a cell costs nothing); got {repeats!r}")
     if simulation is not None:
         if budget is not None:
             raise ConfigurationError(
@@ -567,24 +604,29 @@ def run_comparison(dataset: str = "cifar10", algorithms: Union[str, Sequence[str
     processes = min(check_int(processes, "processes", 1), seeds * len(names))
     limit = latency_limit(max_latency_ms, latency_device, dataset)
     for name in names:
-        if get_algorithm(name).schedulers is None:
+        schedulers = get_algorithm(name).schedulers
+        if schedulers is None:
             continue
         if limit is not None:
             raise ConfigurationError(
-                f"{name} runs on the table under Hyperband over its two fidelities; a latency "
+                f"{name} runs on the table under a scheduler over its two fidelities; a latency "
                 "limit (--max-latency-ms, max_latency_ms=) is not supported for it: leave it "
                 f"out, or {name} out of --algorithms")
+        if simulation is None and "hyperband" not in schedulers:
+            raise ConfigurationError(
+                f"{name} runs under --scheduler {' or '.join(schedulers)}, asynchronously, but a "
+                "budget of evaluations (--budget, budget=) runs the table's fidelities "
+                f"synchronously; compare {name} in simulated time: --workers N --mode async "
+                "(simulation=SimulatedSetting(..., mode='async'))")
+        scheduler_for(name, schedulers, "sync" if simulation is None else simulation.mode)
         if simulation is not None:
-            if (simulation.mode, simulation.signal, simulation.noise) != ("sync", "valid12",
-                                                                          None):
+            if (simulation.signal, simulation.noise) != ("valid12", None):
                 raise ConfigurationError(
-                    f"in simulated time, {name} runs synchronous Hyperband over the table's "
-                    "12- and 200-epoch validation accuracies (in async mode a candidate is "
-                    "told when it first pauses, so its 200-epoch result would never count); "
-                    f"got --mode {simulation.mode} (mode=), --signal {simulation.signal}"
-                    f"{'' if simulation.noise is None else f', --noise {simulation.noise}'}. "
-                    f"Give --mode sync and leave --signal and --noise out, or leave {name} out "
-                    "of --algorithms")
+                    f"in simulated time, {name} runs over the table's 12- and 200-epoch "
+                    "validation accuracies, the 12-epoch one as its search signal; got "
+                    f"--signal {simulation.signal} (signal={simulation.signal!r})"
+                    f"{'' if simulation.noise is None else f', --noise {simulation.noise} (noise={simulation.noise!r})'}. "
+                    f"Leave --signal and --noise out, or leave {name} out of --algorithms")
             continue
         if candidates_within(budget) == 0:
             raise ConfigurationError(
@@ -607,7 +649,7 @@ def run_comparison(dataset: str = "cifar10", algorithms: Union[str, Sequence[str
         LatencyEvaluator(benchmark_evaluator(dataset), limit=limit).evaluate_genome((0,) * 6)
 
     seed_list = list(range(base_seed, base_seed + seeds))
-    jobs = [(name, dataset, budget, chunk, limit, simulation, settings.get(name, {}))
+    jobs = [(name, dataset, budget, chunk, limit, simulation, settings.get(name, {}), repeats)
             for name in names
             for chunk in chunks(seed_list, processes, budget if simulation is None
                                 else simulation.results_per_run(dataset))]
@@ -641,4 +683,4 @@ def run_comparison(dataset: str = "cifar10", algorithms: Union[str, Sequence[str
                             runs=runs, params=settings, seconds=seconds,
                             descriptions={n: ALGORITHMS.entry(n).description for n in names},
                             wall_time=wall_time, processes=processes, simulation=simulation,
-                            limit=limit, interrupted=interrupted)
+                            limit=limit, interrupted=interrupted, repeats=repeats)

@@ -1,24 +1,26 @@
-"""NAS-Bench-201's two fidelities as Hyperband's rungs: how ``nord compare`` runs BOHB.
+"""NAS-Bench-201's two fidelities as a scheduler's rungs: how ``nord compare`` runs BOHB,
+Hyperband and ASHA.
 
-An algorithm that needs a scheduler with brackets (``SearchAlgorithm.schedulers``: BOHB) runs
-on the table under synchronous Hyperband whose two rungs are the fidelities the packaged
-tables hold for every data set, the 12-epoch and the 200-epoch validation accuracy::
+An algorithm that needs a scheduler (``SearchAlgorithm.schedulers``) runs on the table under
+one whose two rungs are the fidelities the packaged tables hold for every data set, the
+12-epoch and the 200-epoch validation accuracy: synchronous Hyperband for a budget of
+evaluations or sync mode, ASHA or asynchronously promoted Hyperband in async simulated time
+(:func:`scheduler_for`)::
 
     from nord.comparisons.fidelities import run_bracketed_seed
     run = run_bracketed_seed("bohb", "cifar10", budget=100, seed=0)   # a SeedRun
 
-Hyperband's rungs are ``eta`` apart: with ``eta = 17`` (200 / 12 = 16.7) the two fidelities
-are consecutive rungs, so a bracket starts 17 candidates at 12 epochs and trains the best one
-on to 200, and the other bracket trains 2 candidates to 200 from the start. A budget counts
+The rungs are ``eta`` apart: with ``eta = 17`` (200 / 12 = 16.7) the two fidelities are
+consecutive rungs, so a bracket starts 17 candidates at 12 epochs and trains the best one on
+to 200, and the other bracket trains 2 candidates to 200 from the start. A budget counts
 12-epoch evaluations, as every other row of the comparison does: a run may train
 ``12 * budget`` epochs, a leg from 12 to 200 epochs costing 188; in simulated time
-(:mod:`~nord.comparisons.anytime`, sync mode) each leg costs its share of the cell's
-200-epoch training time. Details and how this differs from the NAS-Bench-201 paper's BOHB:
-docs/comparisons.md.
+(:mod:`~nord.comparisons.anytime`) each leg costs its share of the cell's 200-epoch training
+time. Details and how this differs from the NAS-Bench-201 paper's BOHB: docs/comparisons.md.
 """
 from __future__ import annotations
 
-from typing import Any, List, Mapping, Optional
+from typing import Any, List, Mapping, Optional, Sequence
 
 from nord.architecture.descriptor import NeuralDescriptor
 from nord.benchmarks.nasbench201 import BenchmarkEvaluator, NASBench201Space, load_table
@@ -30,10 +32,11 @@ from nord.evaluators.base import Evaluator, Leg
 from nord.evaluators.result import EvaluationResult
 from nord.search.algorithms.registry import make_algorithm
 from nord.search.engine import run_search
-from nord.search.schedulers import Hyperband, make_scheduler
+from nord.search.executors import SerialExecutor
+from nord.search.schedulers import Scheduler, make_scheduler
 
-__all__ = ["ETA", "TableFidelities", "bracket_scheduler", "candidates_within",
-           "run_bracketed_seed"]
+__all__ = ["ETA", "TableFidelities", "bracket_scheduler", "scheduler_for", "candidates_within",
+           "run_bracketed_seed", "protocol", "BRACKETED_PROTOCOL", "ASYNC_PROTOCOL"]
 
 ETA = 17
 """Hyperband's factor on the table: 12 * 17 >= 200, so the rungs are 12 and 200 epochs."""
@@ -92,9 +95,60 @@ class TableFidelities(Evaluator):
         return evaluator.descriptor_evaluate(descriptor)
 
 
-def bracket_scheduler() -> Hyperband:
-    """Hyperband over the table's fidelities: rungs 12 and 200 epochs."""
-    return make_scheduler("hyperband", min_epochs=SEARCH_EPOCHS, max_epochs=FULL_EPOCHS, eta=ETA)
+def bracket_scheduler(name: str = "hyperband") -> Scheduler:
+    """The scheduler ``name`` over the table's fidelities: rungs 12 and 200 epochs."""
+    return make_scheduler(name, min_epochs=SEARCH_EPOCHS, max_epochs=FULL_EPOCHS, eta=ETA)
+
+
+def scheduler_for(algorithm: str, schedulers: Sequence[str], mode: str) -> str:
+    """Which scheduler runs an algorithm that needs one (its ``schedulers``) in ``mode`` on
+    the table: synchronous Hyperband's brackets in sync mode; in async mode ASHA where the
+    algorithm names it, else Hyperband promoted asynchronously (ASHA's promotions in each
+    of its two brackets: BOHB's asynchronous, promotion-based variant).
+
+    Raises:
+        ConfigurationError: an algorithm that runs under none of them in ``mode``.
+    """
+    if mode == "async":
+        for name in ("asha", "hyperband"):
+            if name in schedulers:
+                return name
+    elif "hyperband" in schedulers:
+        return "hyperband"
+    raise ConfigurationError(
+        f"{algorithm} runs under --scheduler {' or '.join(schedulers)}, which the table's "
+        f"fidelities serve {'asynchronously' if mode == 'sync' else 'synchronously'} only; "
+        f"got --mode {mode} (mode={mode!r}). Give --mode "
+        f"{'async' if mode == 'sync' else 'sync'} (with --workers N), or leave {algorithm} out "
+        "of --algorithms")
+
+
+BRACKETED_PROTOCOL = (
+    "ran under synchronous Hyperband over the table's 12- and 200-epoch validation accuracies "
+    "(rungs 12 and 200, eta 17) and returned the best 200-epoch validation accuracy; a budget "
+    "of evaluations counts 12-epoch evaluations (a 200-epoch one counts 200/12; a repeat trains "
+    "in its bracket when charged, costs nothing when free), simulated time each leg's share "
+    "of the 200-epoch training time (docs/comparisons.md)")
+"""The protocol of an algorithm that needs a scheduler with brackets (BOHB) on the table."""
+
+
+ASYNC_PROTOCOL = (
+    "ran under {scheduler} over the table's 12- and 200-epoch validation accuracies (rungs 12 "
+    "and 200, eta 17), was told each candidate when it first paused, and returned the best "
+    "200-epoch validation accuracy reached (the incumbent: the best at the highest fidelity "
+    "reached so far); each leg costs its share of the 200-epoch training time; told counts "
+    "candidates (docs/comparisons.md)")
+"""The protocol of such an algorithm in asynchronous simulated time."""
+
+
+def protocol(schedulers: Sequence[str], mode: str) -> str:
+    """What the table says of a row that ran under a scheduler in ``mode``: its protocol."""
+    if mode == "sync":
+        return BRACKETED_PROTOCOL
+    return ASYNC_PROTOCOL.format(
+        scheduler="ASHA" if "asha" in schedulers else "Hyperband promoted asynchronously "
+                                                      "(ASHA's promotions in each of its two "
+                                                      "brackets)")
 
 
 def candidates_within(budget: int) -> int:
@@ -120,13 +174,17 @@ def candidates_within(budget: int) -> int:
 
 
 def run_bracketed_seed(algorithm: str, dataset: str, budget: int, seed: int,
-                       params: Optional[Mapping[str, Any]] = None) -> SeedRun:
+                       params: Optional[Mapping[str, Any]] = None,
+                       repeats: str = "charge") -> SeedRun:
     """One run of ``algorithm`` under :func:`bracket_scheduler` on the table (sync mode, no
     journal). The returned architecture is the best validation accuracy at the highest
     fidelity any candidate reached (200 epochs), the first told on ties, as Hyperband returns;
     ``SeedRun.accuracy`` is its 12-epoch validation accuracy, like every other row's;
-    ``evaluations`` counts 12-epoch evaluations (a 200-epoch leg counts 200/12). ``params``:
-    the algorithm's settings (default its own)."""
+    ``evaluations`` counts 12-epoch evaluations (a 200-epoch leg counts 200/12): under
+    ``repeats='charge'`` a repeat of a cell trains in the brackets as any candidate (the
+    benchmark answers each query at the fidelity asked), under 'free' the cache answers it
+    with the cell's first result at no epochs. ``params``: the algorithm's settings (default
+    its own)."""
     count = candidates_within(budget)
     if count == 0:
         raise ConfigurationError(
@@ -134,10 +192,11 @@ def run_bracketed_seed(algorithm: str, dataset: str, budget: int, seed: int,
             f"the {FULL_EPOCHS} that one candidate trained to the table's highest fidelity "
             f"costs; {algorithm} needs a budget of at least {-(-FULL_EPOCHS // SEARCH_EPOCHS)}")
     told: List[tuple] = []
+    executor = SerialExecutor(TableFidelities(dataset))
+    executor.charges_repeats = repeats == "charge"   # this run's rule, not the class's
     summary = run_search(
         make_algorithm(algorithm, NASBench201Space(), seed=seed, **dict(params or {})),
-        TableFidelities(dataset),
-        budget=count, scheduler=bracket_scheduler(), mode="sync",
+        executor=executor, budget=count, scheduler=bracket_scheduler(), mode="sync",
         on_result=lambda progress: told.append((progress.outcome.key, progress.outcome.result.epochs,
                                                 progress.outcome.result.accuracy)))
     if not told:
@@ -146,8 +205,16 @@ def run_bracketed_seed(algorithm: str, dataset: str, budget: int, seed: int,
     position = max(range(len(told)), key=lambda i: (told[i][1] == top, told[i][2], -i))
     best = int(told[position][0])
     arrays, cells = load_table().arrays(dataset), load_table().cells
+    full = BenchmarkEvaluator(dataset, signal="valid200")
+    if repeats == "charge":   # every candidate trained its own legs
+        charged = told
+    else:   # each cell's legs, once: its first told result is at its highest rung
+        charged = list({key: (key, epochs, accuracy) for key, epochs, accuracy
+                        in reversed(told)}.values())
+    paid = sum(full.train_cost(key) * epochs / FULL_EPOCHS for key, epochs, _ in charged)
     return SeedRun(seed=int(seed), reported_accuracy=float(arrays.reported_accuracy[best]),
                    accuracy=float(arrays.accuracy[best]), index=best, cell=cells[best],
                    n_params=int(arrays.n_params[best]), found_at=position + 1,
                    evaluations=round(summary.epochs_trained / SEARCH_EPOCHS),
-                   unique=len({key for key, _, _ in told}))
+                   unique=len({key for key, _, _ in told}), paid=float(paid),
+                   repeats=len(told) - len({key for key, _, _ in told}))

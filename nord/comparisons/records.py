@@ -7,6 +7,7 @@ evaluations (:mod:`~nord.comparisons.compare`) or in simulated time
 """
 from __future__ import annotations
 
+import functools
 import math
 import os
 from dataclasses import dataclass
@@ -16,10 +17,19 @@ from typing import Any, List, Mapping, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from nord.benchmarks.nasbench201 import load_table
+from nord.benchmarks.nasbench201.evaluator import signal_costs
 from nord.errors import NordError
 from nord.jsonable import dumps
 
 __all__ = ["SeedRun", "SimulatedRun", "FrontRun", "JSONRecord", "incumbent_curve"]
+
+
+@functools.lru_cache(maxsize=None)
+def twelve_epoch_costs(dataset: str) -> np.ndarray:
+    """Seconds of one-GPU training behind each cell's 12-epoch signal, as an array."""
+    costs = np.asarray(signal_costs(dataset), dtype=float)
+    costs.setflags(write=False)
+    return costs
 
 
 def incumbent_curve(signals: Sequence[float], reported: Sequence[float], times: Sequence[float]
@@ -57,6 +67,9 @@ class SeedRun:
         utilisation: busy share of the simulated workers' time (simulated runs).
         curve: the incumbent's ``[simulated seconds, reported accuracy]`` at each change
             (simulated runs; see :mod:`nord.comparisons.anytime`).
+        paid: simulated seconds of one-GPU training the results told were charged (under
+            ``repeats='free'`` a repeat costs none; None in records older than this field).
+        repeats: results told for a cell told before in the run (None in older records).
     """
 
     seed: int
@@ -71,30 +84,38 @@ class SeedRun:
     simulated_time: Optional[float] = None
     utilisation: Optional[float] = None
     curve: Optional[List[Tuple[float, float]]] = None
+    paid: Optional[float] = None
+    repeats: Optional[int] = None
 
     @classmethod
     def from_indices(cls, seed: int, indices: Sequence[int], dataset: str,
-                     allowed: Optional[np.ndarray] = None) -> "SeedRun":
+                     allowed: Optional[np.ndarray] = None, repeats: str = "charge") -> "SeedRun":
         """The run's outcome from the table indices it evaluated, in order; the returned
-        architecture is chosen among the cells ``allowed`` (a mask over the table) marks."""
+        architecture is chosen among the cells ``allowed`` (a mask over the table) marks.
+        ``paid`` charges each told result its 12-epoch training time ('charge'), or each
+        distinct cell once ('free')."""
         if not indices:
             raise NordError(f"the run with seed {seed} evaluated nothing; nothing to return")
         table = load_table()
         arrays = table.arrays(dataset)
         order = np.asarray(indices, dtype=np.int64)
+        costs = twelve_epoch_costs(dataset)
+        paid = float(costs[order if repeats == "charge" else np.unique(order)].sum())
         signal = arrays.accuracy[order]
         if allowed is not None:
             if not allowed[order].any():
                 return cls(seed=int(seed), reported_accuracy=math.nan, accuracy=math.nan,
                            index=-1, cell="", n_params=0, found_at=0, evaluations=len(order),
-                           unique=int(np.unique(order).size))
+                           unique=int(np.unique(order).size), paid=paid,
+                           repeats=len(order) - int(np.unique(order).size))
             signal = np.where(allowed[order], signal, -np.inf)
         position = int(np.argmax(signal))   # first of equal maxima
         best = int(order[position])
         return cls(seed=int(seed), reported_accuracy=float(arrays.reported_accuracy[best]),
                    accuracy=float(arrays.accuracy[best]), index=best, cell=table.cells[best],
                    n_params=int(arrays.n_params[best]), found_at=position + 1,
-                   evaluations=len(order), unique=int(np.unique(order).size))
+                   evaluations=len(order), unique=int(np.unique(order).size), paid=paid,
+                   repeats=len(order) - int(np.unique(order).size))
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "SeedRun":
@@ -124,12 +145,16 @@ class SeedRun:
         best = int(order[position])
         accuracy = (run.accuracies[position] if run.epochs is None
                     else arrays.accuracy[best])
+        told = order if run.told is None else np.asarray(run.told, dtype=np.int64)
+        unique = int(np.unique(told).size)
         return cls(seed=int(seed), reported_accuracy=float(arrays.reported_accuracy[best]),
                    accuracy=float(accuracy), index=best,
                    cell=table.cells[best], n_params=int(arrays.n_params[best]),
-                   found_at=position + 1, evaluations=len(order),
-                   unique=int(np.unique(order).size), simulated_time=float(run.simulated_time),
-                   utilisation=float(run.utilisation), curve=curve)
+                   found_at=position + 1, evaluations=len(told), unique=unique,
+                   simulated_time=float(run.simulated_time),
+                   utilisation=float(run.utilisation), curve=curve,
+                   paid=None if run.paid is None else float(run.paid),
+                   repeats=len(told) - unique)
 
 
 
@@ -160,6 +185,10 @@ class SimulatedRun:
         utilisation: busy share of the workers' time.
         epochs: the fidelity of each result, for runs over several (BOHB's: 12 or 200);
             None where every result has the same.
+        paid: worker-seconds of the evaluations that finished (charged repeats included).
+        told: the cells told, in order, where they differ from ``indices`` (async runs under
+            a scheduler: ``indices`` then holds every leg that ended, so that a promotion
+            reaches the incumbent); None: the same.
     """
 
     indices: List[int]
@@ -168,6 +197,8 @@ class SimulatedRun:
     simulated_time: float
     utilisation: float
     epochs: Optional[List[int]] = None
+    paid: Optional[float] = None
+    told: Optional[List[int]] = None
 
 
 @dataclass

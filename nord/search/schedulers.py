@@ -13,6 +13,7 @@ Details (each rule, fairness at a rung, what the algorithm is told, disk): docs/
 """
 from __future__ import annotations
 
+import bisect
 import math
 from typing import Dict, List, Optional, Sequence, Tuple
 
@@ -257,16 +258,33 @@ class _Rung:
     """The candidates that reached one rung of one bracket: their scores, in arrival order,
     and which of them went on."""
 
-    __slots__ = ("scores", "promoted")
+    __slots__ = ("scores", "promoted", "failed", "_order", "_arrival")
 
     def __init__(self):
         self.scores: Dict[int, float] = {}
         self.promoted: set = set()
+        self.failed: Dict[int, None] = {}   # those whose score is -inf (an ordered set)
+        self._order: List[Tuple[float, int, int]] = []   # (-score, arrival, candidate), sorted
+        self._arrival: Dict[int, int] = {}
 
-    def ranked(self) -> List[int]:
-        """Best first; of equal scores the earlier arrival first."""
-        order = list(self.scores)
-        return sorted(order, key=lambda n: (-self.scores[n], order.index(n)))
+    def add(self, number: int, score: float) -> None:
+        """Candidate ``number`` reached this rung with ``score`` (again: its new score, its
+        first arrival)."""
+        arrival = self._arrival.setdefault(number, len(self._arrival))
+        if number in self.scores:
+            self._order.remove((-self.scores[number], arrival, number))
+        self.scores[number] = score
+        if score == -math.inf:
+            self.failed[number] = None
+        else:
+            self.failed.pop(number, None)
+        bisect.insort(self._order, (-score, arrival, number))
+
+    def ranked(self, first: Optional[int] = None) -> List[int]:
+        """Best first; of equal scores the earlier arrival first. ``first``: only the best
+        that many. Kept sorted as candidates arrive, so a look costs no sort."""
+        order = self._order if first is None else self._order[:first]
+        return [number for _, _, number in order]
 
 
 class SuccessiveHalving(Scheduler):
@@ -375,14 +393,14 @@ class ASHA(Scheduler):
         return super().first_epochs(number)
 
     def _decide(self, number: int, epochs: int) -> str:
-        self.rungs.setdefault((self.bracket_of[number], epochs), _Rung()).scores[number] = (
-            self.best[number])
+        self.rungs.setdefault((self.bracket_of[number], epochs), _Rung()).add(
+            number, self.best[number])
         return PAUSE
 
     def _promotable(self, key: Tuple[int, int]) -> List[int]:
         rung = self.rungs[key]
         keep = len(rung.scores) // self.eta
-        return [n for n in rung.ranked()[:keep]
+        return [n for n in rung.ranked(keep)
                 if n not in rung.promoted and self.best[n] > -math.inf]
 
     def promotions(self, free: int) -> List[Tuple[int, int]]:
@@ -418,6 +436,10 @@ class ASHA(Scheduler):
             if epochs >= self.max_epochs:
                 continue
             slots = math.floor(self._capacity(bracket, epochs) / self.eta)
+            if slots >= len(rung.scores):   # every one fits: only failures are released
+                released.extend(number for number in rung.failed if number not in rung.promoted
+                                and self.best[number] == -math.inf)
+                continue
             for position, number in enumerate(rung.ranked()):
                 if number not in rung.promoted and (position >= slots or self.best[number] == -math.inf):
                     released.append(number)

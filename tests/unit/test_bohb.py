@@ -436,8 +436,9 @@ def test_nord_compare_takes_bohb_with_its_protocol_and_refuses_what_it_cannot_do
     assert "Hyperband" in saved["bohb"]["protocol"] and "protocol" not in saved["random"]
     assert main(["compare", "--algorithms", "bohb", "--budget", "10", "--seeds", "2"]) == 2
     assert "give --budget 17 or more" in capsys.readouterr().err
-    assert main(["compare", "--algorithms", "bohb", "--workers", "4", "--seeds", "2"]) == 2
-    assert "got --mode async (mode=), --signal valid12. Give --mode sync" in (
+    assert main(["compare", "--algorithms", "bohb", "--workers", "4", "--seeds", "2",
+                 "--signal", "valid200"]) == 2
+    assert "got --signal valid200 (signal='valid200'). Leave --signal and --noise out" in (
         capsys.readouterr().err)
     assert main(["compare", "--algorithms", "bohb", "--max-latency-ms", "8", "--latency-device",
                  "pixel3", "--seeds", "2"]) == 2

@@ -202,3 +202,23 @@ def test_the_median_rule_stops_below_the_median_of_those_at_the_rung():
     assert scheduler.report(3, 1, 0.4) == CONTINUE
     assert scheduler.report(0, 3, 0.2) == CONTINUE    # alone at rung 3
     assert scheduler.report(0, 9, 0.6) == DONE
+
+
+def test_a_rung_ranks_as_a_stable_sort_of_its_scores_while_candidates_arrive():
+    """Best first, equal scores in order of first arrival; a candidate that arrives again
+    keeps its place among equals and takes its new score; failures are listed apart."""
+    import math
+    import random
+
+    from nord.search.schedulers import _Rung
+
+    draw = random.Random(0)
+    rung, scores = _Rung(), {}
+    for _ in range(300):
+        number = draw.randrange(120)
+        score = draw.choice([0.1, 0.2, 0.3, -math.inf, draw.random()])
+        rung.add(number, score)
+        scores[number] = score
+        expected = sorted(scores, key=lambda n: -scores[n])
+        assert rung.ranked() == expected and rung.ranked(7) == expected[:7]
+    assert set(rung.failed) == {n for n in scores if scores[n] == -math.inf}

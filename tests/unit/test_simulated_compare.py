@@ -153,11 +153,11 @@ def test_a_latency_limit_in_simulated_time_is_refused_clearly():
 
 
 def test_the_table_says_which_algorithm_stopped_before_the_time_budget():
-    """nsga2 converges onto repeats, which cost no simulated time, and spends its generations
-    early; random search never stops before the budget."""
+    """nsga2 converges onto repeats, which cost no simulated time under ``repeats='free'``,
+    and spends its generations early; random search never stops before the budget."""
     setting = SimulatedSetting.for_dataset("cifar10", workers=4)
     compared = run_comparison("cifar10", ("nsga2", "random"), seeds=1, processes=1,
-                              simulation=setting)
+                              simulation=setting, repeats="free")
     [nsga2], [random] = compared.runs["nsga2"], compared.runs["random"]
     assert nsga2.simulated_time < setting.time_budget and random.simulated_time == pytest.approx(
         setting.time_budget)
@@ -199,7 +199,7 @@ def test_mean_evaluations_keep_their_decimal_like_distinct_ones():
 def test_a_run_that_proposes_almost_only_evaluated_cells_ends_where_its_clock_stands():
     from nord.comparisons.anytime import STALL_NEW, STALL_WINDOW, SimulatedSetting, run_simulated_seed
     setting = SimulatedSetting.for_dataset("cifar10", workers=8, mode="async")
-    run = run_simulated_seed("reinforce", "cifar10", seed=0, setting=setting)
+    run = run_simulated_seed("reinforce", "cifar10", seed=0, setting=setting, repeats="free")
     # a converged policy: the clock stopped short of the budget, after a window of repeats
     assert run.simulated_time < setting.time_budget
     assert STALL_WINDOW <= run.evaluations < 10 * STALL_WINDOW
@@ -219,7 +219,8 @@ def test_the_stall_rule_ends_a_run_at_the_first_window_with_too_few_new_cells(mo
     monkeypatch.setattr(anytime, "STALL_NEW", new)
     setting = anytime.SimulatedSetting.for_dataset("cifar10", workers=8, mode="async")
     run = anytime.simulate(make_algorithm("reinforce", NASBench201Space(), seed=1,
-                                          budget=10 ** 6), "cifar10", 1, setting)
+                                          budget=10 ** 6), "cifar10", 1, setting,
+                             repeats="free")
     seen, fresh = set(), []
     for key in run.indices:
         fresh.append(key not in seen)

@@ -64,7 +64,7 @@ def _compare_in(args) -> int:
             print(f"  {name}: {done}/{total} seeds", file=sys.stderr, flush=True)
 
     result = run_comparison(budget=args.budget, progress=progress, simulation=_simulation(args),
-                            params=json_dict(args.params, "--params"),
+                            params=json_dict(args.params, "--params"), **_given(repeats=args.repeats),
                             **given, **_given(algorithms=args.algorithms))
     print(result.table())
     if args.json:
@@ -121,6 +121,11 @@ def _check_comparison_flags(args) -> None:
         raise ConfigurationError(
             f"--params {args.params} sets algorithms of a single-objective comparison; "
             "--multi-objective runs nsga2 with --population. Leave one of them out")
+    if args.repeats is not None and args.multi_objective:
+        raise ConfigurationError(
+            f"--repeats {args.repeats} sets how a single-objective comparison charges a repeat "
+            "of a cell; --multi-objective counts --budget evaluations, repeats included. "
+            "Leave one of them out")
     if args.population is not None and not args.multi_objective:
         raise ConfigurationError(
             f"--population {args.population} sets nsga2's population in a --multi-objective "
@@ -175,6 +180,12 @@ def register(commands) -> None:
     compare.add_argument("--budget", type=int, default=None,
                          help="evaluations per run (default: 100; not with --workers, whose "
                               "budget is --time-budget)")
+    compare.add_argument("--repeats", choices=["charge", "free"], default=None,
+                         help="charge (default, the benchmark's rule): every result told costs "
+                              "its training time, a repeat of a cell included, in simulated "
+                              "time and in BOHB's epochs; free: the run's cache answers a "
+                              "repeat at no training time (a budget of evaluations still "
+                              "counts it)")
     compare.add_argument("--seeds", type=int, default=100, help="runs per algorithm")
     compare.add_argument("--base-seed", type=int, default=0, metavar="SEED",
                          help="the first seed; runs use SEED..SEED+SEEDS-1")

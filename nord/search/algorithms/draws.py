@@ -65,14 +65,19 @@ class IntegerDraws:
         """Uniform in ``0 .. count - 1`` (1 <= count <= 2**32); one value draws nothing."""
         if count <= 1:
             return 0
-        output = (self._outputs or self._refill()).pop()
+        scaled = (self._outputs or self._refill()).pop() * count
+        if (scaled & _MASK) < count or count == _RANGE:
+            return self._rest(scaled, count)
+        return scaled >> 32
+
+    def _rest(self, scaled: int, count: int) -> int:
+        """``below(count)`` once its first output times ``count`` is ``scaled`` and that falls
+        in the biased sliver (rejected as numpy does), or covers the whole range."""
         if count == _RANGE:
-            return output
-        scaled = output * count
-        if (scaled & _MASK) < count:    # maybe in the biased sliver: reject as numpy does
-            threshold = (_MASK - count + 1) % count
-            while (scaled & _MASK) < threshold:
-                scaled = (self._outputs or self._refill()).pop() * count
+            return scaled >> 32
+        threshold = (_MASK - count + 1) % count
+        while (scaled & _MASK) < threshold:
+            scaled = (self._outputs or self._refill()).pop() * count
         return scaled >> 32
 
     def integers(self, low: int, high: Optional[int] = None) -> int:
@@ -80,10 +85,17 @@ class IntegerDraws:
         with one argument)."""
         if high is None:
             low, high = 0, low
-        if not low < high <= low + _RANGE:
+        count = high - low
+        if not 0 < count <= _RANGE:
             raise ConfigurationError(
                 f"IntegerDraws.integers needs low < high <= low + 2**32; got {low}, {high}")
-        return low + self.below(high - low)
+        if count == 1:
+            return low
+        # below(count), its common case inline: one call fewer per draw
+        scaled = (self._outputs or self._refill()).pop() * count
+        if (scaled & _MASK) < count or count == _RANGE:
+            return low + self._rest(scaled, count)
+        return low + (scaled >> 32)
 
     def choice(self, population: int, size: int) -> List[int]:
         """``rng.choice(population, size, replace=False).tolist()``: ``size`` distinct
@@ -94,7 +106,12 @@ class IntegerDraws:
                 f"population={population}, size={size}")
         below, picks = self.below, []
         for top in range(population - size, population):
-            value = below(top + 1)
+            if top:   # below(top + 1), its common case inline
+                scaled = (self._outputs or self._refill()).pop() * (top + 1)
+                value = (scaled >> 32 if (scaled & _MASK) > top
+                         else self._rest(scaled, top + 1))
+            else:
+                value = 0
             picks.append(top if value in picks else value)
         for index in range(size - 1, 0, -1):
             other = below(index + 1)

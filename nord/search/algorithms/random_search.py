@@ -51,3 +51,20 @@ class RandomSearch(SearchAlgorithm):
 
     def _tell(self, candidate: Candidate, result: EvaluationResult) -> None:
         """Nothing to learn: the base class keeps the best so far."""
+
+
+class ASHASearch(RandomSearch):
+    """ASHA as a search method (Li et al., 2020): random proposals, each trained as far as
+    the ``asha`` scheduler promotes it. Only the scheduler differs from random search."""
+
+    name = "asha"
+    schedulers = ("asha",)
+
+
+class HyperbandSearch(RandomSearch):
+    """Hyperband as a search method (Li et al., 2018): random proposals in the brackets of the
+    ``hyperband`` scheduler (synchronous brackets, or promoted asynchronously as in ASHA), or
+    of one bracket of successive halving."""
+
+    name = "hyperband"
+    schedulers = ("hyperband", "sha")

@@ -31,7 +31,7 @@ from nord.search.algorithms.genetic import GeneticAlgorithm
 from nord.search.algorithms.local_search import LocalSearch
 from nord.search.algorithms.optuna_adapter import CMAES, TPE, GaussianProcessBO
 from nord.search.algorithms.pygmo_adapter import PygmoAlgorithm
-from nord.search.algorithms.random_search import RandomSearch
+from nord.search.algorithms.random_search import ASHASearch, HyperbandSearch, RandomSearch
 from nord.search.algorithms.reinforce import Reinforce
 from nord.search.spaces.base import SearchSpace
 
@@ -150,6 +150,12 @@ for _name, _cls, _aliases, _description, _preset, _sized in (
          "BOHB: TPE-like kernel densities propose the candidates of Hyperband's brackets "
          "(needs --scheduler hyperband or sha); 4 samples, no random share, bandwidth factor "
          "3 (the NAS-Bench-201 paper's settings)", {}, False),
+        ("asha", ASHASearch, (),
+         "ASHA: random proposals trained as far as the asha scheduler promotes them (needs "
+         "--scheduler asha, async mode)", {}, False),
+        ("hyperband", HyperbandSearch, (),
+         "Hyperband: random proposals in the brackets of the hyperband scheduler (needs "
+         "--scheduler hyperband or sha)", {}, False),
         ("bananas", Bananas, (),
          "BANANAS: an ensemble of 5 MLPs (10 layers of width 20) on path encodings picks 10 "
          "genomes per fit from 100 mutations of the best by independent Thompson sampling, "

@@ -96,9 +96,27 @@ class ScheduledSearch(Search):
         self.queue_leg(candidate.number, 0, self.scheduler.first_epochs(candidate.number),
                        first=True)
 
+    def join(self, candidate: Candidate, key: Hashable, descriptor) -> None:
+        """Where repeats are charged, a repeat trains in legs of its own, as any candidate
+        (the benchmark answers each query at the fidelity asked); else it waits."""
+        if self.charge_repeats:
+            self.start(candidate, key, descriptor)
+        else:
+            super().join(candidate, key, descriptor)
+
+    def reuse(self, candidate: Candidate, earlier: Outcome) -> None:
+        if self.charge_repeats:
+            self.start(candidate, earlier.key, None)
+        else:
+            super().reuse(candidate, earlier)
+
     def collect(self) -> None:
-        """Wait for a leg and end it."""
-        self.end_leg(self.executor.wait())
+        """Wait for a leg (or a charged repeat) and end it."""
+        done = self.executor.wait()
+        if done.number in self.repeats:
+            self.end_repeat(done)
+        else:
+            self.end_leg(done)
 
     def end_leg(self, done: Completion) -> None:
         """A leg is back: let the scheduler decide; tell, continue, pause or release."""
@@ -152,7 +170,7 @@ class ScheduledSearch(Search):
         self.cache.setdefault(key, outcome)
         self.finish(outcome)
         for waiter in self.waiting.pop(key, ()):
-            self.finish(self._cached(waiter, outcome))
+            self.reuse(waiter, outcome)
 
     def track_disk(self) -> None:
         for number in self.scheduler.releasable():

@@ -84,6 +84,8 @@ class Search:
         self.cache: Dict[Hashable, Outcome] = {}       # key -> first outcome
         self.forms: Dict[Hashable, str] = {}           # key -> canonical form, once checked
         self.evaluating: Dict[Hashable, int] = {}      # key -> candidate being evaluated
+        self.charge_repeats = executor.charges_repeats   # a repeat occupies a worker too
+        self.repeats: Dict[int, Outcome] = {}          # candidate -> the outcome it repeats
         self.waiting: Dict[Hashable, List[Candidate]] = {}   # key -> candidates waiting for it
         self.recorder = recorder_for(journal)          # the journal's rows until a commit
         self.max_attempts = MAX_ATTEMPTS
@@ -130,9 +132,9 @@ class Search:
         if earlier is not None:
             if descriptor is not None:
                 self._check_same(key, descriptor, earlier)
-            self.finish(self._cached(candidate, earlier))
+            self.reuse(candidate, earlier)
         elif key in self.evaluating:
-            self.waiting.setdefault(key, []).append(candidate)
+            self.join(candidate, key, descriptor)
         else:
             self.evaluating[key] = candidate.number
             self.start(candidate, key, descriptor)
@@ -203,6 +205,35 @@ class Search:
                 f"{type(self.space).__name__}; the search stops rather than reuse a result for "
                 "the wrong network. Please report this, with the journal")
 
+    def join(self, candidate: Candidate, key: Hashable, descriptor) -> None:
+        """A candidate whose architecture is being evaluated waits for that result."""
+        self.waiting.setdefault(key, []).append(candidate)
+
+    def reuse(self, candidate: Candidate, earlier: Outcome) -> None:
+        """Answer a repeat of an architecture evaluated earlier in the run: from the cache at
+        once, or, where the executor charges repeats, after a worker has spent its cost."""
+        if not self.charge_repeats:
+            self.finish(self._cached(candidate, earlier))
+            return
+        answer = earlier.result.copy()
+        if "epochs_resumed" in answer.metrics:   # a repeat trains from scratch
+            answer.metrics["epochs_resumed"] = 0
+        task = Task(candidate.number, candidate.genome, earlier.key, self.space)
+        task.answer = answer
+        self.tasks[candidate.number] = task
+        self.repeats[candidate.number] = earlier
+        self.queue.append(task)
+
+    def end_repeat(self, done) -> None:
+        """A charged repeat is back from its worker: tell it as reused."""
+        earlier = self.repeats.pop(done.number)
+        del self.tasks[done.number]
+        self.busy_time += max(0.0, done.ended - done.started)
+        self.finish(Outcome(self.pending[done.number], done.result, earlier.key,
+                            worker_rank=done.worker_rank, started=done.started,
+                            ended=done.ended, descriptor_json=earlier.descriptor,
+                            cached_from=earlier.candidate.number))
+
     def _cached(self, candidate: Candidate, earlier: Outcome) -> Outcome:
         now = self.now()
         return Outcome(candidate, earlier.result.copy(), earlier.key,
@@ -212,15 +243,23 @@ class Search:
     # --- evaluating ----------------------------------------------------------------------
     def dispatch(self) -> None:
         """Hand queued tasks to idle workers."""
-        queue, executor, handed_out = self.queue, self.executor, self.recorder.handed_out
-        while queue and executor.free_slots > 0:
+        queue = self.queue
+        if not queue:
+            return
+        executor, handed_out = self.executor, self.recorder.handed_out
+        free = executor.free_slots   # each submit takes one
+        while queue and free > 0:
             task = queue.popleft()
             executor.submit(task)
             handed_out(task.number)   # committed before it is waited for
+            free -= 1
 
     def collect(self) -> None:
         """Wait for one evaluation; finish it and every candidate waiting for its architecture."""
         done = self.executor.wait()
+        if done.number in self.repeats:
+            self.end_repeat(done)
+            return
         task = self.tasks.pop(done.number)
         task.report = None   # it points back at this search: the outcome keeps the task
         key = task.key
@@ -236,7 +275,7 @@ class Search:
             self.delete_checkpoint(done.number)
         self.finish(outcome)
         for waiter in self.waiting.pop(key, ()):
-            self.finish(self._cached(waiter, outcome))
+            self.reuse(waiter, outcome)
 
     def _note_resumed(self, number: int, result: EvaluationResult, start: int = 0) -> None:
         """Remember a candidate that went on from a checkpoint an interrupted run left
@@ -307,8 +346,9 @@ class Search:
                 if executor.in_flight:
                     self.collect()
                 elif not self.queue and not self.promote(len(batch)):
-                    break
-            self.decide_batch(batch)
+                    self.decide_batch(batch)
+                    if not self.queue:   # else charged repeats of what it told go out now
+                        break
             self.flush()
             unfinished = [number for number in batch if number not in self.ready]
             if unfinished:
@@ -323,21 +363,22 @@ class Search:
         result is told as soon as it comes."""
         self.requeue_in_flight()   # candidates in flight when the run stopped go first
         executor, queue, promote, promotes = self.executor, self.queue, self.promote, self.promotes
+        dispatch, ask, prepare, flush = self.dispatch, self.ask, self.prepare, self.flush
         while True:
-            self.dispatch()
+            dispatch()
             while not queue and executor.free_slots > 0:
                 if promotes and promote(1):
-                    self.dispatch()
+                    dispatch()
                     continue
                 if self.asked >= self.budget:
                     break
-                candidate = self.ask()
+                candidate = ask()
                 if candidate is None:
                     break
-                self.prepare(candidate)
+                prepare(candidate)
                 if queue:
-                    self.dispatch()
-            self.flush()  # after the hand-out, so that workers do not wait for the disk
+                    dispatch()
+            flush()  # after the hand-out, so that workers do not wait for the disk
             if executor.in_flight == 0:
                 if queue:
                     continue

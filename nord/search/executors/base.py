@@ -58,13 +58,16 @@ class Task:
         checkpoint_every: epochs between checkpoints within the leg (0: none).
         keep_at_end: leave a checkpoint when this leg of training ends.
 
-    ``report`` (set where the task runs, never sent) receives each finished epoch's
+    ``answer`` (None unless set) is the result of a repeat the run charges for (an
+    executor whose ``charges_repeats`` is true): the executor occupies a worker for its cost
+    instead of evaluating. ``report`` (set where the task runs, never sent) receives each finished epoch's
     :class:`~nord.evaluators.result.EpochRecord`. An evaluator that trains in legs is handed
     these as a :class:`~nord.evaluators.base.Leg`.
     """
 
     __slots__ = ("number", "genome", "key", "space", "_descriptor", "_json", "epochs",
-                 "resume_from", "checkpoint", "checkpoint_every", "keep_at_end", "report")
+                 "resume_from", "checkpoint", "checkpoint_every", "keep_at_end", "report",
+                 "answer")
 
     def __init__(self, number: int, genome: Sequence[Any], key: Hashable = None, space=None,
                  descriptor=None, descriptor_json: Optional[str] = None,
@@ -83,6 +86,7 @@ class Task:
         self.checkpoint_every = checkpoint_every
         self.keep_at_end = keep_at_end
         self.report = None
+        self.answer = None
 
     @property
     def decoded(self) -> bool:
@@ -174,6 +178,10 @@ class Executor:
     is_dispatcher = True
     #: Where finished epochs go: ``on_epoch(number, EpochRecord, worker_rank)`` (or None).
     on_epoch = None
+    #: True: a repeat of an architecture the run has evaluated is charged as a benchmark
+    #: charges every query: the engine hands it out with its ``Task.answer`` (a simulated
+    #: clock occupies a worker for its cost). False: the engine's cache answers it at once.
+    charges_repeats = False
 
     def _local_report(self, task: Task, rank: int) -> None:
         """Point a task evaluated in this process at ``on_epoch``."""

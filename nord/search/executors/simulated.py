@@ -26,7 +26,10 @@ from nord.errors import ConfigurationError
 from nord.evaluators.result import EvaluationResult
 from nord.search.executors.base import Completion, Executor, Task, TimeBudgetSpent
 
-__all__ = ["SimulatedExecutor"]
+__all__ = ["SimulatedExecutor", "REPEATS"]
+
+REPEATS = ("charge", "free")
+"""How a simulated clock charges a repeat of an architecture evaluated earlier in the run."""
 
 Cost = Callable[[EvaluationResult], float]
 
@@ -52,6 +55,11 @@ class SimulatedExecutor(Executor):
         overhead: fixed seconds added to every evaluation (start-up, data loading).
         time_budget: simulated seconds after which the run ends (None: no limit).
         charge_compute: advance the clock by this process's real seconds between results.
+        repeats: 'free' (a repeat of an architecture the run evaluated is answered from the
+            engine's cache, at no simulated time) or 'charge' (it occupies a worker for its
+            cost, as a benchmark charges every query).
+        on_complete: called with each :class:`Completion` as ``wait`` returns it (every leg
+            of training, where a scheduler trains in legs), or None.
 
     Raises:
         ConfigurationError: workers, overhead or time_budget out of range.
@@ -59,7 +67,8 @@ class SimulatedExecutor(Executor):
 
     def __init__(self, evaluator, workers: int = 1, cost: Optional[Cost] = None,
                  overhead: float = 0.0, time_budget: Optional[float] = None,
-                 charge_compute: bool = False):
+                 charge_compute: bool = False, repeats: str = "free",
+                 on_complete: Optional[Callable[[Completion], None]] = None):
         self.evaluator = evaluator
         self.workers = check_int(workers, "workers (virtual workers of the simulated clock)", 1)
         self.cost = cost
@@ -67,6 +76,13 @@ class SimulatedExecutor(Executor):
         self.time_budget = _check_seconds(time_budget, "time_budget (simulated seconds)",
                                           allow_none=True)
         self.charge_compute = bool(charge_compute)
+        if repeats not in REPEATS:
+            raise ConfigurationError(
+                f"repeats must be one of {', '.join(REPEATS)} (free: the cache answers a "
+                f"repeat at no simulated time; charge: it costs its evaluation); got {repeats!r}")
+        self.repeats = repeats
+        self.charges_repeats = repeats == "charge"
+        self.on_complete = on_complete
         self._reset()
 
     def _reset(self) -> None:
@@ -113,6 +129,11 @@ class SimulatedExecutor(Executor):
         return self.busy_time() / (self.workers * self._clock)
 
     @property
+    def paid(self) -> float:
+        """Worker-seconds of the evaluations that finished (charged repeats included)."""
+        return self._busy
+
+    @property
     def completed(self) -> int:
         """Evaluations that finished within the time budget."""
         return self._completed
@@ -147,8 +168,11 @@ class SimulatedExecutor(Executor):
     def submit(self, task: Task) -> None:
         if self.charge_compute:
             self._charge()
-        self._local_report(task, 0)
-        result = self.evaluator.evaluate_task(task)
+        result = task.answer
+        if result is None:
+            if self.on_epoch is not None:
+                self._local_report(task, 0)
+            result = self.evaluator.evaluate_task(task)
         started = self._clock
         ended = started + self._cost(result) + self.overhead
         worker = heapq.heappop(self._free)
@@ -172,10 +196,13 @@ class SimulatedExecutor(Executor):
         self._completed += 1
         if self.charge_compute:
             self._mark = time.perf_counter()
-        return Completion(number, result, worker, started, ended)
+        done = Completion(number, result, worker, started, ended)
+        if self.on_complete is not None:
+            self.on_complete(done)
+        return done
 
     def describe(self) -> Dict[str, Any]:
         return {"ranks": 1, "groups": 1, "workers": self.workers,
                 "worker_ranks": list(range(self.workers)), "simulated": True,
                 "overhead": self.overhead, "time_budget": self.time_budget,
-                "charge_compute": self.charge_compute}
+                "charge_compute": self.charge_compute, "repeats": self.repeats}
