@@ -98,6 +98,9 @@ class RunConfig:
             ``1/eta`` at each rung.
         min_epochs, max_epochs, eta: the scheduler's settings (``max_epochs`` defaults to
             ``epochs``); given without a scheduler, they are refused.
+        callbacks: registered training callbacks by name; each candidate gets fresh ones.
+        strict_callbacks: a callback that raises fails its candidate (by default it is a
+            diagnostic of the candidate, and its result stays what it would have been).
         plugins: modules to import first, which register the run's own algorithm, space,
             data set or scheduler (``nord.app.plugins``); recorded, so that a resume imports
             them too. None: none.
@@ -141,6 +144,7 @@ class RunConfig:
     max_epochs: Optional[int] = None
     eta: Optional[int] = None
     callbacks: List[str] = field(default_factory=list)
+    strict_callbacks: bool = False
     plugins: Optional[List[str]] = None
     max_attempts: int = 2   # the engine's MAX_ATTEMPTS, without importing the engine here
     checkpoint_every: int = 1
@@ -317,6 +321,9 @@ class RunConfig:
             raise ConfigurationError(
                 f"--callbacks names {', '.join(repeated)} more than once (aliases included); "
                 "each callback records its scalars once per epoch: name it once")
+        if not isinstance(self.strict_callbacks, bool):
+            raise ConfigurationError(
+                f"strict_callbacks is true or false; got {self.strict_callbacks!r}")
         if self.callbacks and self.evaluation == "benchmark":
             raise ConfigurationError(
                 "--callbacks look inside training, but NAS-Bench-201 runs look results up and "
