@@ -224,7 +224,7 @@ def _training_evaluator(config: RunConfig, curator, env=None):
                     lr=config.lr, optimizer=config.optimizer, device=config.device,
                     seed=config.seed, threads=config.threads, max_params=config.max_params,
                     callbacks=callback_classes(config.callbacks),
-                    strict_callbacks=config.strict_callbacks)
+                    strict_callbacks=config.strict_callbacks, stop_rules=config.stop_when)
     if env is not None:
         from nord.evaluators.distributed import DistributedEvaluator
         return DistributedEvaluator(env, backend=config.backend, **training)
@@ -256,6 +256,8 @@ def describe_evaluation(config: RunConfig, world_size: int) -> Dict[str, Any]:
         described["max_params"] = config.max_params
     if config.strict_callbacks:
         described["strict_callbacks"] = True
+    if config.stop_when:
+        described["stop_rules"] = list(config.stop_when)
     return described
 
 

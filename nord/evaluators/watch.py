@@ -60,6 +60,7 @@ class Watch:
         self._series: List[List] = []              # [step, name, value] of this epoch
         self._unkept: Dict[int, List[List]] = {}   # id(callback) -> its last points not kept
         self._bus = Bus(model)
+        self.latest: Dict[str, float] = {}        # each per-step scalar's last value
         self._strides = {}
         for callback in self.callbacks:
             if callback.every_steps:
@@ -88,7 +89,7 @@ class Watch:
         published: Dict[str, float] = {}
         if due:
             topics = self._bus.publish()
-            metrics = {"loss": loss, "lr": float(self.optimizer.param_groups[0]["lr"])}
+            metrics = {"loss": loss, "lr": self.lr()}
             for callback in due:
                 state = self._state(epoch, step, metrics, topics)
                 values = self._call(callback, "on_step", state)
@@ -102,7 +103,16 @@ class Watch:
                     else:
                         self._unkept[id(callback)] = points
         self._bus.prepare(self._topics_due(step + 1))
+        self.latest.update(published)
         return published
+
+    def due(self, step: int) -> bool:
+        """Whether some callback is due at ``step`` by its schedule (failed or not: the same on
+        every rank)."""
+        return any(c.every_steps and step % c.every_steps == 0 for c in self.callbacks)
+
+    def lr(self) -> float:
+        return float(self.optimizer.param_groups[0]["lr"])
 
     def epoch_end(self, epoch: int, steps: int, metrics: Dict[str, float]
                   ) -> Tuple[Dict[str, float], List[List]]:

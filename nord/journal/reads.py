@@ -289,6 +289,8 @@ class JournalReader(JournalFile):
         diagnosed = self._query(   # results a training callback raised in (ok or not)
             "SELECT COUNT(*), MIN(candidate) FROM evaluations WHERE metrics LIKE "
             "'%\"diagnostics\"%'")[0]
+        stopped = self._query(     # results a stopping rule ended early
+            "SELECT COUNT(*) FROM evaluations WHERE metrics LIKE '%\"stopped_by\"%'")[0][0]
         if self.legs():   # a promoted candidate's result is its furthest leg's, not the told one
             top = self.best()
             best = None if top is None else top["accuracy"]
@@ -297,7 +299,7 @@ class JournalReader(JournalFile):
             "evaluations": total, "ok": ok or 0, "failed": failed or 0,
             "cached": cached_count or 0, "best_accuracy": _real(best),
             "resumed": self.resumed(), "diagnosed": diagnosed[0] or 0,
-            "first_diagnosed": diagnosed[1],
+            "first_diagnosed": diagnosed[1], "stopped_by_rules": stopped or 0,
             "wall_time": (last - first) if first is not None and last is not None else math.nan,
         }
 

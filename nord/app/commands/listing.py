@@ -46,6 +46,9 @@ def _list(args) -> int:
             print(f"  {run['diagnosed']} result(s) with a training callback's diagnostic (a "
                   f"callback raised; the result is unchanged), the first: candidate "
                   f"{run['first_diagnosed']}")
+        if run.get("stopped_by_rules"):
+            print(f"  {run['stopped_by_rules']} candidate(s) ended early by a stopping rule "
+                  "(--stop-when)")
         if run["resumed"]:
             print(f"  {resumed_line(run['resumed'])}")
     return status

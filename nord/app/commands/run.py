@@ -111,6 +111,11 @@ RUN_FLAGS = (
      "(gradient norm per layer), weight_norm (weight norm per layer), dead_relu (share of "
      "dead ReLU units), or your own from --plugin; each candidate gets fresh ones "
      "(default: none)"),
+    ("stop_when", "--stop-when", "rules",
+     "a stopping rule, e.g. 'dead_relu > 0.9' or 'not finite(loss)' (repeat the flag for "
+     "several): comparisons of recorded scalars (train_loss, valid_accuracy, valid_loss, "
+     "epoch, the callbacks') joined by and/or/not; the first that holds at an epoch's end "
+     "ends the candidate's training, its result the last validation figure (default: none)"),
     ("strict_callbacks", "--strict-callbacks", "flag",
      "a training callback that raises fails its candidate (default: it is recorded as a "
      "diagnostic of the candidate, whose result stays what it would have been)"),
@@ -155,6 +160,9 @@ def run_arguments():
     for name, flag, kind, text in RUN_FLAGS:
         if kind == "flag":
             yield name, flag, dict(action="store_true", help=text)
+            continue
+        if kind == "rules":
+            yield name, flag, dict(action="append", metavar="RULE", help=text)
             continue
         yield name, flag, dict(type=str if kind in ("json", "list") else kind,
                                metavar=_METAVARS.get(name) or _METAVARS[kind],
