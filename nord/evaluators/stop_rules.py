@@ -129,18 +129,18 @@ class _Parser:
             "by and/or/not, e.g. 'dead_relu > 0.9 or not finite(loss)'")
 
     def _or(self):
-        parts = [self._and()]
-        while self._peek() == "or":
-            self.at += 1
-            parts.append(self._and())
-        return parts[0] if len(parts) == 1 else (lambda v: any(p(v) for p in parts))
+        return self._joined("or", self._and, any)
 
     def _and(self):
-        parts = [self._not()]
-        while self._peek() == "and":
+        return self._joined("and", self._not, all)
+
+    def _joined(self, word, part, combine):
+        """``part`` (``word`` ``part``)*: one closure, ``combine`` over the parts."""
+        parts = [part()]
+        while self._peek() == word:
             self.at += 1
-            parts.append(self._not())
-        return parts[0] if len(parts) == 1 else (lambda v: all(p(v) for p in parts))
+            parts.append(part())
+        return parts[0] if len(parts) == 1 else (lambda v: combine(p(v) for p in parts))
 
     def _not(self):
         if self._peek() == "not":
