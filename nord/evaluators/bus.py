@@ -25,7 +25,7 @@ from typing import Any, Dict, List, Sequence, Tuple
 
 from nord.errors import ConfigurationError
 
-__all__ = ["Bus", "TOPICS", "check_topics", "layers"]
+__all__ = ["Bus", "TOPICS", "check_topics", "layers", "probe_outputs"]
 
 TOPICS = ("activations", "gradients", "weights", "updates")
 
@@ -34,6 +34,28 @@ def layers(model) -> List[Tuple[str, Any]]:
     """The named layers of a network: ``layer_modules`` of a NeuralNet, else its children."""
     modules = getattr(model, "layer_modules", None)
     return list(modules.items() if modules is not None else model.named_children())
+
+
+def probe_outputs(model, probe, kinds: tuple) -> Dict[str, Any]:
+    """The outputs of the layers that are instances of ``kinds`` when the probe batch goes
+    through the network in eval mode, without gradients (its mode is put back)."""
+    import torch   # here: importing the registry of callbacks must not load torch
+
+    chosen = [(name, module) for name, module in layers(model) if isinstance(module, kinds)]
+    outputs: Dict[str, Any] = {}
+    hooks = [module.register_forward_hook(
+        lambda _module, _inputs, output, name=name: outputs.__setitem__(name, output))
+        for name, module in chosen]
+    training = model.training
+    try:
+        model.eval()
+        with torch.no_grad():
+            model(probe)
+    finally:
+        for hook in hooks:
+            hook.remove()
+        model.train(training)
+    return outputs
 
 
 def check_topics(topics: Sequence[str], owner: str) -> None:

@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence
 
 from nord.errors import ConfigurationError
+from nord.evaluators.bus import layers as _layers
+from nord.evaluators.bus import probe_outputs
 from nord.registry import Registry
 
 __all__ = ["TrainingCallback", "TrainingState", "GradientNorms", "WeightNorms", "DeadReLUs",
@@ -120,11 +122,6 @@ class TrainingCallback:
         return {"callback": type(self).__name__, "every_steps": self.every_steps}
 
 
-def _layers(model):
-    modules = getattr(model, "layer_modules", None)
-    return modules.items() if modules is not None else model.named_children()
-
-
 def _norm(tensors) -> float:
     total = 0.0
     for tensor in tensors:
@@ -180,21 +177,7 @@ class DeadReLUs(TrainingCallback):
 
         if state.probe is None:
             return {}
-        relus = [(name, module) for name, module in _layers(state.model)
-                 if isinstance(module, (torch.nn.ReLU, torch.nn.ReLU6))]
-        outputs: Dict[str, Any] = {}
-        hooks = [module.register_forward_hook(
-            lambda _module, _inputs, output, name=name: outputs.__setitem__(name, output))
-            for name, module in relus]
-        training = state.model.training
-        try:
-            state.model.eval()
-            with torch.no_grad():
-                state.model(state.probe)
-        finally:
-            for hook in hooks:
-                hook.remove()
-            state.model.train(training)
+        outputs = probe_outputs(state.model, state.probe, (torch.nn.ReLU, torch.nn.ReLU6))
         values = {}
         for name, output in outputs.items():
             alive = (output.reshape(output.shape[0], -1) > 0).any(dim=0)
@@ -255,7 +238,7 @@ def make_callbacks(names: List[str]) -> List[TrainingCallback]:
     Raises:
         ConfigurationError: an unknown name; the message lists the valid ones.
     """
-    return [CALLBACKS.get(name)() for name in names]
+    return [CALLBACKS.load(name)() for name in names]
 
 
 def callback_classes(names: List[str]) -> List[type]:
@@ -264,7 +247,7 @@ def callback_classes(names: List[str]) -> List[type]:
     Raises:
         ConfigurationError: an unknown name; the message lists the valid ones.
     """
-    return [CALLBACKS.get(name) for name in names]
+    return [CALLBACKS.load(name) for name in names]
 
 
 register_callback("grad_norm", GradientNorms, aliases=("gradient_norms",),
@@ -273,3 +256,11 @@ register_callback("weight_norm", WeightNorms, aliases=("weight_norms",),
                   description="L2 norm of each layer's weights at the epoch's end")
 register_callback("dead_relu", DeadReLUs, aliases=("dead_relus",),
                   description="share of ReLU units that output zero for a whole validation batch")
+for _name, _path, _text in (
+        ("update_ratio", "UpdateRatio", "norm of each step's update of a layer over its weights' norm"),
+        ("grad_norm_step", "GradientNormSteps", "L2 norm of each layer's gradient at sampled steps"),
+        ("spectral_norm", "SpectralNorms", "largest singular value of each layer's weight"),
+        ("saturated", "Saturation", "share of tanh/sigmoid outputs within 0.01 of their bounds"),
+        ("histograms", "Histograms", "activations and gradients in fixed bins, per layer"),
+        ("nonfinite", "NonFiniteWatch", "1 where a step's loss or gradient is NaN or infinite")):
+    register_callback(_name, f"nord.evaluators.subscribers.{_path}", description=_text)

@@ -10,8 +10,8 @@ and returning a bool::
 
 Rules see every scalar of the epoch (``train_loss``, ``valid_accuracy``, ``valid_loss``,
 ``epoch``, the callbacks' scalars and the last value of each per-step series); at the steps
-where a callback publishes, the rules that test ``finite(...)`` see that step's values and
-``loss`` and ``lr``. A name with no value yet is false in a comparison and finite.
+where a callback publishes, the rules that test ``finite(...)`` or read ``nonfinite`` see that
+step's values and ``loss`` and ``lr``. A name with no value yet is false in a comparison and finite.
 Details: docs/evaluators.md, "Stopping rules".
 """
 from __future__ import annotations
@@ -47,7 +47,8 @@ class StopRule:
     Attributes:
         text: the rule as given (a callable's ``__name__``).
         names: the scalars it reads (empty for a callable: it may read any).
-        checks_finite: whether it tests ``finite(...)``, and so is also checked at steps.
+        checks_finite: whether it tests ``finite(...)`` or reads ``nonfinite`` (the NaN/inf
+            watch), and so is also checked at the steps callbacks publish.
     """
 
     def __init__(self, rule: Union[str, Callable[[Dict[str, float]], bool]]):
@@ -65,7 +66,8 @@ class StopRule:
         parser = _Parser(tokens, self.text)
         self._test = parser.parse()
         self.names = tuple(dict.fromkeys(parser.names))
-        self.checks_finite = parser.checks_finite
+        self.checks_finite = parser.checks_finite or any(
+            name.split("/")[0] == "nonfinite" for name in self.names)
 
     def fires(self, values: Dict[str, float]) -> bool:
         """Whether the rule holds for ``values``."""

@@ -66,6 +66,10 @@ def test_first_firing_takes_the_first_rule_that_holds():
     assert first_firing(rules, {"a": 2, "b": 1}).text == "<lambda>"
     assert first_firing(rules, {"a": 2, "b": math.nan}).text == "not finite(b)"
     assert first_firing(rules, {"a": 9, "b": math.nan}, finite_only=True).text == "not finite(b)"
+    # checked at steps too: those testing finite() or reading the NaN/inf watch
+    assert [StopRule(r).checks_finite for r in ("nonfinite > 0", "nonfinite/grad > 3",
+                                                "loss > 3", "finite(x)")] == [True, True,
+                                                                              False, True]
 
 
 def test_a_rule_ends_training_at_the_epoch_it_holds(digits):
