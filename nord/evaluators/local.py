@@ -492,7 +492,8 @@ class LocalEvaluator(Evaluator):
         if not checks or not self._diverged(error):
             return None
         nan = float("nan")
-        fired = first_firing(checks, {"loss": nan, "train_loss": nan}, finite_only=True)
+        fired = first_firing(checks, {"loss": nan, "train_loss": nan, "nonfinite": 1.0},
+                             finite_only=True)
         return None if fired is None else {"rule": fired.text, "epoch": epoch, "step": None,
                                            "trained": epoch - 1}
 

@@ -24,12 +24,17 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 from nord.errors import ConfigurationError
 
 __all__ = ["StopRule", "parse_rules", "check_rule_names", "first_firing", "stopped_by_rule",
-           "EPOCH_SCALARS", "STEP_SCALARS", "STOPPED_METRIC"]
+           "EPOCH_SCALARS", "STEP_SCALARS", "STOPPED_METRIC", "DEFAULT_RULES",
+           "DEFAULT_CALLBACKS"]
 
 EPOCH_SCALARS = ("train_loss", "valid_accuracy", "valid_loss", "epoch")
 """What every epoch records, whatever the callbacks."""
 STEP_SCALARS = ("loss", "lr")
 """What every published step carries."""
+DEFAULT_CALLBACKS = ("dead_relu", "nonfinite")
+DEFAULT_RULES = ("nonfinite > 0", "dead_relu > 0.6")
+"""Rules that end candidates that diverged or lost most of their ReLU units, with the
+callbacks that record what they read (what ``bench/stop_rules.py`` measures)."""
 STOPPED_METRIC = "stopped_by"
 """The result's metric that says which rule ended training, at which epoch (and step)."""
 
