@@ -225,3 +225,15 @@ def test_a_resumed_evaluation_reports_the_same_series(digits, tmp_path):
                                                                             **leg))
     assert [r.epoch for r in again] == [1, 2, 3]     # epochs 1 and 2 again, from the checkpoint
     assert [r.series for r in again] == [r.series for r in whole]
+
+
+def test_the_report_draws_the_series_and_says_what_the_callbacks_said(digits, tmp_path):
+    from nord.report.summary import write_report
+    path = tmp_path / "run.db"
+    space = make_space("conv", layers=2, channels=(2, 4), kernel_size=(1, 3))
+    run_search(RandomSearch(space, seed=0), evaluator(digits, [EveryFive, Raising], epochs=1),
+               budget=1, journal=str(path))
+    write_report([path], tmp_path / "report")
+    page = (tmp_path / "report" / "report.md").read_text()
+    assert "### Step by step: run" in page and (tmp_path / "report" / "series-run.png").exists()
+    assert "candidate 0: training callback 'raising'" in page and "result unchanged" in page
