@@ -5,6 +5,7 @@ import math
 import pytest
 
 from nord.app.settings import RunConfig
+from nord.data import Digits
 from nord.errors import ConfigurationError
 from nord.evaluators.base import Leg
 from nord.evaluators.callbacks import TrainingCallback
@@ -14,7 +15,12 @@ from nord.search.algorithms.random_search import RandomSearch
 from nord.search.engine import run_search
 from nord.search.schedulers import make_scheduler
 from nord.search.spaces import make_space
-from tests.unit.test_watching import digits, evaluator, net  # noqa: F401 - the fixture
+from tests.helpers.watching import evaluator, net
+
+
+@pytest.fixture(scope="module")
+def digits():
+    return Digits(seed=0)
 
 
 @pytest.mark.parametrize("rule, values, holds", [

@@ -3,40 +3,21 @@ watching that changes no result, and per-step series kept (thinned) in the journ
 import pytest
 import torch
 
-from nord import NeuralDescriptor
 from nord.data import Digits
 from nord.errors import ConfigurationError
 from nord.evaluators import watch as watch_module
 from nord.evaluators.base import Leg
 from nord.evaluators.callbacks import TrainingCallback
-from nord.evaluators.local import LocalEvaluator
 from nord.journal import Journal
 from nord.search.algorithms.random_search import RandomSearch
 from nord.search.engine import run_search
 from nord.search.spaces import make_space
-
-
-def net(width=4):
-    d = NeuralDescriptor()
-    d.add_layer_sequential("conv2d", {"out_channels": width, "kernel_size": 3}, "conv")
-    d.add_layer_sequential("relu", name="relu")
-    d.add_layer_sequential("dropout", {"p": 0.3}, "drop")   # draws random numbers
-    return d
+from tests.helpers.watching import evaluator, figures, net
 
 
 @pytest.fixture(scope="module")
 def digits():
     return Digits(seed=0)
-
-
-def evaluator(digits, callbacks=(), epochs=2, **kwargs):
-    return LocalEvaluator(curator=digits, epochs=epochs, seed=1, batch_size=64,
-                          data_fraction=0.25, device="cpu", callbacks=list(callbacks), **kwargs)
-
-
-def figures(result):
-    return (result.status, result.accuracy, result.loss, result.reported_accuracy,
-            result.metrics["train_loss"])
 
 
 @pytest.fixture(scope="module")
