@@ -218,3 +218,67 @@ def test_the_report_draws_the_series_and_says_what_the_callbacks_said(digits, tm
     page = (tmp_path / "report" / "report.md").read_text()
     assert "### Step by step: run" in page and (tmp_path / "report" / "series-run.png").exists()
     assert "candidate 0: training callback 'raising'" in page and "result unchanged" in page
+
+
+USER_PLUGIN = '''
+from nord.evaluators.callbacks import TrainingCallback, register_callback
+
+
+@register_callback("user_counting")
+class Counting(TrainingCallback):
+    name = "user_counting"
+
+    def __init__(self):
+        self.epochs = 0
+
+    def on_epoch_end(self, state):
+        self.epochs += 1
+        return {"user_counting": self.epochs}
+
+
+@register_callback("user_raising")
+class Raising(TrainingCallback):
+    name = "user_raising"
+    every_steps = 3
+
+    def on_step(self, state):
+        raise RuntimeError("always")
+
+
+@register_callback("user_every5")
+class EveryFive(TrainingCallback):
+    name = "user_every5"
+    every_steps = 5
+
+    def on_step(self, state):
+        return {"user_every5/loss": state.metrics["loss"]}
+'''
+
+
+def test_a_users_plugin_through_the_command_line(tmp_path):
+    from nord.app.cli import main
+    plugin = tmp_path / "user_callbacks.py"
+    plugin.write_text(USER_PLUGIN)
+    common = ["run", "--algorithm", "random", "--budget", "3", "--threads", "1"]
+
+    def run(name, *flags, epochs=2):
+        assert main([*common, "--epochs", str(epochs), "--journal", str(tmp_path / name),
+                     *flags]) == 0
+        with Journal(tmp_path / name) as journal:
+            return journal.evaluations(), journal.epochs(), journal.series()
+
+    plain, _, _ = run("plain.db")
+    watched, epochs, series = run("watched.db", "--plugin", str(plugin), "--callbacks",
+                                  "user_counting,user_raising,user_every5")
+    assert [figures_of(row) for row in watched] == [figures_of(row) for row in plain]
+    assert all("user_raising" in row["metrics"]["diagnostics"][0] for row in watched)
+    assert {row["metrics"]["user_counting"] for row in epochs if row["epoch"] == 1} == {1.0}
+    assert series and all(row["step"] % 5 == 0 for row in series)
+    assert {row["candidate"] for row in series} == {0, 1, 2}
+    stopped, epochs, _ = run("stopped.db", "--stop-when", "train_loss > 0", epochs=4)
+    assert [row["epochs"] for row in stopped] == [1, 1, 1]
+    assert sorted((row["candidate"], row["epoch"]) for row in epochs) == [(0, 1), (1, 1), (2, 1)]
+
+
+def figures_of(row):
+    return (row["status"], row["accuracy"], row["reported_accuracy"], row["loss"])
