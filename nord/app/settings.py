@@ -36,9 +36,16 @@ TRAINING_FIELDS = ("epochs", "batch_size", "lr", "optimizer", "valid_fraction", 
                    "data_checksums", "max_params")
 """Settings of training and of the data it reads: what a benchmark run (a table look-up)
 must leave at their defaults."""
-RECORDED_WHEN_SET = ("data_checksums", "max_params", "plugins", "proxy")
-"""Settings added after journals were first written, recorded only when not None (what
-leaving them out meant before), so that a journal written without them still resumes."""
+RECORDED_WHEN_SET = {"data_checksums": None, "max_params": None, "plugins": None, "proxy": None,
+                     "stop_when": [], "strict_callbacks": False}
+"""Settings added after journals were first written, recorded only when they differ from the
+value given here (what leaving them out meant before), so that a journal written without
+them still resumes."""
+
+
+def _unset(value: Any, unset: Any) -> bool:
+    """Whether ``value`` is a setting's ``unset`` value (False is not 0 here)."""
+    return type(value) is type(unset) and value == unset
 
 
 @dataclass
@@ -446,7 +453,7 @@ class RunConfig:
         those of ``RECORDED_WHEN_SET`` only when set)."""
         return {key: value for key, value in self.to_dict().items()
                 if key not in EXECUTION_FIELDS
-                and not (key in RECORDED_WHEN_SET and value is None)}
+                and not (key in RECORDED_WHEN_SET and _unset(value, RECORDED_WHEN_SET[key]))}
 
     def execution(self) -> Dict[str, Any]:
         """The settings a resumed run may change."""

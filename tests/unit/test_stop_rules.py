@@ -140,3 +140,12 @@ def test_rules_compose_with_asha_and_replay_on_resume(digits, tmp_path):
     run(tmp_path / "halves.db", 4)
     run(tmp_path / "halves.db", 8, resume=True)
     assert legs(tmp_path / "halves.db") == whole
+
+
+def test_runs_without_rules_record_what_journals_before_them_did():
+    """A journal written before rules existed resumes: unset, the new settings are left out
+    of what the run records as its measuring settings."""
+    plain = RunConfig().measured()
+    assert "stop_when" not in plain and "strict_callbacks" not in plain
+    ruled = RunConfig(stop_when=["train_loss > 0"], strict_callbacks=True).measured()
+    assert ruled["stop_when"] == ["train_loss > 0"] and ruled["strict_callbacks"] is True
