@@ -50,6 +50,7 @@ class RuleFired(Exception):
         super().__init__(f"stopping rule {stopped['rule']!r} held")
         self.stopped = stopped
 
+
 class LocalEvaluator(Evaluator):
     """Train a descriptor on a curator's training split, select by its validation split,
     report its test split.
@@ -78,7 +79,8 @@ class LocalEvaluator(Evaluator):
         strict_callbacks: fail the candidate when a callback raises instead.
         stop_rules: stopping rules (text such as ``'dead_relu > 0.9'`` or callables taking
             the scalars; ``nord.evaluators.stop_rules``), checked at each epoch's end and, for
-            those testing ``finite(...)``, at the steps callbacks publish: the first that holds
+            those testing ``finite(...)`` or reading ``nonfinite``, at the steps callbacks
+            publish: the first that holds
             ends training, the result being the last validation figure, and
             ``result.metrics['stopped_by']`` names the rule and the epoch (and step).
         max_params: refuse (as a failed evaluation) a network with more trainable parameters;
@@ -273,7 +275,7 @@ class LocalEvaluator(Evaluator):
                 self.model = model
         finally:
             if watch is not None:
-                watch.end(target)
+                watch.end(target if stopped is None else stopped["trained"])
                 diagnostics = watch.diagnostics
             # the traceback of a failure keeps this frame alive: drop the big objects now.
             # They hold no reference cycle, so no gc.collect() is needed (it took 0.1 to 0.5 s
