@@ -167,14 +167,23 @@ class JournalReader(JournalFile):
         before series were kept."""
         if self._version == 1 or not self._has_table("series"):
             return []
-        query = ("SELECT s.candidate, (SELECT l.leg FROM legs l WHERE l.candidate = s.candidate"
-                 " AND l.start_epochs < s.epoch AND s.epoch <= l.target_epochs ORDER BY l.leg"
-                 " DESC LIMIT 1) AS leg, s.epoch, s.step, s.name, s.value FROM series s")
-        params: tuple = ()
+        query, params = "SELECT candidate, epoch, step, name, value FROM series", ()
         if candidate is not None:
-            query, params = query + " WHERE s.candidate = ?", (candidate,)
-        rows = self._query(query + " ORDER BY s.candidate, s.name, s.epoch, s.step", params)
-        return [{**dict(row), "value": _real(row["value"])} for row in rows]
+            query, params = query + " WHERE candidate = ?", (candidate,)
+        rows = self._query(query + " ORDER BY candidate, name, epoch, step", params)
+        spans: Dict[int, List[tuple]] = {}   # candidate -> (start, target, leg), latest first
+        for leg in self._query("SELECT leg, candidate, start_epochs, target_epochs FROM legs "
+                               "ORDER BY leg DESC"):
+            spans.setdefault(leg["candidate"], []).append(
+                (leg["start_epochs"], leg["target_epochs"], leg["leg"]))
+        out = []
+        for row in rows:
+            number, epoch = row["candidate"], row["epoch"]
+            leg = next((leg for start, target, leg in spans.get(number, ())
+                        if start < epoch <= target), None)
+            out.append({"candidate": number, "leg": leg, "epoch": epoch, "step": row["step"],
+                        "name": row["name"], "value": _real(row["value"])})
+        return out
 
     def _has_table(self, name: str) -> bool:
         return bool(self._query("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?",

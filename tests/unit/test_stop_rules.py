@@ -123,7 +123,8 @@ def test_rules_compose_with_asha_and_replay_on_resume(digits, tmp_path):
 
     def run(path, budget, resume=False):
         return run_search(RandomSearch(space, seed=3),
-                          evaluator(digits, epochs=3, stop_rules=["valid_accuracy < 0.11"]),
+                          evaluator(digits, [Rate], epochs=3,
+                                    stop_rules=["valid_accuracy < 0.11"]),
                           budget=budget, mode="async", journal=str(path), resume=resume,
                           scheduler=make_scheduler("asha", min_epochs=1, max_epochs=3))
 
@@ -140,6 +141,22 @@ def test_rules_compose_with_asha_and_replay_on_resume(digits, tmp_path):
     run(tmp_path / "halves.db", 4)
     run(tmp_path / "halves.db", 8, resume=True)
     assert legs(tmp_path / "halves.db") == whole
+    with Journal(tmp_path / "whole.db") as journal:   # each point names the leg that trained it
+        spans = {leg["leg"]: (leg["candidate"], leg["start_epochs"], leg["target_epochs"])
+                 for leg in journal.legs()}
+        series = journal.series()
+    assert {row["epoch"] for row in series} == {1, 2, 3}
+    for row in series:
+        number, start, target = spans[row["leg"]]
+        assert number == row["candidate"] and start < row["epoch"] <= target
+
+
+class Rate(TrainingCallback):
+    name = "rate"
+    every_steps = 5
+
+    def on_step(self, state):
+        return {"rate": state.metrics["lr"]}
 
 
 def test_runs_without_rules_record_what_journals_before_them_did():
