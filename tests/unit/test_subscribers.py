@@ -8,7 +8,8 @@ import torch
 from torch import nn
 
 from nord.evaluators.bus import Bus
-from nord.evaluators.callbacks import TrainingState, make_callbacks
+from nord.evaluators.callbacks import (DeadReLUs, GradientNorms, TrainingState, WeightNorms,
+                                      make_callbacks)
 from nord.evaluators.subscribers import (HISTOGRAM_EDGES, GradientNormSteps, Histograms,
                                          NonFiniteWatch, Saturation, SpectralNorms, UpdateRatio)
 from nord.evaluators.watch import Watch
@@ -152,3 +153,18 @@ def test_every_builtin_is_registered_by_name():
                            "histograms", "nonfinite"])
     assert [type(c) for c in made] == [UpdateRatio, GradientNormSteps, SpectralNorms,
                                        Saturation, Histograms, NonFiniteWatch]
+
+
+def test_the_epoch_norms_and_dead_relus_recomputed():
+    model = nn.Sequential(nn.Linear(4, 6), nn.ReLU(), nn.Linear(6, 2))
+    with torch.no_grad():
+        model[0].bias[:3] = -100.0          # units 0-2 never fire: half the ReLU is dead
+    seen, scalars, _ = train(model, [lambda: GradientNorms(every_steps=2), WeightNorms,
+                                     DeadReLUs], steps=4, lr=0.01)
+    grads = [l2(seen[i]["grads"]["0"]) for i in (1, 3)]
+    assert scalars["grad_norm/0"] == pytest.approx(sum(grads) / 2, rel=1e-6)
+    assert scalars["weight_norm/2"] == pytest.approx(l2(seen[-1]["after"]["2"]), rel=1e-6)
+    with torch.no_grad():
+        hidden = torch.relu(model[0](data()[0]))
+    expected = 1 - float((hidden > 0).any(dim=0).double().mean())
+    assert expected >= 0.5 and scalars["dead_relu/1"] == pytest.approx(expected)
