@@ -30,6 +30,8 @@ test-parallel: setup
 
 bench: setup
 	$(PYTHON) bench/local_evaluator.py
+	$(PYTHON) bench/callback_cost.py
+	$(PYTHON) bench/stop_rules.py
 	$(PYTHON) bench/distributed.py
 	$(PYTHON) bench/nasbench201_lookup.py
 	$(PYTHON) bench/compare_speed.py --processes 1

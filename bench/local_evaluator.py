@@ -2,10 +2,11 @@
 
     python bench/local_evaluator.py [--repeats 5] [--epochs 3] [--threads 1]
 
-Both train the same network on the same data for the same epochs, batch size, seed
-and thread count, and test it; the two are timed alternately in the same run and the
-median of the per-pair ratios (nord time / plain time) is printed, so background load
-affects both sides alike. Target: at most 1.05 on Digits and on a CIFAR-sized set.
+Both do the same job: train the same network on the same data for the same epochs, batch
+size, seed and thread count, measure the validation split after each epoch (the learning
+curve a search selects by) and test at the end; the two are timed alternately in the same run
+and the median of the per-pair ratios (nord time / plain time) is printed, so background load
+affects both sides alike. Target: at most 1.03 on Digits and on a CIFAR-sized set.
 """
 import argparse
 import statistics
@@ -40,8 +41,20 @@ def plain_model(channels, height, classes):
                          nn.MaxPool2d(2), nn.Flatten(), nn.Linear(32 * spatial, classes))
 
 
-def plain_run(x_train, y_train, x_test, y_test, classes, epochs, batch_size, seed):
-    """What a researcher would write by hand: tensors, randperm, the usual loop."""
+def accuracy(model, x, y):
+    model.eval()
+    correct = 0
+    with torch.no_grad():
+        for start in range(0, len(x), 1024):
+            logits = model(x[start:start + 1024])
+            correct += int((logits.argmax(1) == y[start:start + 1024]).sum())
+    return correct / max(1, len(x))
+
+
+def plain_run(x_train, y_train, x_valid, y_valid, x_test, y_test, classes, epochs, batch_size,
+              seed):
+    """What a researcher would write by hand: tensors, randperm, the usual loop, the
+    validation accuracy after each epoch."""
     torch.manual_seed(seed)
     model = plain_model(x_train.shape[1], x_train.shape[2], classes)
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
@@ -55,22 +68,19 @@ def plain_run(x_train, y_train, x_test, y_test, classes, epochs, batch_size, see
             loss = nn.functional.cross_entropy(model(x_train[index]), y_train[index])
             loss.backward()
             optimizer.step()
-    model.eval()
-    correct = 0
-    with torch.no_grad():
-        for start in range(0, len(x_test), 1024):
-            logits = model(x_test[start:start + 1024])
-            correct += int((logits.argmax(1) == y_test[start:start + 1024]).sum())
-    return correct / len(x_test)
+        accuracy(model, x_valid, y_valid)
+    return accuracy(model, x_test, y_test)
 
 
 def curator_tensors(curator):
     """The curator's normalised tensors, so both sides train on identical data."""
     train = curator.train_loader(batch_size=10**9, shuffle=False)
-    test = curator.test_loader(batch_size=10**9)
     (x_train, y_train), = list(train)
-    (x_test, y_test), = list(test)
-    return x_train, y_train, x_test, y_test
+    tensors = [x_train, y_train]
+    for split in ("valid", "test"):
+        batches = list(curator.test_loader(batch_size=10**9, split=split))
+        tensors += list(batches[0]) if batches else [x_train[:0], y_train[:0]]
+    return tensors
 
 
 def compare(name, curator, epochs, batch_size, repeats, seed=0):
@@ -111,7 +121,7 @@ def main(repeats=5, epochs=3, threads=1, batch_size=64):
     ratios["cifar-sized"] = compare("cifar-sized", cifar_like, max(1, epochs // 3), batch_size,
                                     repeats)
     worst = max(ratios.values())
-    print(f"worst ratio {worst:.3f} (target <= 1.05): {'met' if worst <= 1.05 else 'NOT met'}")
+    print(f"worst ratio {worst:.3f} (target <= 1.03): {'met' if worst <= 1.03 else 'NOT met'}")
     return 0
 
 

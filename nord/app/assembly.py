@@ -219,11 +219,12 @@ def build_evaluator(config: RunConfig, env, curator=None):
 def _training_evaluator(config: RunConfig, curator, env=None):
     """A LocalEvaluator with the run's training settings; with ``env``, a
     DistributedEvaluator training on its group's ranks."""
-    from nord.evaluators.callbacks import make_callbacks
+    from nord.evaluators.callbacks import callback_classes
     training = dict(curator=curator, epochs=config.training_epochs, batch_size=config.batch_size,
                     lr=config.lr, optimizer=config.optimizer, device=config.device,
                     seed=config.seed, threads=config.threads, max_params=config.max_params,
-                    callbacks=make_callbacks(config.callbacks))
+                    callbacks=callback_classes(config.callbacks),
+                    strict_callbacks=config.strict_callbacks, stop_rules=config.stop_when)
     if env is not None:
         from nord.evaluators.distributed import DistributedEvaluator
         return DistributedEvaluator(env, backend=config.backend, **training)
@@ -250,6 +251,10 @@ def describe_evaluation(config: RunConfig, world_size: int, evaluator=None) -> D
                  "ranks_per_network": ranks, "callbacks": list(config.callbacks)}
     if config.max_params is not None:
         described["max_params"] = config.max_params
+    if config.strict_callbacks:
+        described["strict_callbacks"] = True
+    if config.stop_when:
+        described["stop_rules"] = list(config.stop_when)
     return described
 
 

@@ -36,9 +36,16 @@ TRAINING_FIELDS = ("epochs", "batch_size", "lr", "optimizer", "valid_fraction", 
                    "data_checksums", "max_params")
 """Settings of training and of the data it reads: what a benchmark run (a table look-up)
 must leave at their defaults."""
-RECORDED_WHEN_SET = ("data_checksums", "max_params", "plugins", "proxy")
-"""Settings added after journals were first written, recorded only when not None (what
-leaving them out meant before), so that a journal written without them still resumes."""
+RECORDED_WHEN_SET = {"data_checksums": None, "max_params": None, "plugins": None, "proxy": None,
+                     "stop_when": [], "strict_callbacks": False}
+"""Settings added after journals were first written, recorded only when they differ from the
+value given here (what leaving them out meant before), so that a journal written without
+them still resumes."""
+
+
+def _unset(value: Any, unset: Any) -> bool:
+    """Whether ``value`` is a setting's ``unset`` value (False is not 0 here)."""
+    return type(value) is type(unset) and value == unset
 
 
 @dataclass
@@ -98,6 +105,12 @@ class RunConfig:
             ``1/eta`` at each rung.
         min_epochs, max_epochs, eta: the scheduler's settings (``max_epochs`` defaults to
             ``epochs``); given without a scheduler, they are refused.
+        callbacks: registered training callbacks by name; each candidate gets fresh ones.
+        strict_callbacks: a callback that raises fails its candidate (by default it is a
+            diagnostic of the candidate, and its result stays what it would have been).
+        stop_when: stopping rules such as ``'dead_relu > 0.9'`` (``nord.evaluators.stop_rules``):
+            the first that holds ends a candidate's training, its result the last validation
+            figure. A rule naming a scalar that nothing records is refused.
         plugins: modules to import first, which register the run's own algorithm, space,
             data set or scheduler (``nord.app.plugins``); recorded, so that a resume imports
             them too. None: none.
@@ -141,6 +154,8 @@ class RunConfig:
     max_epochs: Optional[int] = None
     eta: Optional[int] = None
     callbacks: List[str] = field(default_factory=list)
+    strict_callbacks: bool = False
+    stop_when: List[str] = field(default_factory=list)
     plugins: Optional[List[str]] = None
     max_attempts: int = 2   # the engine's MAX_ATTEMPTS, without importing the engine here
     checkpoint_every: int = 1
@@ -317,10 +332,35 @@ class RunConfig:
             raise ConfigurationError(
                 f"--callbacks names {', '.join(repeated)} more than once (aliases included); "
                 "each callback records its scalars once per epoch: name it once")
+        if not isinstance(self.strict_callbacks, bool):
+            raise ConfigurationError(
+                f"strict_callbacks is true or false; got {self.strict_callbacks!r}")
+        self._check_stop_rules()
         if self.callbacks and self.evaluation == "benchmark":
             raise ConfigurationError(
                 "--callbacks look inside training, but NAS-Bench-201 runs look results up and "
                 "train nothing; drop --callbacks")
+
+    def _check_stop_rules(self) -> None:
+        """Rules that parse and name what the run records; none where nothing trains."""
+        from nord.evaluators.callbacks import callback_classes, fresh_callback
+        from nord.evaluators.stop_rules import check_rule_names, parse_rules
+        if isinstance(self.stop_when, str):
+            self.stop_when = [self.stop_when]
+        if not (isinstance(self.stop_when, list)
+                and all(isinstance(rule, str) for rule in self.stop_when)):
+            raise ConfigurationError(
+                f"stop_when must be a list of rules such as ['dead_relu > 0.9']; got "
+                f"{self.stop_when!r}")
+        rules = parse_rules(self.stop_when)
+        self.stop_when = [rule.text for rule in rules]
+        if rules and self.evaluation in ("benchmark", "zero-cost"):
+            raise ConfigurationError(
+                f"--stop-when ends training early, but evaluation={self.evaluation!r} trains "
+                "nothing; drop --stop-when")
+        outputs = [name for cls in callback_classes(self.callbacks)
+                   for name in fresh_callback(cls).outputs()]
+        check_rule_names(rules, outputs)
 
     @property
     def on_benchmark(self) -> bool:
@@ -413,7 +453,7 @@ class RunConfig:
         those of ``RECORDED_WHEN_SET`` only when set)."""
         return {key: value for key, value in self.to_dict().items()
                 if key not in EXECUTION_FIELDS
-                and not (key in RECORDED_WHEN_SET and value is None)}
+                and not (key in RECORDED_WHEN_SET and _unset(value, RECORDED_WHEN_SET[key]))}
 
     def execution(self) -> Dict[str, Any]:
         """The settings a resumed run may change."""

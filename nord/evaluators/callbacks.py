@@ -1,7 +1,10 @@
 """Training callbacks: look inside a candidate's training while it runs.
 
 A callback is called at the end of every epoch (optionally every ``every_steps`` steps); the
-scalars it returns are stored with the epoch in the run's journal and drawn by the report::
+scalars ``on_epoch_end`` returns are stored with the epoch in the run's journal, those
+``on_step`` returns as per-step series, and the report draws both. Every candidate gets fresh
+instances, and a callback that raises is recorded as a diagnostic of the candidate, never as
+its failure::
 
     from nord.evaluators.callbacks import DeadReLUs, GradientNorms, TrainingCallback
 
@@ -11,24 +14,30 @@ scalars it returns are stored with the epoch in the run's journal and drawn by t
         def on_epoch_end(self, state):
             return {"lr": state.optimizer.param_groups[0]["lr"]}
 
-    evaluator = LocalEvaluator(epochs=5, callbacks=[GradientNorms(), DeadReLUs(), LearningRate()])
+    evaluator = LocalEvaluator(epochs=5, callbacks=[GradientNorms, DeadReLUs, LearningRate])
 
 Details (failures, the built-in callbacks, registering by name): docs/evaluators.md.
 """
 from __future__ import annotations
 
+import copy
 import math
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence
 
+from nord.errors import ConfigurationError
+from nord.evaluators.bus import layers as _layers
+from nord.evaluators.bus import probe_outputs
 from nord.registry import Registry
 
 __all__ = ["TrainingCallback", "TrainingState", "GradientNorms", "WeightNorms", "DeadReLUs",
-           "CallbackError", "CALLBACKS", "register_callback", "list_callbacks", "make_callbacks"]
+           "CallbackError", "CALLBACKS", "register_callback", "list_callbacks", "make_callbacks",
+           "callback_classes", "fresh_callback"]
 
 
 class CallbackError(RuntimeError):
-    """A training callback failed (the candidate is recorded as failed with this reason)."""
+    """A training callback failed, with ``strict_callbacks`` (the candidate is recorded as
+    failed with this reason); otherwise its message is the candidate's diagnostic."""
 
 
 @dataclass
@@ -36,12 +45,16 @@ class TrainingState:
     """What a callback sees.
 
     Attributes:
-        epoch: epochs completed (1 after the first).
+        epoch: the epoch under way (``on_step``; 1 in the first), the epoch just completed
+            (``on_epoch_end``), or the epochs already trained (``on_candidate_start``).
         step: training steps taken in this epoch (for ``on_step``).
         model: the network (a ``NeuralNet``; ``model.layer_modules`` by layer name).
         optimizer: its optimizer.
-        metrics: the epoch's figures so far (train_loss, valid_accuracy, valid_loss, ...).
+        metrics: the epoch's figures so far (train_loss, valid_accuracy, valid_loss, ...;
+            ``loss`` and ``lr`` in ``on_step``).
         probe: a fixed batch of validation inputs, on the model's device (None without one).
+        topics: in ``on_step``, what the bus publishes for the callback's ``topics``:
+            ``topics[topic][layer]`` (``nord.evaluators.bus``); empty without topics.
     """
 
     epoch: int
@@ -50,10 +63,15 @@ class TrainingState:
     optimizer: Any
     metrics: Dict[str, float] = field(default_factory=dict)
     probe: Any = None
+    topics: Dict[str, Dict[str, Any]] = field(default_factory=dict)
 
 
 class TrainingCallback:
     """Base class: override ``on_epoch_end`` (and ``on_step`` with ``every_steps``).
+
+    Each candidate gets its own instance: a class (or a factory, any callable without
+    arguments returning a callback) is called, an instance is deep-copied, so what one
+    candidate leaves in ``self`` never reaches the next.
 
     Registered, a callback is known by name to :func:`make_callbacks` and ``nord run
     --callbacks``::
@@ -73,21 +91,35 @@ class TrainingCallback:
     name = "callback"
     every_steps: Optional[int] = None
     """Call ``on_step`` every this many steps (None: never)."""
+    topics: Sequence[str] = ()
+    """Bus topics ``on_step`` reads from ``state.topics`` (``nord.evaluators.bus.TOPICS``):
+    hooks are installed for them only, on the steps the callback is due."""
+    produces: Optional[Sequence[str]] = None
+    """The scalars it records, as names or ``fnmatch`` patterns (what a stopping rule may
+    name); None: ``name`` and ``name/*``."""
 
-    def on_step(self, state: TrainingState) -> None:
-        """After a training step (gradients of that step are still in place)."""
+    def on_candidate_start(self, state: TrainingState) -> None:
+        """Before the candidate's first step of this evaluation (after a resume, ``state.epoch``
+        says how many epochs were trained before)."""
+
+    def on_step(self, state: TrainingState) -> Optional[Dict[str, float]]:
+        """After a training step (gradients of that step are still in place); the named
+        scalars it returns are stored as per-step series (``Journal.series()``)."""
 
     def on_epoch_end(self, state: TrainingState) -> Dict[str, float]:
         """At the end of an epoch; returns named scalars to store with the epoch."""
         return {}
 
+    def on_candidate_end(self, state: TrainingState) -> None:
+        """After the candidate's last epoch of this evaluation (also when it failed)."""
+
+    def outputs(self) -> List[str]:
+        """``produces``, or ``name`` and ``name/*`` where it is None."""
+        return list(self.produces) if self.produces is not None else [self.name,
+                                                                       f"{self.name}/*"]
+
     def describe(self) -> Dict[str, Any]:
         return {"callback": type(self).__name__, "every_steps": self.every_steps}
-
-
-def _layers(model):
-    modules = getattr(model, "layer_modules", None)
-    return modules.items() if modules is not None else model.named_children()
 
 
 def _norm(tensors) -> float:
@@ -145,21 +177,7 @@ class DeadReLUs(TrainingCallback):
 
         if state.probe is None:
             return {}
-        relus = [(name, module) for name, module in _layers(state.model)
-                 if isinstance(module, (torch.nn.ReLU, torch.nn.ReLU6))]
-        outputs: Dict[str, Any] = {}
-        hooks = [module.register_forward_hook(
-            lambda _module, _inputs, output, name=name: outputs.__setitem__(name, output))
-            for name, module in relus]
-        training = state.model.training
-        try:
-            state.model.eval()
-            with torch.no_grad():
-                state.model(state.probe)
-        finally:
-            for hook in hooks:
-                hook.remove()
-            state.model.train(training)
+        outputs = probe_outputs(state.model, state.probe, (torch.nn.ReLU, torch.nn.ReLU6))
         values = {}
         for name, output in outputs.items():
             alive = (output.reshape(output.shape[0], -1) > 0).any(dim=0)
@@ -169,20 +187,26 @@ class DeadReLUs(TrainingCallback):
         return values
 
 
-def run_callbacks(callbacks: List[TrainingCallback], hook: str, state: TrainingState) -> Dict[str, float]:
-    """Call ``hook`` of every callback; their scalars, merged. A failure is a CallbackError
-    naming the callback."""
-    merged: Dict[str, float] = {}
-    for callback in callbacks:
-        try:
-            values = getattr(callback, hook)(state)
-        except Exception as error:  # noqa: BLE001 - reported as the candidate's failure
-            raise CallbackError(f"training callback {callback.name!r} ({type(callback).__name__})"
-                                f" failed in {hook}: {type(error).__name__}: {error}") from error
-        if values:
-            for key, value in values.items():
-                merged[str(key)] = float(value)
-    return merged
+def fresh_callback(spec) -> TrainingCallback:
+    """A new callback from ``spec``: a TrainingCallback class or factory is called, an instance
+    deep-copied (a candidate never sees what another left in it).
+
+    Raises:
+        ConfigurationError: ``spec`` is none of these, or a factory returned something else.
+    """
+    if isinstance(spec, TrainingCallback):
+        return copy.deepcopy(spec)
+    if callable(spec):
+        made = spec()
+        if isinstance(made, TrainingCallback):
+            return made
+        raise ConfigurationError(
+            f"the callback factory {getattr(spec, '__name__', spec)!r} returned "
+            f"{type(made).__name__}, not a TrainingCallback; return an instance of a "
+            "TrainingCallback subclass")
+    raise ConfigurationError(
+        f"callbacks are TrainingCallback classes, instances or factories (callables without "
+        f"arguments returning one); got {type(spec).__name__}: {spec!r:.60}")
 
 
 CALLBACKS: Registry[type] = Registry(
@@ -214,7 +238,16 @@ def make_callbacks(names: List[str]) -> List[TrainingCallback]:
     Raises:
         ConfigurationError: an unknown name; the message lists the valid ones.
     """
-    return [CALLBACKS.get(name)() for name in names]
+    return [CALLBACKS.load(name)() for name in names]
+
+
+def callback_classes(names: List[str]) -> List[type]:
+    """The classes registered as ``names``: what an evaluator makes fresh for each candidate.
+
+    Raises:
+        ConfigurationError: an unknown name; the message lists the valid ones.
+    """
+    return [CALLBACKS.load(name) for name in names]
 
 
 register_callback("grad_norm", GradientNorms, aliases=("gradient_norms",),
@@ -223,3 +256,11 @@ register_callback("weight_norm", WeightNorms, aliases=("weight_norms",),
                   description="L2 norm of each layer's weights at the epoch's end")
 register_callback("dead_relu", DeadReLUs, aliases=("dead_relus",),
                   description="share of ReLU units that output zero for a whole validation batch")
+for _name, _path, _text in (
+        ("update_ratio", "UpdateRatio", "norm of each step's update of a layer over its weights' norm"),
+        ("grad_norm_step", "GradientNormSteps", "L2 norm of each layer's gradient at sampled steps"),
+        ("spectral_norm", "SpectralNorms", "largest singular value of each layer's weight"),
+        ("saturated", "Saturation", "share of tanh/sigmoid outputs within 0.01 of their bounds"),
+        ("histograms", "Histograms", "activations and gradients in fixed bins, per layer"),
+        ("nonfinite", "NonFiniteWatch", "1 where a step's loss or gradient is NaN or infinite")):
+    register_callback(_name, f"nord.evaluators.subscribers.{_path}", description=_text)

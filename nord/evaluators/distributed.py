@@ -44,7 +44,12 @@ _horovod_comm = None  # the communicator Horovod was started with in this proces
 
 
 class PeerFailure(DistributedError):
-    """Another rank of the group failed; carries that rank's reason."""
+    """Another rank of the group failed; carries that rank's reason and ``kind``, the name
+    of its exception's class."""
+
+    def __init__(self, message: str, kind: str = ""):
+        super().__init__(message)
+        self.kind = kind
 
 
 class DistributedEvaluator(LocalEvaluator):
@@ -179,13 +184,19 @@ class DistributedEvaluator(LocalEvaluator):
         """Exchange errors; raise on every rank when any rank failed."""
         if self._size() == 1:
             return super()._agree(error)
-        reasons = self.comm.allgather(None if error is None else f"{type(error).__name__}: {error}")
+        reasons = self.comm.allgather(   # collective: every rank's failure, or None
+            None if error is None else (type(error).__name__, f"{type(error).__name__}: {error}"))
         if error is not None:
             raise error
         failed = [(rank, reason) for rank, reason in enumerate(reasons) if reason is not None]
         if failed:
-            rank, reason = failed[0]
-            raise PeerFailure(f"rank {rank} of {self._size()} failed: {reason}")
+            rank, (kind, reason) = failed[0]
+            raise PeerFailure(f"rank {rank} of {self._size()} failed: {reason}", kind)
+
+    def _diverged(self, error: BaseException) -> bool:
+        """A NaN loss on this rank or, learnt by the agreement, on another."""
+        return super()._diverged(error) or (isinstance(error, PeerFailure)
+                                            and error.kind == "NonFiniteLossError")
 
     def _reduce_counts(self, correct, seen, loss_sum, error=None):
         if self._size() == 1:

@@ -27,16 +27,29 @@ from nord.checks import check_int
 from nord.data import Digits
 from nord.errors import ConfigurationError, DiskFullError
 from nord.evaluators.base import Evaluator, Leg
-from nord.evaluators.callbacks import TrainingCallback, TrainingState, run_callbacks
+from nord.evaluators.bus import check_topics
+from nord.evaluators.callbacks import fresh_callback
 from nord.evaluators.checkpoints import (CheckpointError, LegProgress, load_checkpoint,
                                         save_checkpoint)
 from nord.evaluators.result import EpochRecord, EvaluationResult
+from nord.evaluators.stop_rules import (STOPPED_METRIC, check_rule_names, first_firing,
+                                        parse_rules)
+from nord.evaluators.watch import Watch
 from nord.nn.memory import check_fits, estimate_memory
 from nord.nn.network import NeuralNet
-from nord.nn.training import (ProgressBar, make_optimizer, optimizer_class, resolve_device,
-                           test_counts, train_epoch)
+from nord.nn.training import (NonFiniteLossError, ProgressBar, make_optimizer,
+                              optimizer_class, resolve_device, test_counts, train_epoch)
 
 logger = logging.getLogger(__name__)
+
+
+class RuleFired(Exception):
+    """A stopping rule held at a step: training ends there (``stopped`` says where)."""
+
+    def __init__(self, stopped: Dict[str, Any]):
+        super().__init__(f"stopping rule {stopped['rule']!r} held")
+        self.stopped = stopped
+
 
 class LocalEvaluator(Evaluator):
     """Train a descriptor on a curator's training split, select by its validation split,
@@ -59,8 +72,17 @@ class LocalEvaluator(Evaluator):
             default 1 on the CPU and 25 on a GPU.
         keep_model: keep the last trained network in ``self.model`` (to inspect or export
             it); off by default so that memory is freed after each evaluation.
-        callbacks: :class:`~nord.evaluators.callbacks.TrainingCallback` s called every epoch
-            (and every ``every_steps`` steps).
+        callbacks: :class:`~nord.evaluators.callbacks.TrainingCallback` classes, factories
+            or instances, called every epoch (and every ``every_steps`` steps); each
+            evaluation gets fresh instances. One that raises is a diagnostic of the
+            candidate (``result.metrics['diagnostics']``), never its failure.
+        strict_callbacks: fail the candidate when a callback raises instead.
+        stop_rules: stopping rules (text such as ``'dead_relu > 0.9'`` or callables taking
+            the scalars; ``nord.evaluators.stop_rules``), checked at each epoch's end and, for
+            those testing ``finite(...)`` or reading ``nonfinite``, at the steps callbacks
+            publish: the first that holds
+            ends training, the result being the last validation figure, and
+            ``result.metrics['stopped_by']`` names the rule and the epoch (and step).
         max_params: refuse (as a failed evaluation) a network with more trainable parameters;
             None: no limit. A network that would not fit the free memory of its device (or
             host) is refused either way, before anything is allocated (``nord.nn.memory``).
@@ -73,7 +95,8 @@ class LocalEvaluator(Evaluator):
                  data_fraction: float = 1.0, test_batch_size: int = 1024, device="auto",
                  seed: int = 0, threads: Optional[int] = None, progress: bool = False,
                  check_every: Optional[int] = None, keep_model: bool = False,
-                 callbacks: Sequence[TrainingCallback] = (), max_params: Optional[int] = None):
+                 callbacks: Sequence[Any] = (), max_params: Optional[int] = None,
+                 strict_callbacks: bool = False, stop_rules: Sequence[Any] = ()):
         check_int(epochs, "epochs", 0)
         if max_params is not None:
             check_int(max_params, "max_params", 1)
@@ -83,10 +106,13 @@ class LocalEvaluator(Evaluator):
             raise ConfigurationError(f"data_fraction must be in (0, 1]; got {data_fraction}")
         if threads is not None:
             check_int(threads, "threads", 1)
-        for callback in callbacks:
-            if not isinstance(callback, TrainingCallback):
-                raise ConfigurationError(
-                    f"callbacks must be TrainingCallback instances; got {type(callback).__name__}")
+        outputs = []
+        for spec in callbacks:   # one made now: a bad class or factory is refused here
+            made = fresh_callback(spec)
+            check_topics(made.topics, f"the training callback {made.name!r}")
+            outputs.extend(made.outputs())
+        rules = parse_rules(stop_rules)
+        check_rule_names(rules, outputs)
         # settings that would fail every candidate are refused now, not spent as failures
         optimizer_class(optimizer, lr)
         resolve_device(device)
@@ -104,7 +130,9 @@ class LocalEvaluator(Evaluator):
         self.progress = progress
         self.check_every = check_every
         self.keep_model = keep_model
-        self.callbacks: List[TrainingCallback] = list(callbacks)
+        self.callbacks: List[Any] = list(callbacks)
+        self.strict_callbacks = bool(strict_callbacks)
+        self.stop_rules = rules
         self.max_params = max_params
         self.model: Optional[torch.nn.Module] = None
 
@@ -150,7 +178,9 @@ class LocalEvaluator(Evaluator):
                 "optimizer": self.optimizer if isinstance(self.optimizer, str) else self.optimizer.__name__,
                 "lr": self.lr, "optimizer_kwargs": self.optimizer_kwargs,
                 "data_fraction": self.data_fraction, "seed": self.seed, "ranks": self._size(),
-                "callbacks": [callback.describe() for callback in self.callbacks],
+                "callbacks": [fresh_callback(spec).describe() for spec in self.callbacks],
+                **({"stop_rules": [rule.text for rule in self.stop_rules]}
+                   if self.stop_rules else {}),
                 **({"max_params": self.max_params} if self.max_params is not None else {})}
 
     def _evaluate(self, descriptor: NeuralDescriptor, leg: Leg = Leg()) -> EvaluationResult:
@@ -160,7 +190,8 @@ class LocalEvaluator(Evaluator):
         if self.threads is not None:
             torch.set_num_threads(self.threads)
         check_every = self.check_every or (1 if device.type == "cpu" else 25)
-        model = optimizer = None
+        model = optimizer = watch = stopped = None
+        diagnostics: List[str] = []
         distributed = self._size() > 1
         root = self._rank() == 0
         report = leg.report if root else None
@@ -177,7 +208,12 @@ class LocalEvaluator(Evaluator):
                                           size=self._size(), shuffle=True, seed=self.seed,
                                           fraction=self.data_fraction, device=device)
             has_valid = curator.n_valid > 0
-            probe = self._probe(curator, device) if self.callbacks and has_valid else None
+            if self.callbacks:
+                probe = self._probe(curator, device) if has_valid else None
+                watch = Watch(self.callbacks, model, optimizer, probe,
+                              strict=self.strict_callbacks, epochs=max(self.epochs, target),
+                              steps=len(loader))
+                watch.start(start)
             if start > 0 and progress.leg_end and start < target:
                 progress = LegProgress(leg_start=start)   # the next leg of a paused candidate
             elif start > 0 and report is not None:
@@ -194,20 +230,37 @@ class LocalEvaluator(Evaluator):
                 loader.set_epoch(epoch)
                 bar = (ProgressBar(len(loader), f"epoch {epoch + 1}/{target}")
                        if self.progress and root else None)
-                step_hook = self._step_hook(model, optimizer, epoch, bar)
-                train_loss = train_epoch(model, loader, optimizer, device,
-                                         check_every=check_every, progress=step_hook,
-                                         agree=self._agree if distributed else None)
-                progress.train_time += time.perf_counter() - started
+                if watch is not None:
+                    watch.begin_epoch(epoch + 1)
+                step_hook = self._step_hook(watch, epoch, bar)
+                try:
+                    train_loss = train_epoch(model, loader, optimizer, device,
+                                             check_every=check_every, progress=step_hook,
+                                             agree=self._agree if distributed else None)
+                except RuleFired as fired:
+                    stopped = fired.stopped
+                    break
+                except Exception as error:  # noqa: BLE001 - a rule may take a divergence
+                    stopped = self._divergence_rule(error, epoch + 1)
+                    if stopped is None:
+                        raise
+                    break
+                finally:
+                    progress.train_time += time.perf_counter() - started
                 if has_valid:
                     valid, valid_loss = self._accuracy(model, curator, "valid", device)
                 progress.last = {"train_loss": train_loss, "valid_accuracy": valid,
                                  "valid_loss": valid_loss}
-                extra = self._epoch_callbacks(epoch + 1, len(loader), model, optimizer,
-                                              progress.last, probe)
+                extra, series = self._epoch_callbacks(watch, epoch + 1, len(loader),
+                                                      progress.last)
                 record = EpochRecord(epoch + 1, train_loss, valid, valid_loss,
-                                     time.perf_counter() - started, extra)
+                                     time.perf_counter() - started, extra, series)
                 progress.records.append(record)
+                stopped = self._epoch_rule(epoch + 1, progress.last, extra, watch)
+                if stopped is not None:   # no checkpoint: a resume trains the epoch again
+                    if report is not None:
+                        report(record)
+                    break
                 if leg.checkpoint is not None:
                     self._save_progress(leg, descriptor, model, optimizer, epoch + 1, target,
                                         device, progress)
@@ -215,16 +268,19 @@ class LocalEvaluator(Evaluator):
                     report(record)
             started = time.perf_counter()
             test, test_loss = self._accuracy(model, curator, "test", device)
-            if has_valid and target == start and not last:   # nothing trained, nothing known
+            if has_valid and not progress.last and not last:   # nothing trained, nothing known
                 valid, valid_loss = self._accuracy(model, curator, "valid", device)
             eval_time = time.perf_counter() - started
             if self.keep_model:
                 self.model = model
         finally:
+            if watch is not None:
+                watch.end(target if stopped is None else stopped["trained"])
+                diagnostics = watch.diagnostics
             # the traceback of a failure keeps this frame alive: drop the big objects now.
             # They hold no reference cycle, so no gc.collect() is needed (it took 0.1 to 0.5 s
             # per candidate with torch loaded); a failure's frames are cleared in _failure.
-            del model, optimizer
+            del model, optimizer, watch
             if device.type == "cuda":   # give the cached blocks back to workers sharing the GPU
                 torch.cuda.empty_cache()
         selection = "validation" if has_valid else "test"
@@ -233,10 +289,15 @@ class LocalEvaluator(Evaluator):
                    "test_loss": test_loss, "epochs_resumed": start}
         if note:
             metrics["checkpoint"] = note
+        if self.callbacks and diagnostics:
+            metrics["diagnostics"] = diagnostics
+        if stopped is not None:
+            metrics[STOPPED_METRIC] = stopped
         return EvaluationResult(
             accuracy=valid if has_valid else test, loss=valid_loss if has_valid else test_loss,
             train_time=progress.train_time, eval_time=eval_time, n_params=n_params,
-            epochs=target, reported_accuracy=test, metrics=metrics)
+            epochs=target if stopped is None else stopped["trained"],
+            reported_accuracy=test, metrics=metrics)
 
     # --- checkpoints ---------------------------------------------------------------------
     def _checkpoint_to_resume(self, leg: Leg) -> Optional[str]:
@@ -282,19 +343,19 @@ class LocalEvaluator(Evaluator):
                                    "previous one", leg.checkpoint, epochs,
                                    type(failure).__name__, failure)
 
-    def _epoch_callbacks(self, epoch: int, steps: int, model, optimizer,
-                         metrics: Dict[str, float], probe) -> Dict[str, Any]:
-        """The callbacks' scalars at the end of ``epoch`` (every rank must learn of a failure)."""
-        if not self.callbacks:
-            return {}
-        extra, error = {}, None
+    def _epoch_callbacks(self, watch: Optional[Watch], epoch: int, steps: int,
+                         metrics: Dict[str, float]):
+        """The callbacks' scalars and kept per-step series at the end of ``epoch`` (every rank
+        must learn of a strict callback's failure)."""
+        if watch is None:
+            return {}, []
+        extra, series, error = {}, [], None
         try:
-            extra = run_callbacks(self.callbacks, "on_epoch_end", TrainingState(
-                epoch, steps, model, optimizer, dict(metrics), probe))
+            extra, series = watch.epoch_end(epoch, steps, metrics)
         except Exception as failure:  # noqa: BLE001 - every rank must learn of it
             error = failure
         self._agree(error)
-        return extra
+        return extra, series
 
     # --- parts ---------------------------------------------------------------------------
     def _build(self, descriptor, curator, device):
@@ -394,19 +455,53 @@ class LocalEvaluator(Evaluator):
         x, _ = curator.tensors("valid", device)
         return x[:min(len(x), self.test_batch_size, 256)]
 
-    def _step_hook(self, model, optimizer, epoch, bar):
-        callbacks = [c for c in self.callbacks if c.every_steps]
-        if not callbacks and bar is None:
+    def _step_hook(self, watch: Optional[Watch], epoch: int, bar):
+        stepping = watch is not None and any(c.every_steps for c in watch.callbacks)
+        if not stepping and bar is None:
             return None
+        checks = [rule for rule in self.stop_rules if rule.checks_finite] if stepping else []
 
         def hook(step: int, loss: float) -> None:
             if bar is not None:
                 bar(step, loss)
-            due = [c for c in callbacks if step % c.every_steps == 0]
-            if due:
-                run_callbacks(due, "on_step",
-                              TrainingState(epoch + 1, step, model, optimizer, {"loss": loss}))
+            if stepping:
+                published = watch.step(epoch + 1, step, loss)
+                if checks and watch.due(step):
+                    values = {"loss": loss, "lr": watch.lr(), **published}
+                    fired = first_firing(checks, values, finite_only=True)
+                    text = self._root_decides(None if fired is None else fired.text)
+                    if text is not None:
+                        raise RuleFired({"rule": text, "epoch": epoch + 1, "step": step,
+                                         "trained": epoch})
         return hook
+
+    def _epoch_rule(self, epoch: int, last: Dict[str, float], extra: Dict[str, float],
+                    watch: Optional[Watch]) -> Optional[Dict[str, Any]]:
+        """Where a stopping rule holds at the end of ``epoch`` (the group root decides)."""
+        if not self.stop_rules:
+            return None
+        values = {**(watch.latest if watch is not None else {}), **last, **extra,
+                  "epoch": float(epoch)}
+        fired = first_firing(self.stop_rules, values)
+        text = self._root_decides(None if fired is None else fired.text)
+        return None if text is None else {"rule": text, "epoch": epoch, "step": None,
+                                          "trained": epoch}
+
+    def _divergence_rule(self, error: BaseException, epoch: int) -> Optional[Dict[str, Any]]:
+        """Where training diverged (``error``) and a rule testing ``finite`` takes that as
+        its stop, the stop; else None (the candidate fails)."""
+        checks = [rule for rule in self.stop_rules if rule.checks_finite]
+        if not checks or not self._diverged(error):
+            return None
+        nan = float("nan")
+        fired = first_firing(checks, {"loss": nan, "train_loss": nan, "nonfinite": 1.0},
+                             finite_only=True)
+        return None if fired is None else {"rule": fired.text, "epoch": epoch, "step": None,
+                                           "trained": epoch - 1}
+
+    def _diverged(self, error: BaseException) -> bool:
+        """Whether ``error`` says the training loss became NaN or infinite (on any rank)."""
+        return isinstance(error, NonFiniteLossError)
 
 
 NeuralEvaluator = LocalEvaluator

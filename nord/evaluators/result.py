@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any, Dict, Optional
+from typing import Any, Dict, List, Optional
 
 STATUSES = ("ok", "failed")
 
@@ -108,6 +108,8 @@ class EpochRecord:
         valid_loss: mean validation loss.
         seconds: the epoch's wall time, training and validation.
         metrics: the training callbacks' scalars.
+        series: the callbacks' per-step scalars kept for this epoch, ``[step, name, value]``
+            (thinned: ``nord.evaluators.watch``).
     """
 
     epoch: int
@@ -116,6 +118,7 @@ class EpochRecord:
     valid_loss: float
     seconds: float
     metrics: Dict[str, float] = field(default_factory=dict)
+    series: List[List[Any]] = field(default_factory=list)
 
     def to_dict(self) -> Dict[str, Any]:
         return asdict(self)

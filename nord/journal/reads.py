@@ -159,6 +159,36 @@ class JournalReader(JournalFile):
         except (TypeError, ValueError) as error:
             raise self._damaged(error) from error
 
+    def series(self, candidate: Optional[int] = None) -> List[Dict[str, Any]]:
+        """The training callbacks' per-step series: rows of ``candidate``, ``leg`` (the
+        scheduler's leg that trained the epoch; None without a scheduler), ``epoch`` (1 in
+        the first), ``step`` (within the epoch), ``name`` and ``value`` (a NaN reads back
+        as NaN), by candidate, name, epoch and step. Empty for a journal written
+        before series were kept."""
+        if self._version == 1 or not self._has_table("series"):
+            return []
+        query, params = "SELECT candidate, epoch, step, name, value FROM series", ()
+        if candidate is not None:
+            query, params = query + " WHERE candidate = ?", (candidate,)
+        rows = self._query(query + " ORDER BY candidate, name, epoch, step", params)
+        spans: Dict[int, List[tuple]] = {}   # candidate -> (start, target, leg), latest first
+        for leg in self._query("SELECT leg, candidate, start_epochs, target_epochs FROM legs "
+                               "ORDER BY leg DESC"):
+            spans.setdefault(leg["candidate"], []).append(
+                (leg["start_epochs"], leg["target_epochs"], leg["leg"]))
+        out = []
+        for row in rows:
+            number, epoch = row["candidate"], row["epoch"]
+            leg = next((leg for start, target, leg in spans.get(number, ())
+                        if start < epoch <= target), None)
+            out.append({"candidate": number, "leg": leg, "epoch": epoch, "step": row["step"],
+                        "name": row["name"], "value": _real(row["value"])})
+        return out
+
+    def _has_table(self, name: str) -> bool:
+        return bool(self._query("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?",
+                                (name,)))
+
     def legs(self) -> List[Dict[str, Any]]:
         """Every leg of training under a scheduler, in the order handed out."""
         if self._version == 1:
@@ -265,6 +295,11 @@ class JournalReader(JournalFile):
             " MAX(CASE WHEN status = 'ok' THEN accuracy END), MIN(started), MAX(ended)"
             " FROM evaluations")[0]
         total, ok, failed, cached_count, best, first, last = counts
+        diagnosed = self._query(   # results a training callback raised in (ok or not)
+            "SELECT COUNT(*), MIN(candidate) FROM evaluations WHERE metrics LIKE "
+            "'%\"diagnostics\"%'")[0]
+        stopped = self._query(     # results a stopping rule ended early
+            "SELECT COUNT(*) FROM evaluations WHERE metrics LIKE '%\"stopped_by\"%'")[0][0]
         if self.legs():   # a promoted candidate's result is its furthest leg's, not the told one
             top = self.best()
             best = None if top is None else top["accuracy"]
@@ -272,7 +307,8 @@ class JournalReader(JournalFile):
             "path": str(self.path), **meta, "state": self.state(),
             "evaluations": total, "ok": ok or 0, "failed": failed or 0,
             "cached": cached_count or 0, "best_accuracy": _real(best),
-            "resumed": self.resumed(),
+            "resumed": self.resumed(), "diagnosed": diagnosed[0] or 0,
+            "first_diagnosed": diagnosed[1], "stopped_by_rules": stopped or 0,
             "wall_time": (last - first) if first is not None and last is not None else math.nan,
         }
 

@@ -127,8 +127,17 @@ CREATE TABLE attempts (
     count INTEGER NOT NULL,
     started REAL NOT NULL
 );
+CREATE TABLE series (
+    candidate INTEGER NOT NULL,
+    epoch INTEGER NOT NULL,
+    step INTEGER NOT NULL,
+    name TEXT NOT NULL,
+    value REAL,
+    PRIMARY KEY (candidate, name, epoch, step)
+);
 """
 ATTEMPTS_TABLE = SCHEMA[SCHEMA.index("CREATE TABLE attempts"):].split(";")[0]
+SERIES_TABLE = SCHEMA[SCHEMA.index("CREATE TABLE series"):].split(";")[0]
 
 
 def add_missing(connection: sqlite3.Connection) -> None:
@@ -143,6 +152,8 @@ def add_missing(connection: sqlite3.Connection) -> None:
         "SELECT name FROM sqlite_master WHERE type='table'")}
     if "attempts" not in tables:
         connection.execute(ATTEMPTS_TABLE)
+    if "series" not in tables:
+        connection.execute(SERIES_TABLE)
 
 
 def create_tables(connection: sqlite3.Connection) -> None:

@@ -266,8 +266,11 @@ class Journal(StartChecks, JournalExport):
         candidate_rows = [(c.number, c.generation, dumps(list(c.genome)), c.told_before, now)
                           for c in candidates]
         evaluation_rows = [evaluation_row(evaluation) for evaluation in evaluations]
+        epochs = list(epochs)
         epoch_rows = [(candidate, e.epoch, e.train_loss, e.valid_accuracy, e.valid_loss,
                        e.seconds, dumps(e.metrics), rank, now) for candidate, e, rank in epochs]
+        series_rows = [(candidate, e.epoch, int(step), str(name), float(value))
+                       for candidate, e, _ in epochs for step, name, value in e.series]
         legs = list(legs)
         leg_rows = [leg_row(leg) for leg in legs]
         attempt_rows = [(number, now) for number in attempts]
@@ -296,6 +299,12 @@ class Journal(StartChecks, JournalExport):
                     "INSERT OR REPLACE INTO epochs (candidate, epoch, train_loss, valid_accuracy,"
                     " valid_loss, seconds, metrics, worker_rank, recorded) VALUES "
                     "(?, ?, ?, ?, ?, ?, ?, ?, ?)", epoch_rows)
+                # an epoch reported again (a resume) brings its whole series again
+                connection.executemany("DELETE FROM series WHERE candidate = ? AND epoch = ?",
+                                       [row[:2] for row in epoch_rows])
+                connection.executemany(
+                    "INSERT OR REPLACE INTO series (candidate, epoch, step, name, value) "
+                    "VALUES (?, ?, ?, ?, ?)", series_rows)
                 connection.executemany(
                     f"INSERT OR REPLACE INTO legs ({', '.join(LEG_COLUMNS)}) VALUES "
                     f"({', '.join('?' * len(LEG_COLUMNS))})", leg_rows)

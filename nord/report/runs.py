@@ -50,6 +50,8 @@ class RunData:
             least the best one, when any evaluation succeeded).
         epochs: ``Journal.epochs()``: the learning curves (empty when none were recorded).
         legs: ``Journal.legs()``: the legs of training under a scheduler (empty without one).
+        series: ``Journal.series()`` of the ``best`` candidates: their callbacks' per-step
+            series (empty without any).
     """
 
     path: Path
@@ -61,6 +63,7 @@ class RunData:
     best: List[Dict[str, Any]] = field(default_factory=list)
     epochs: List[Dict[str, Any]] = field(default_factory=list)
     legs: List[Dict[str, Any]] = field(default_factory=list)
+    series: List[Dict[str, Any]] = field(default_factory=list)
 
     @property
     def protocol(self) -> Protocol:
@@ -217,6 +220,7 @@ def load_run(path: PathLike, label: Optional[str] = None, best_count: int = 3) -
             generations = generation_stats(journal)
             best = journal.best(count=max(1, int(best_count)))
             epochs, legs = journal.epochs(), journal.legs()
+            series = [row for entry in best for row in journal.series(entry["candidate"])]
             counts = {len(evaluations), int(summary.get("evaluations") or 0),
                       sum(g["evaluations"] for g in generations), journal.count()}
             if len(counts) == 1:
@@ -224,7 +228,7 @@ def load_run(path: PathLike, label: Optional[str] = None, best_count: int = 3) -
             logger.debug("%s changed while it was read (attempt %d)", path, attempt + 1)
     return RunData(path=path, label=label or path.stem, metadata=metadata, summary=summary,
                    evaluations=evaluations, generations=generations, best=list(best),
-                   epochs=epochs, legs=legs)
+                   epochs=epochs, legs=legs, series=series)
 
 
 def load_runs(paths: Union[PathLike, Iterable[PathLike]],

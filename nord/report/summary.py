@@ -32,6 +32,7 @@ from nord.report.plots import (plot_accuracy, plot_comparison, plot_parameters, 
 from nord.report.runs import (RunData, best_entry, dumps, is_multi_objective, load_runs,
                               measured_on, run_numbers)
 from nord.report.schedule import STATES, schedule_numbers
+from nord.report.series import has_series, plot_series, watch_notes
 from nord.version import __version__
 
 __all__ = ["write_report", "FORMATS", "format_duration", "default_reference_point"]
@@ -210,6 +211,11 @@ def write_report(journal_paths: Union[PathLike, Iterable[PathLike]], out_dir: Pa
              "parameters": plot_parameters(runs, out / "parameters.png").name}
     if any(has_curves(run) for run in runs):
         files["learning_curves"] = plot_learning_curves(runs, out / "learning_curves.png").name
+    stepped = [run for run in runs if has_series(run)]
+    if stepped:
+        files["series"] = {run.label: plot_series(run, out / f"series-{run.slug}.png",
+                                                  count=max(1, best_count)).name
+                           for run in stepped}
     introspected = [run for run in runs if has_introspection(run)]
     if introspected:
         files["introspection"] = {
@@ -413,6 +419,15 @@ def _page(title: str, runs: List[RunData], numbers: List[Dict[str, Any]],
     for label, name in (files.get("introspection") or {}).items():
         page.heading(f"Inside the training: {label}", level=3)
         page.image(name, f"per-layer training metrics of the best candidates of {label}", 1200)
+    for label, name in (files.get("series") or {}).items():
+        page.heading(f"Step by step: {label}", level=3)
+        page.image(name, f"per-step series of the best candidates of {label}", 1200)
+    for run in runs:
+        notes = watch_notes(run)
+        if notes:
+            page.heading(f"What the callbacks said: {run.label}", level=3)
+            page.paragraph("; ".join(notes[:20]) + (f"; and {len(notes) - 20} more"
+                                                    if len(notes) > 20 else "") + ".")
     scheduled = [(run, n) for run, n in zip(runs, numbers) if n.get("schedule")]
     if scheduled:
         page.heading("Scheduled training")

@@ -35,7 +35,8 @@ class Stop(BaseException):
 
 class Epochs(TrainingCallback):
     """Counts every epoch it is told of, across candidates and evaluations (a log a user would
-    keep), and stops the run when told to."""
+    keep, handed over by a factory that returns this one instance), and stops the run when
+    told to."""
 
     name = "epochs"
 
@@ -62,8 +63,10 @@ def digits():
 
 
 def evaluator(digits, epochs=5, callbacks=(), **kwargs):
+    # a factory returning the same instance: the log lives across evaluations
     return LocalEvaluator(curator=digits, epochs=epochs, batch_size=64, seed=3,
-                          data_fraction=0.25, callbacks=list(callbacks), keep_model=True,
+                          data_fraction=0.25, keep_model=True,
+                          callbacks=[lambda callback=callback: callback for callback in callbacks],
                           **kwargs)
 
 

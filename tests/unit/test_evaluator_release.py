@@ -31,7 +31,7 @@ def test_the_network_and_optimizer_are_freed_when_the_evaluation_ends():
     descriptor.add_layer_sequential("relu")
     watch = Watch()
     evaluator = LocalEvaluator(curator=Digits(seed=0), epochs=1, device="cpu", threads=1,
-                               callbacks=[watch])
+                               callbacks=[lambda: watch])
     # the first estimate in a process imports torch's meta kernels, whose import keeps that
     # call's frames (and so its first network) until the collector runs: warm up first
     assert evaluator.descriptor_evaluate(descriptor).ok

@@ -88,14 +88,15 @@ def test_dead_relus_counts_units_that_never_fire(digits):
     assert epochs[0].metrics["dead_relu"] == 1.0
 
 
-def test_a_callback_that_raises_fails_that_candidate_only(digits):
+def test_a_strict_callback_that_raises_fails_that_candidate_only(digits):
     class Broken(TrainingCallback):
         name = "broken"
 
         def on_epoch_end(self, state):
             raise ValueError("no such statistic")
 
-    evaluator = LocalEvaluator(curator=digits, epochs=1, seed=0, callbacks=[Broken()])
+    evaluator = LocalEvaluator(curator=digits, epochs=1, seed=0, callbacks=[Broken],
+                               strict_callbacks=True)
     result = evaluator.descriptor_evaluate(net())
     assert not result.ok and "callback 'broken'" in result.error and "no such statistic" in result.error
     evaluator.callbacks = []

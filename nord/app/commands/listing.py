@@ -42,6 +42,13 @@ def _list(args) -> int:
         if protocol_of(run).scores and best is not None:
             proxy = (run.get("evaluator") or {}).get("proxy") or "a zero-cost proxy"
             print(f"  best is the {proxy} score mapped into (0, 1), not an accuracy")
+        if run.get("diagnosed"):
+            print(f"  {run['diagnosed']} result(s) with a training callback's diagnostic (a "
+                  f"callback raised; the result is unchanged), the first: candidate "
+                  f"{run['first_diagnosed']}")
+        if run.get("stopped_by_rules"):
+            print(f"  {run['stopped_by_rules']} candidate(s) ended early by a stopping rule "
+                  "(--stop-when)")
         if run["resumed"]:
             print(f"  {resumed_line(run['resumed'])}")
     return status

@@ -109,7 +109,16 @@ RUN_FLAGS = (
     ("callbacks", "--callbacks", "list",
      "training callbacks whose scalars each epoch records, comma-separated: grad_norm "
      "(gradient norm per layer), weight_norm (weight norm per layer), dead_relu (share of "
-     "dead ReLU units) (default: none)"),
+     "dead ReLU units), or your own from --plugin; each candidate gets fresh ones "
+     "(default: none)"),
+    ("stop_when", "--stop-when", "rules",
+     "a stopping rule, e.g. 'dead_relu > 0.9' or 'not finite(loss)' (repeat the flag for "
+     "several): comparisons of recorded scalars (train_loss, valid_accuracy, valid_loss, "
+     "epoch, the callbacks') joined by and/or/not; the first that holds at an epoch's end "
+     "ends the candidate's training, its result the last validation figure (default: none)"),
+    ("strict_callbacks", "--strict-callbacks", "flag",
+     "a training callback that raises fails its candidate (default: it is recorded as a "
+     "diagnostic of the candidate, whose result stays what it would have been)"),
 )
 
 _METAVARS = {"json": "JSON", "list": "NAMES", int: "N", float: "X", str: "NAME", "data_root": "DIR",
@@ -149,6 +158,12 @@ def run_arguments():
     from nord.search.algorithms.registry import ALGORITHMS
     algorithms = "; ".join(ALGORITHMS.choices())
     for name, flag, kind, text in RUN_FLAGS:
+        if kind == "flag":
+            yield name, flag, dict(action="store_true", help=text)
+            continue
+        if kind == "rules":
+            yield name, flag, dict(action="append", metavar="RULE", help=text)
+            continue
         yield name, flag, dict(type=str if kind in ("json", "list") else kind,
                                metavar=_METAVARS.get(name) or _METAVARS[kind],
                                help=_flag_help(name, text.format(algorithms=algorithms)))

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Callable, Dict, Hashable, List, Optional, Set, Union
 
 from nord.evaluators.result import EvaluationResult
+from nord.evaluators.stop_rules import stopped_by_rule
 from nord.journal import Journal, LegRecord
 from nord.journal.recorder import NoJournal
 from nord.search.algorithms.base import Candidate, SearchAlgorithm
@@ -129,12 +130,15 @@ class ScheduledSearch(Search):
         result = done.result
         resumed = int(result.metrics.get("epochs_resumed", leg.start_epochs) or 0)
         self._note_resumed(number, result, leg.start_epochs)
-        self.epochs_trained += max(0, leg.target_epochs - resumed) if result.ok else 0
+        reached = min(leg.target_epochs, result.epochs or leg.target_epochs)
+        self.epochs_trained += max(0, reached - resumed) if result.ok else 0
         outcome = Outcome(self.pending_or_told(number), result, task.key, task,
                           worker_rank=done.worker_rank, started=done.started, ended=done.ended)
         self.latest[number] = outcome
         self.reached.setdefault(number, []).append([leg.target_epochs, result.accuracy])
-        decision = self.scheduler.report(number, leg.target_epochs, result.accuracy, result.ok)
+        # a candidate a stopping rule ended is out, as a failure is, whatever its accuracy
+        decision = self.scheduler.report(number, leg.target_epochs, result.accuracy,
+                                         result.ok and not stopped_by_rule(result.metrics))
         self.event += 1
         leg.ended_event, leg.ended, leg.result, leg.decision = self.event, done.ended, result, decision
         leg.worker_rank = done.worker_rank
@@ -292,7 +296,8 @@ def replay_scheduler(search: ScheduledSearch) -> None:
             in_flight[number] = leg
         else:
             search.scheduler.report(number, leg["target_epochs"], leg["accuracy"],
-                                    leg["status"] == "ok")
+                                    leg["status"] == "ok" and not stopped_by_rule(
+                                        (leg["result"] or {}).get("metrics") or {}))
             search.reached.setdefault(number, []).append(
                 [leg["target_epochs"], (leg["result"] or {}).get("accuracy", leg["accuracy"])])
             in_flight.pop(number, None)
