@@ -281,7 +281,10 @@ class Journal(StartChecks, JournalExport):
             return
         connection = self._require_writer()
         try:
-            connection.execute("BEGIN")
+            # the write lock first: this commit reads (which epochs are new) before it
+            # writes, and a commit of another connection in between (the heartbeat's) can make
+            # SQLite refuse the write at once, whatever the busy timeout
+            connection.execute("BEGIN IMMEDIATE")
             try:
                 connection.executemany(
                     "INSERT INTO candidates (candidate, generation, genome, told_before, asked)"

@@ -525,3 +525,31 @@ def test_a_killed_writer_not_yet_reaped_by_its_parent_is_not_alive():
     finally:
         child.kill()
         child.wait()
+
+
+def test_a_commit_of_another_connection_mid_record_does_not_fail_the_write(journal):
+    # record() reads (is this epoch new?) before it writes, and holds the write lock for the
+    # whole commit: no other connection (the heartbeat thread's) commits in between, which
+    # can make SQLite refuse the write at once ('database is locked' under mpirun, at load 10)
+    from nord.evaluators.result import EpochRecord
+    journal.record([], [evaluation(0)])
+    other = sqlite3.connect(str(journal.path), timeout=0.2, isolation_level=None)
+    raced = []
+
+    def between(statement):
+        if statement.startswith("INSERT OR REPLACE INTO epochs") and not raced:
+            try:
+                other.execute("UPDATE run SET heartbeat = heartbeat WHERE id = 1")
+                raced.append("committed")
+            except sqlite3.OperationalError:   # the writer holds the lock: the beat waits
+                raced.append("waited")
+
+    connection = journal._open()
+    connection.set_trace_callback(between)
+    try:
+        journal.record(epochs=[(0, EpochRecord(1, 0.5, 0.5, 0.5, 1.0), 0)])
+    finally:
+        connection.set_trace_callback(None)
+        other.close()
+    assert raced == ["waited"]
+    assert [row["epoch"] for row in journal.epochs()] == [1]
