@@ -49,7 +49,7 @@ def train(model, callbacks, steps=4, lr=0.5):
         after = {n: [p.detach().clone() for p in m.parameters()] for n, m in model.named_children()}
         published = watch.step(1, step, float(loss.detach()))
         seen.append(dict(published=published, before=before, after=after, grads=grads,
-                         outputs=outputs, loss=float(loss)))
+                         outputs=outputs, loss=float(loss.detach())))
     scalars, series = watch.epoch_end(1, steps, {})
     watch.end(1)
     assert not watch.diagnostics, watch.diagnostics
