@@ -8,8 +8,11 @@ other file; an id, cursor or candidate that is not one gets a 4xx, never a 500.
 """
 from __future__ import annotations
 
+import asyncio
+import gzip
 import json
 import logging
+import time
 import math
 import re
 from pathlib import Path
@@ -28,7 +31,7 @@ from nord.errors import JournalError
 from nord.serve.candidate import candidate_view
 from nord.serve.catalogue import Catalogue, Entry
 from nord.serve.comparison import comparison_view
-from nord.serve.runs import Cursor, CursorError, run_delta, run_line
+from nord.serve.runs import Cursor, CursorError, has_news, run_delta, run_line, signature
 
 __all__ = ["make_app"]
 
@@ -40,6 +43,11 @@ FILES = {name: STATIC / name for name in ("view.js", "runs.js", "run.js", "candi
 FILES["plotly.min.js"] = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
 PAGES = {"runs": STATIC / "runs.html", "run": STATIC / "run.html",
          "candidate": STATIC / "candidate.html"}
+_MEDIA = {".js": "text/javascript", ".css": "text/css"}
+LONG_POLL_SECONDS = 10.0
+"""How long a run's page request with ``wait=1`` waits for its journal to change."""
+CHANGE_CHECK_SECONDS = 0.1
+"""How often a waiting request looks at the journal's size and time (two stat calls)."""
 _ID = re.compile(r"^[0-9a-f]{12}$")
 _NUMBER = re.compile(r"^[0-9]{1,12}$")
 HEADERS = {
@@ -84,11 +92,20 @@ def make_app(catalogue: Catalogue) -> Starlette:
             return FileResponse(PAGES[name], headers={**HEADERS, "Cache-Control": "no-cache"})
         return handler
 
+    packed: Dict[str, bytes] = {}
+
     async def static(request: Request) -> Response:
-        path = FILES.get(request.path_params["name"])
+        name = request.path_params["name"]
+        path = FILES.get(name)
         if path is None:
             return _not_found()
-        return FileResponse(path, headers={**HEADERS, "Cache-Control": "max-age=3600"})
+        headers = {**HEADERS, "Cache-Control": "max-age=3600"}
+        if "gzip" in request.headers.get("accept-encoding", ""):
+            if name not in packed:   # compressed once, not on every cold page
+                packed[name] = gzip.compress(path.read_bytes(), compresslevel=6)
+            return Response(packed[name], media_type=_MEDIA[path.suffix],
+                            headers={**headers, "Content-Encoding": "gzip", "Vary": "Accept-Encoding"})
+        return FileResponse(path, headers=headers)
 
     async def runs(request: Request) -> Response:
         lines = [run_line(entry) for entry in catalogue.entries()]
@@ -104,7 +121,16 @@ def make_app(catalogue: Catalogue) -> Starlette:
             return _error(400, str(error))
         if entry.kind != "journal":
             return _json({"run": run_line(entry), "cursor": cursor.to_json()})
-        return _json(run_delta(entry, cursor))
+        # wait=1: answer when the journal changes (a commit shows within about 0.1 s) or
+        # after LONG_POLL_SECONDS, so a page open on an idle run costs next to nothing
+        before = signature(entry)
+        delta = run_delta(entry, cursor)
+        if request.query_params.get("wait") == "1" and not has_news(delta, cursor):
+            deadline = time.monotonic() + LONG_POLL_SECONDS
+            while time.monotonic() < deadline and signature(entry) == before:
+                await asyncio.sleep(CHANGE_CHECK_SECONDS)
+            delta = run_delta(entry, cursor)
+        return _json(delta)
 
     async def candidate(request: Request) -> Response:
         entry = entry_of(request, "journal")

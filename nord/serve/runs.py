@@ -20,7 +20,8 @@ from nord.journal.reads import JournalReader
 from nord.report.runs import is_multi_objective
 from nord.serve.catalogue import Entry
 
-__all__ = ["Cursor", "CursorError", "run_line", "run_delta", "open_reader", "json_ready"]
+__all__ = ["Cursor", "CursorError", "run_line", "run_delta", "open_reader", "json_ready",
+           "signature", "has_news"]
 
 EVALUATION_FIELDS = ("sequence", "candidate", "generation", "accuracy", "reported_accuracy",
                      "n_params", "epochs", "status", "error", "train_time", "started", "ended",
@@ -62,7 +63,7 @@ def open_reader(entry: Entry) -> JournalReader:
     return JournalReader(entry.path, read_only=True)
 
 
-def _signature(entry: Entry) -> Tuple:
+def signature(entry: Entry) -> Tuple:
     """What changes when a journal does: its file's and its WAL's size and time."""
     parts = []
     for suffix in ("", "-wal"):
@@ -100,15 +101,15 @@ def run_line(entry: Entry, now: Optional[float] = None) -> Dict[str, Any]:
     if entry.kind == "unreadable":
         return {**base, "state": "unreadable",
                 "error": f"'{entry.path}' is not a nord journal or comparison"}
-    signature = _signature(entry)
+    held_signature = signature(entry)
     try:
         with _closing(open_reader(entry)) as reader:
             held = _LINES.get(entry.id)
-            if held is not None and held[0] == signature:
+            if held is not None and held[0] == held_signature:
                 summary = dict(held[1])
             else:
                 summary = reader.summary()
-                _LINES[entry.id] = (signature, summary)
+                _LINES[entry.id] = (held_signature, summary)
             state = reader.state()   # a writer can die without touching its file
     except JournalError as error:
         return {**base, "state": "unreadable", "error": str(error)}
@@ -213,6 +214,12 @@ def _delta(reader: JournalReader, line: Dict[str, Any], cursor: Cursor) -> Dict[
         {key: _json_value(value) for key, value in leg.items()} for leg in legs],
         cursor=Cursor(last_evaluation, last_epoch, next_legs).to_json())
     return out
+
+
+def has_news(delta: Mapping[str, Any], cursor: Cursor) -> bool:
+    """Whether a delta holds anything the page did not have at ``cursor``."""
+    return bool(delta.get("evaluations") or delta.get("epochs")
+                or delta.get("cursor") != cursor.to_json() or "evaluations" not in delta)
 
 
 def _json_value(value: Any) -> Any:

@@ -13,6 +13,9 @@
   };
   window.nordRun = state;   // for the browser tests and the curious
   let candidates, legs, failures;
+  // asked for before plotly.min.js is parsed (this script runs first): the two overlap
+  let early = nord.getJSON(`/api/run/${id}`);
+  early.catch(() => {});
 
   function facts(run) {
     const dl = document.getElementById("summary");
@@ -51,6 +54,15 @@
     ];
   }
 
+  // the log-scale axis range plotly gives these parameter counts, for the density overlay
+  function logRange(points) {
+    let low = Infinity, high = -Infinity;
+    for (const p of points) { if (p[0] > 0) { low = Math.min(low, p[0]); high = Math.max(high, p[0]); } }
+    if (!isFinite(low)) return undefined;
+    const pad = (Math.log10(high) - Math.log10(low)) * 0.05 || 0.5;
+    return [Math.log10(low) - pad, Math.log10(high) + pad];
+  }
+
   function plotAll() {
     const rows = state.rows;
     const t0 = rows.length ? Math.min(...rows.map((r) => r[col.started] ?? r[col.ended] ?? Infinity)) : 0;
@@ -60,13 +72,12 @@
     const wall = rows.map((r) => (r[col.ended] ?? t0) - t0);
     const label = state.scored ? "proxy score (%)" : "search accuracy (%)";
     const big = rows.length > 2000;
-    const scatter = big ? "scattergl" : "scatter";
     const okIndex = [];
     rows.forEach((r, i) => { if (r[col.status] === "ok" && r[col.accuracy] !== null) okIndex.push(i + 1); });
     const ok = okIndex.map((i) => rows[i - 1]);
     const inc = nord.incumbent(count, accuracies, statuses);
     Plotly.react("incumbent", [
-      { x: okIndex, y: ok.map((r) => 100 * r[col.accuracy]), type: scatter, mode: "markers", name: "evaluations", marker: { size: 4, opacity: 0.35 } },
+      { x: okIndex, y: ok.map((r) => 100 * r[col.accuracy]), type: "scatter", mode: "markers", name: "evaluations", marker: { size: 4, opacity: 0.35 } },
       { x: inc.x, y: inc.y, type: "scatter", mode: "lines", line: { shape: "hv", width: 2 }, name: "best so far" },
     ].slice(big ? 1 : 0), nord.layout("Best so far against evaluations", "evaluations", label), nord.config);
     const incT = nord.incumbent(wall, accuracies, statuses);
@@ -88,9 +99,14 @@
     const points = ok.filter((r) => r[col.n_params] !== null).map((r) => [r[col.n_params], 100 * r[col.accuracy], r[col.candidate]]);
     const front = points.slice().sort((a, b) => a[0] - b[0] || b[1] - a[1]).filter(((best) => (p) => (p[1] > best ? ((best = p[1]), true) : false))(-Infinity));
     Plotly.react("params", [
-      { x: points.map((p) => p[0]), y: points.map((p) => p[1]), text: points.map((p) => "candidate " + p[2]), type: scatter, mode: "markers", name: "ok evaluations", marker: { size: 5, opacity: 0.4 } },
+      // thousands of points: their density, drawn as one image (no WebGL, which a browser
+      // without a GPU emulates slowly)
+      big ? { x: points.map((p) => Math.log10(p[0])), y: points.map((p) => p[1]), type: "histogram2d", nbinsx: 60, nbinsy: 60, colorscale: [[0, "rgba(255,255,255,0)"], [0.001, "#e3e8f4"], [1, "#1f3b73"]], showscale: false, name: "ok evaluations", xaxis: "x2" }
+        : { x: points.map((p) => p[0]), y: points.map((p) => p[1]), text: points.map((p) => "candidate " + p[2]), type: "scatter", mode: "markers", name: "ok evaluations", marker: { size: 5, opacity: 0.4 } },
       { x: front.map((p) => p[0]), y: front.map((p) => p[1]), type: "scatter", mode: "lines+markers", line: { shape: "hv" }, name: "Pareto front" },
-    ], nord.layout("Accuracy against parameters", "trainable parameters", label, { xaxis: { type: "log", title: { text: "trainable parameters" } } }), nord.config);
+    ], nord.layout("Accuracy against parameters", "trainable parameters", label, {
+      xaxis: { type: "log", title: { text: "trainable parameters" }, range: logRange(points) },
+      xaxis2: { overlaying: "x", visible: false, range: logRange(points) } }), nord.config);
   }
 
   function plotCurves() {
@@ -121,6 +137,8 @@
     ];
   }
 
+  const afterPaint = (then) => requestAnimationFrame(() => requestAnimationFrame(() => then(performance.now())));
+
   // A candidate that trained on after it was told (a promotion) counts at its furthest
   // leg, as in nord list and the report.
   function furthest() {
@@ -142,8 +160,11 @@
   }
 
   async function step() {
-    const query = state.cursor ? "?" + new URLSearchParams(state.cursor) : "";
-    const data = await nord.getJSON(`/api/run/${id}${query}`);
+    // after the first answer, the server holds each request until the journal changes
+    const query = state.cursor ? "?" + new URLSearchParams({ ...state.cursor, wait: 1 }) : "";
+    const pending = early;
+    early = null;
+    const data = await (pending || nord.getJSON(`/api/run/${id}${query}`));
     state.run = data.run;
     facts(data.run);
     if (data.run.kind === "comparison") return comparison();
@@ -169,11 +190,18 @@
     state.inFlight = data.in_flight || [];
     state.cursor = data.cursor;
     if (changed) {
-      candidates.render(); failures.render(); plotAll();
+      candidates.render(); failures.render();
       document.getElementById("shown").textContent = `${Math.min(candidates.matching, candidates.shown)} of ${candidates.matching} shown`;
       document.getElementById("more").hidden = candidates.matching <= candidates.shown;
     }
+    // first paint of the numbers and tables, then of the plots, in ms since navigation
+    // (what bench/serve_speed.py reports)
+    if (state.paintedAt === undefined) afterPaint((at) => { state.paintedAt = at; });
+    await nord.plotly();
+    if (state.plotlyAt === undefined) state.plotlyAt = performance.now();
+    if (changed || state.plottedAt === undefined) plotAll();
     plotCurves();
+    if (state.plottedAt === undefined) afterPaint((at) => { state.plottedAt = at; });
   }
 
   async function comparison() {
@@ -196,11 +224,12 @@
     }
     table.render();
     document.getElementById("title").textContent = `comparison: ${data.path}`;
+    await nord.plotly();
     if (traces.length) Plotly.react("anytime", traces, nord.layout("Anytime test accuracy of the incumbent (mean and band over seeds)", "simulated seconds", "test accuracy (%)"), nord.config);
     return "done";
   }
 
-  document.addEventListener("DOMContentLoaded", () => {
+  const start = () => {
     candidates = new nord.Table(document.getElementById("candidates"),
       ["candidate", "generation", "status", "accuracy", "reported", "parameters", "epochs", "train time", "rank"], 300);
     legs = new nord.Table(document.getElementById("legs"), ["leg", "candidate", "epochs", "decision", "accuracy", "status", "detail"]);
@@ -208,10 +237,11 @@
     document.getElementById("filter").addEventListener("input", (event) => { candidates.filter = event.target.value; candidates.shown = 300; candidates.render(); document.getElementById("shown").textContent = `${Math.min(candidates.matching, candidates.shown)} of ${candidates.matching} shown`; });
     document.getElementById("more").addEventListener("click", () => { candidates.shown += 1000; candidates.render(); document.getElementById("more").hidden = candidates.matching <= candidates.shown; });
     const again = async () => {
-      let done = null;
-      try { done = await step(); nord.stamp(null); } catch (error) { nord.stamp(error); }
-      if (done !== "done") setTimeout(again, 1000);
+      let done = null, failed = false;
+      try { done = await step(); nord.stamp(null); } catch (error) { nord.stamp(error); failed = true; }
+      if (done !== "done") setTimeout(again, failed ? 2000 : 100);
     };
     again();
-  });
+  };
+  start();   // a deferred script: the document is parsed already
 })();
