@@ -8,8 +8,9 @@ temporary folder, starts `nord serve` on it (a process of its own) and a headles
 (Selenium, Debian's chromedriver), then measures:
 
 * paint: the run page of the whole run, cold (new browser profile), from navigation to the
-  first paint of its plots and table (the page's own ``performance.now()``), and from
-  before the browser starts;
+  first paint of its numbers and tables and of its plots (the page's own
+  ``performance.now()``), and from before the browser starts; the baseline, measured in the
+  same run, is plotly.min.js alone loaded and run cold on a blank page;
 * the server's memory (resident set, peak sampled every 50 ms while pages load);
 * a new result: a writer commits results one at a time into a live journal whose page is
   open; the time from each commit until the page holds it (median and max);
@@ -125,6 +126,15 @@ def main(evaluations: int, pairs: int, writes: int, seed: int) -> None:
             print(f"server started: {process.memory_info().rss / 2**20:.0f} MB resident; "
                   f"idle, no page open: {cpu_share(process, 10):.2f} % of a core over 10 s")
 
+            baseline = chromium_driver(folder / "profile-baseline")
+            baseline.get("about:blank")
+            alone = baseline.execute_async_script(
+                "const done = arguments[0], s = document.createElement('script'), t = "
+                "performance.now(); s.onload = () => done(performance.now() - t); s.src = "
+                f"'{url}static/plotly.min.js'; document.head.append(s);")
+            baseline.quit()
+            print(f"baseline: plotly.min.js alone, loaded and run cold: {alone / 1000:.2f} s")
+
             started = time.perf_counter()
             with PeakMemory(process) as memory:
                 driver = chromium_driver(folder / "profile-cold")
@@ -139,7 +149,8 @@ def main(evaluations: int, pairs: int, writes: int, seed: int) -> None:
                 total = time.perf_counter() - started
             print(f"run page of {painted[2]:,} evaluations, cold: numbers and tables painted "
                   f"{painted[0] / 1000:.2f} s after navigation, plots {painted[1] / 1000:.2f} s; "
-                  f"{total:.2f} s including the browser's start")
+                  f"{total:.2f} s including the browser's start; plots {painted[1] / alone:.1f} x "
+                  "the baseline")
             print(f"server peak while painting: {memory.peak / 2**20:.0f} MB resident")
             second = chromium_driver(folder / "profile-second")
             with PeakMemory(process) as memory:
@@ -175,12 +186,11 @@ def main(evaluations: int, pairs: int, writes: int, seed: int) -> None:
             def write(path: Path, page: bool) -> float:
                 target = Writer(path)
                 target.tell()
+                driver.get("about:blank")
+                time.sleep(6)   # the same pause either way: the server finds the journal
                 if page:
-                    time.sleep(6)
                     driver.get(f"{url}run/{run_id(path)}")
-                    time.sleep(1.5)
-                else:
-                    driver.get("about:blank")
+                time.sleep(1.5)
                 started = time.perf_counter()
                 for _ in range(writes):
                     target.tell()
@@ -189,9 +199,10 @@ def main(evaluations: int, pairs: int, writes: int, seed: int) -> None:
                 return took
 
             alone, watched = [], []
-            for pair in range(pairs):
-                alone.append(write(folder / f"alone{pair}.db", False))
-                watched.append(write(folder / f"watched{pair}.db", True))
+            for pair in range(pairs):   # ABBA: neither comes first every time
+                for page in ((False, True) if pair % 2 == 0 else (True, False)):
+                    took = write(folder / f"{'watched' if page else 'alone'}{pair}.db", page)
+                    (watched if page else alone).append(took)
             ratio = statistics.median(watched) / statistics.median(alone)
             print(f"writer, {writes} results one commit each, {pairs} pairs: without the page "
                   f"{statistics.median(alone):.2f} s, with it open {statistics.median(watched):.2f}"
@@ -206,7 +217,7 @@ def main(evaluations: int, pairs: int, writes: int, seed: int) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--evaluations", type=int, default=15625)
-    parser.add_argument("--pairs", type=int, default=3, help="paired writer runs")
+    parser.add_argument("--pairs", type=int, default=4, help="paired writer runs")
     parser.add_argument("--writes", type=int, default=1000, help="results a writer commits")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--quick", action="store_true", help="2,000 evaluations, 2 pairs")

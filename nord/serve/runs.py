@@ -165,9 +165,9 @@ def _rows(reader: JournalReader, sql: str, params: Tuple = ()) -> List[Any]:
 
 def run_delta(entry: Entry, cursor: Cursor) -> Dict[str, Any]:
     """What the run's page needs beyond ``cursor``: the run's line; the evaluations told
-    since (as lists in :data:`EVALUATION_FIELDS` order); the candidates in flight and the
-    epochs they recorded since; the legs from the first one still open; and the cursor
-    that follows. The first call (a zero cursor) also carries the run's metadata."""
+    since (as lists in :data:`EVALUATION_FIELDS` order); the candidates in flight and their
+    learning curves, whole (a few rows each); the legs from the first one still open; and
+    the cursor that follows. The first call (a zero cursor) also carries the metadata."""
     line = run_line(entry)
     if line["state"] == "unreadable":
         return {"run": line, "cursor": cursor.to_json()}
@@ -205,11 +205,13 @@ def _delta(reader: JournalReader, line: Dict[str, Any], cursor: Cursor) -> Dict[
     epochs: List[List[Any]] = []
     last_epoch = cursor.epochs
     if reader._version > 1:
-        for row in _rows(reader, f"SELECT rowid, {', '.join(EPOCH_FIELDS)} FROM epochs "
-                                 "WHERE rowid >= ? ORDER BY rowid", (cursor.epochs,)):
-            last_epoch = max(last_epoch, row[0] + 1)
-            if row["candidate"] in in_flight:
-                epochs.append([_json_value(value) for value in tuple(row)[1:]])
+        newest = _rows(reader, "SELECT MAX(rowid) FROM epochs")[0][0]
+        last_epoch = max(last_epoch, 0 if newest is None else newest + 1)
+        if in_flight:   # whole curves: a promoted candidate goes on from its earlier epochs
+            marks = ", ".join("?" * len(in_flight))
+            epochs = [[_json_value(value) for value in row] for row in _rows(
+                reader, f"SELECT {', '.join(EPOCH_FIELDS)} FROM epochs WHERE candidate IN "
+                        f"({marks}) ORDER BY candidate, epoch", tuple(in_flight))]
     out.update(evaluations=evaluations, in_flight=in_flight, epochs=epochs, legs=[
         {key: _json_value(value) for key, value in leg.items()} for leg in legs],
         cursor=Cursor(last_evaluation, last_epoch, next_legs).to_json())
@@ -218,8 +220,8 @@ def _delta(reader: JournalReader, line: Dict[str, Any], cursor: Cursor) -> Dict[
 
 def has_news(delta: Mapping[str, Any], cursor: Cursor) -> bool:
     """Whether a delta holds anything the page did not have at ``cursor``."""
-    return bool(delta.get("evaluations") or delta.get("epochs")
-                or delta.get("cursor") != cursor.to_json() or "evaluations" not in delta)
+    return bool(delta.get("evaluations") or delta.get("cursor") != cursor.to_json()
+                or "evaluations" not in delta)
 
 
 def _json_value(value: Any) -> Any:

@@ -28,7 +28,7 @@ class ServedView:
         self.socket = bind("127.0.0.1", 0)
         self.port = self.socket.getsockname()[1]
         config = uvicorn.Config(make_app(self.catalogue), log_level="warning",
-                                access_log=False, lifespan="off")
+                                access_log=False, lifespan="off", timeout_graceful_shutdown=1)
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run,
                                        kwargs={"sockets": [self.socket]}, daemon=True)

@@ -164,3 +164,15 @@ def test_another_host_than_loopback_is_served_with_a_warning(tmp_path):
     finally:
         _stop(server)
     assert "warning: serving on 0.0.0.0, not loopback" in server.stderr.read()
+
+
+def test_a_slurm_job_prints_the_command_that_opens_its_view():
+    env = {**os.environ, "SLURM_SUBMIT_HOST": "login1", "SLURM_SUBMIT_DIR": "/home/ada/nord",
+           "USER": "ada"}
+    printed = subprocess.run(
+        ["bash", str(ROOT / "slurm" / "serve_hint.sh"), ".venv/bin/nord", "run", "--journal",
+         "runs/async.db"], env=env, capture_output=True, text=True, check=True).stdout
+    assert ".venv/bin/nord serve /home/ada/nord/runs/async.db --port 8265" in printed
+    assert "ssh -N -L 8265:127.0.0.1:8265 ada@login1" in printed
+    for template in ("srun.sbatch", "mpirun.sbatch"):
+        assert 'bash slurm/serve_hint.sh "$@"' in (ROOT / "slurm" / template).read_text()

@@ -7,6 +7,8 @@ import hashlib
 import json
 import math
 import sqlite3
+import threading
+import time
 
 import pytest
 
@@ -149,12 +151,23 @@ def test_the_cursor_returns_only_what_was_added(tmp_path):
             assert first["in_flight"] == [1] and [e[:2] for e in first["epochs"]] == [[1, 1]]
             cursor = "&".join(f"{key}={value}" for key, value in first["cursor"].items())
             status, again = view.get(f"/api/run/{run_id}?{cursor}")
-            assert (again["evaluations"], again["epochs"]) == ([], []) and "metadata" not in again
+            assert again["evaluations"] == [] and "metadata" not in again
+            assert again["cursor"] == first["cursor"]
             journal.record([], [], [(1, _curve(2)[1], 0)])   # candidate 1's second epoch
-            status, grown = view.get(f"/api/run/{run_id}?{cursor}")
-            assert [e[:2] for e in grown["epochs"]] == [[1, 2]] and grown["evaluations"] == []
+            status, grown = view.get(f"/api/run/{run_id}?{cursor}&wait=1")
+            assert [e[:2] for e in grown["epochs"]] == [[1, 1], [1, 2]]   # its whole curve
+            assert grown["evaluations"] == [] and grown["cursor"] != first["cursor"]
+            cursor = "&".join(f"{key}={value}" for key, value in grown["cursor"].items())
+            answers = []
+            waiting = threading.Thread(target=lambda: answers.append(
+                (view.get(f"/api/run/{run_id}?{cursor}&wait=1"), time.monotonic())))
+            waiting.start()   # the request is held until the journal changes
+            time.sleep(0.5)
+            committed = time.monotonic()
             journal.record([], [told(1, 0.8)])
-            status, last = view.get(f"/api/run/{run_id}?{cursor}")
+            waiting.join(timeout=15)
+            (status, last), answered = answers[0]
+            assert 0 <= answered - committed < 1.0
             assert [row[1] for row in last["evaluations"]] == [1] and last["in_flight"] == []
             assert last["run"]["evaluations"] == 2 and math.isclose(last["run"]["best"], 0.8)
     finally:

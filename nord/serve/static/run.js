@@ -181,10 +181,10 @@
     const promoted = (data.legs || []).length > 0 && furthest();
     if ((data.legs || []).length) { legs.rows = [...state.legs.values()].map(legRow); legs.render(); }
     if (promoted) { candidates.rows = state.rows.map(candidateRow); }
+    state.curves = new Map();   // the whole curves of the candidates in flight
     for (const e of data.epochs || []) {
       if (!state.curves.has(e[0])) state.curves.set(e[0], []);
-      const curve = state.curves.get(e[0]);
-      if (!curve.some((p) => p[1] === e[1])) curve.push(e);
+      state.curves.get(e[0]).push(e);
     }
     const changed = fresh.length || promoted || state.cursor === null;
     state.inFlight = data.in_flight || [];
