@@ -36,7 +36,7 @@
         ? { x: X(node.x - node.width / 2), y: Y(node.y + node.height / 2), width: node.width * s, height: node.height * s, rx: 4, fill: node.colour, stroke: "#333" }
         : { cx: X(node.x), cy: Y(node.y), rx: node.width * s / 2, ry: node.height * s / 2, fill: "#fff", stroke: "#333" }));
       const top = Y(node.y) - (node.lines.length - 1) * 0.15 * s / 2;
-      node.lines.forEach((line, i) => g.append(svg("text", { x: X(node.x), y: top + i * 0.15 * s, "text-anchor": "middle", "dominant-baseline": "middle", "font-size": 11, "font-weight": i === 0 ? "bold" : "normal" }, line)));
+      node.lines.forEach((line, i) => g.append(svg("text", { x: X(node.x), y: top + i * 0.15 * s, "text-anchor": "middle", "dominant-baseline": "middle", "font-size": 10, "font-weight": i === 0 ? "bold" : "normal" }, line)));
       root.append(g);
     }
     box.replaceChildren(root);
@@ -100,7 +100,7 @@
       { x: epochs.map((e) => e.epoch), y: pick("valid_accuracy", 100), name: "validation accuracy (%)", type: "scatter", mode: "lines+markers" },
       { x: epochs.map((e) => e.epoch), y: pick("train_loss", 1), name: "training loss", yaxis: "y2", type: "scatter", mode: "lines+markers" },
       { x: epochs.map((e) => e.epoch), y: pick("valid_loss", 1), name: "validation loss", yaxis: "y2", type: "scatter", mode: "lines+markers" },
-    ], nord.layout("Learning curves", "epoch", "accuracy (%)", { yaxis2: { overlaying: "y", side: "right", title: { text: "loss" } } }), nord.config);
+    ], nord.layout("Learning curves", "epoch", "accuracy (%)", { margin: { l: 56, r: 56, t: 40, b: 44 }, yaxis2: { overlaying: "y", side: "right", title: { text: "loss" } } }), nord.config);
     signals(epochs);
     if (view.series) {
       const box = document.getElementById("series");
