@@ -8,11 +8,9 @@ other file; an id, cursor or candidate that is not one gets a 4xx, never a 500.
 """
 from __future__ import annotations
 
-import asyncio
 import gzip
 import json
 import logging
-import time
 import math
 import re
 from pathlib import Path
@@ -22,7 +20,7 @@ from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.gzip import GZipMiddleware
 from starlette.requests import Request
-from starlette.responses import FileResponse, JSONResponse, Response
+from starlette.responses import FileResponse, HTMLResponse, Response
 from starlette.routing import Route
 
 import plotly
@@ -31,7 +29,8 @@ from nord.errors import JournalError
 from nord.serve.candidate import candidate_view
 from nord.serve.catalogue import Catalogue, Entry
 from nord.serve.comparison import comparison_view
-from nord.serve.runs import Cursor, CursorError, has_news, run_delta, run_line, signature
+from nord.serve.prerender import run_facts, runs_table
+from nord.serve.runs import Cursor, CursorError, run_delta, run_line, signature_token
 
 __all__ = ["make_app"]
 
@@ -44,10 +43,6 @@ FILES["plotly.min.js"] = Path(plotly.__file__).parent / "package_data" / "plotly
 PAGES = {"runs": STATIC / "runs.html", "run": STATIC / "run.html",
          "candidate": STATIC / "candidate.html"}
 _MEDIA = {".js": "text/javascript", ".css": "text/css"}
-LONG_POLL_SECONDS = 10.0
-"""How long a run's page request with ``wait=1`` waits for its journal to change."""
-CHANGE_CHECK_SECONDS = 0.1
-"""How often a waiting request looks at the journal's size and time (two stat calls)."""
 _ID = re.compile(r"^[0-9a-f]{12}$")
 _NUMBER = re.compile(r"^[0-9]{1,12}$")
 HEADERS = {
@@ -89,7 +84,12 @@ def make_app(catalogue: Catalogue) -> Starlette:
                 return _not_found("no run with this id is served")
             if name == "candidate" and not _NUMBER.match(request.path_params["candidate"]):
                 return _not_found("a candidate is named by its number")
-            return FileResponse(PAGES[name], headers={**HEADERS, "Cache-Control": "no-cache"})
+            page = PAGES[name].read_text(encoding="utf-8")
+            if name == "runs":   # the numbers are in the HTML before any script runs
+                page = runs_table(page, [run_line(entry) for entry in catalogue.entries()])
+            elif name == "run":
+                page = run_facts(page, run_line(entry_of(request)))
+            return HTMLResponse(page, headers={**HEADERS, "Cache-Control": "no-store"})
         return handler
 
     packed: Dict[str, bytes] = {}
@@ -121,15 +121,13 @@ def make_app(catalogue: Catalogue) -> Starlette:
             return _error(400, str(error))
         if entry.kind != "journal":
             return _json({"run": run_line(entry), "cursor": cursor.to_json()})
-        # wait=1: answer when the journal changes (a commit shows within about 0.1 s) or
-        # after LONG_POLL_SECONDS, so a page open on an idle run costs next to nothing
-        before = signature(entry)
+        # seen=VERSION: nothing changed since the page's last answer costs two stat calls
+        version = signature_token(entry)
+        if request.query_params.get("seen") == version and cursor != Cursor():
+            return _json({"run": run_line(entry), "cursor": cursor.to_json(),
+                          "version": version, "unchanged": True})
         delta = run_delta(entry, cursor)
-        if request.query_params.get("wait") == "1" and not has_news(delta, cursor):
-            deadline = time.monotonic() + LONG_POLL_SECONDS
-            while time.monotonic() < deadline and signature(entry) == before:
-                await asyncio.sleep(CHANGE_CHECK_SECONDS)
-            delta = run_delta(entry, cursor)
+        delta["version"] = version
         return _json(delta)
 
     async def candidate(request: Request) -> Response:

@@ -9,6 +9,7 @@ Every query reads through :class:`~nord.journal.reads.JournalReader` with SQLite
 """
 from __future__ import annotations
 
+import hashlib
 import math
 import os
 import time
@@ -21,7 +22,7 @@ from nord.report.runs import is_multi_objective
 from nord.serve.catalogue import Entry
 
 __all__ = ["Cursor", "CursorError", "run_line", "run_delta", "open_reader", "json_ready",
-           "signature", "has_news"]
+           "signature", "signature_token"]
 
 EVALUATION_FIELDS = ("sequence", "candidate", "generation", "accuracy", "reported_accuracy",
                      "n_params", "epochs", "status", "error", "train_time", "started", "ended",
@@ -73,6 +74,11 @@ def signature(entry: Entry) -> Tuple:
         except OSError:
             parts += [None, None]
     return tuple(parts)
+
+
+def signature_token(entry: Entry) -> str:
+    """:func:`signature` as a short string a page sends back (``seen=``)."""
+    return hashlib.sha1(repr(signature(entry)).encode()).hexdigest()[:16]
 
 
 _LINES: Dict[str, Tuple[Tuple, Dict[str, Any]]] = {}
@@ -216,12 +222,6 @@ def _delta(reader: JournalReader, line: Dict[str, Any], cursor: Cursor) -> Dict[
         {key: _json_value(value) for key, value in leg.items()} for leg in legs],
         cursor=Cursor(last_evaluation, last_epoch, next_legs).to_json())
     return out
-
-
-def has_news(delta: Mapping[str, Any], cursor: Cursor) -> bool:
-    """Whether a delta holds anything the page did not have at ``cursor``."""
-    return bool(delta.get("evaluations") or delta.get("cursor") != cursor.to_json()
-                or "evaluations" not in delta)
 
 
 def _json_value(value: Any) -> Any:

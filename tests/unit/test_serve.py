@@ -7,8 +7,6 @@ import hashlib
 import json
 import math
 import sqlite3
-import threading
-import time
 
 import pytest
 
@@ -22,6 +20,7 @@ from tests.helpers.journals import ev, write_journal
 from tests.helpers.serving import ServedView
 
 XSS = "<script>alert(1)</script>"
+MARKUP = "<img src=x onerror=alert(1)>"
 
 
 def _curve(count):
@@ -44,6 +43,7 @@ def folder(tmp_path_factory):
     with sqlite3.connect(random) as connection:   # a layer named like markup, kept as text
         connection.execute("UPDATE evaluations SET descriptor = ? WHERE sequence = 0",
                            (json.dumps(descriptor),))
+    write_journal(root / f"{MARKUP}.db", [[ev(0.3)]])   # a file name is markup too
     (root / "notes.txt").write_text("not a journal")
     (root / "truncated.db").write_bytes((root / "ga.db").read_bytes()[:100])
     (root / "random-bytes.db").write_bytes(bytes(range(256)) * 8)
@@ -73,7 +73,7 @@ def _lines(view):
 def test_the_runs_list_has_nord_lists_numbers(view, folder):
     lines = _lines(view)
     runs, _ = list_runs(folder)
-    assert len(runs) == 2
+    assert len(runs) == 3
     for run in runs:
         line = lines[str(run["path"])]
         assert (line["state"], line["evaluations"], line["budget"], line["failed"]) == (
@@ -154,20 +154,17 @@ def test_the_cursor_returns_only_what_was_added(tmp_path):
             assert again["evaluations"] == [] and "metadata" not in again
             assert again["cursor"] == first["cursor"]
             journal.record([], [], [(1, _curve(2)[1], 0)])   # candidate 1's second epoch
-            status, grown = view.get(f"/api/run/{run_id}?{cursor}&wait=1")
+            status, grown = view.get(f"/api/run/{run_id}?{cursor}")
             assert [e[:2] for e in grown["epochs"]] == [[1, 1], [1, 2]]   # its whole curve
             assert grown["evaluations"] == [] and grown["cursor"] != first["cursor"]
             cursor = "&".join(f"{key}={value}" for key, value in grown["cursor"].items())
-            answers = []
-            waiting = threading.Thread(target=lambda: answers.append(
-                (view.get(f"/api/run/{run_id}?{cursor}&wait=1"), time.monotonic())))
-            waiting.start()   # the request is held until the journal changes
-            time.sleep(0.5)
-            committed = time.monotonic()
+            seen = f"/api/run/{run_id}?{cursor}&seen={grown['version']}"
+            status, same = view.get(seen)   # nothing changed: no rows read
+            assert same["unchanged"] and "evaluations" not in same
+            assert same["run"]["state"] == "running"
             journal.record([], [told(1, 0.8)])
-            waiting.join(timeout=15)
-            (status, last), answered = answers[0]
-            assert 0 <= answered - committed < 1.0
+            status, last = view.get(seen)
+            assert "unchanged" not in last and last["version"] != grown["version"]
             assert [row[1] for row in last["evaluations"]] == [1] and last["in_flight"] == []
             assert last["run"]["evaluations"] == 2 and math.isclose(last["run"]["best"], 0.8)
     finally:
@@ -239,3 +236,15 @@ def test_the_view_binds_loopback_and_refuses_a_bad_address():
 def test_a_missing_path_is_refused(tmp_path):
     with pytest.raises(Exception, match="does not exist"):
         Catalogue([tmp_path / "nope"])
+
+
+def test_the_pages_carry_their_numbers_before_any_script_runs(view, folder):
+    lines = _lines(view)
+    status, page = view.request("GET", "/")
+    page = page.decode()
+    assert status == 200 and '<td data-field="evaluations" class="num">4/99</td>' in page
+    assert "unreadable" in page and MARKUP not in page   # paths escaped
+    assert "&lt;img src=x onerror=alert(1)&gt;.db" in page
+    ga = lines[str(folder / "ga.db")]
+    status, page = view.request("GET", f"/run/{ga['id']}")
+    assert '<dd data-field="evaluations">4 of 99</dd>' in page.decode()

@@ -160,14 +160,17 @@
   }
 
   async function step() {
-    // after the first answer, the server holds each request until the journal changes
-    const query = state.cursor ? "?" + new URLSearchParams({ ...state.cursor, wait: 1 }) : "";
+    // after the first answer, the server answers 'unchanged' at the cost of two stat calls
+    // until the journal's files change
+    const query = state.cursor ? "?" + new URLSearchParams({ ...state.cursor, seen: state.version }) : "";
     const pending = early;
     early = null;
     const data = await (pending || nord.getJSON(`/api/run/${id}${query}`));
     state.run = data.run;
     facts(data.run);
     if (data.run.kind === "comparison") return comparison();
+    if (data.unchanged) return null;
+    state.version = data.version;
     if (data.metadata) state.scored = (data.metadata.evaluator || {}).proxy !== undefined;
     const fresh = data.evaluations || [];
     state.rows.push(...fresh);
@@ -239,7 +242,7 @@
     const again = async () => {
       let done = null, failed = false;
       try { done = await step(); nord.stamp(null); } catch (error) { nord.stamp(error); failed = true; }
-      if (done !== "done") setTimeout(again, failed ? 2000 : 100);
+      if (done !== "done") setTimeout(again, failed ? 2000 : 250);
     };
     again();
   };
