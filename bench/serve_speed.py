@@ -10,7 +10,7 @@ temporary folder, starts `nord serve` on it (a process of its own) and a headles
 * paint: the run page of the whole run, cold (new browser profile), from navigation to the
   first paint of its numbers and tables and of its plots (the page's own
   ``performance.now()``), and from before the browser starts; the baseline, measured in the
-  same run, is plotly.min.js alone loaded and run cold on a blank page;
+  same run, is plotly.min.js alone loaded and run cold on a page of the server's;
 * the server's memory (resident set, peak sampled every 50 ms while pages load);
 * a new result: a writer commits results one at a time into a live journal whose page is
   open; the time from each commit until the page holds it (median and max);
@@ -127,7 +127,8 @@ def main(evaluations: int, pairs: int, writes: int, seed: int) -> None:
                   f"idle, no page open: {cpu_share(process, 10):.2f} % of a core over 10 s")
 
             baseline = chromium_driver(folder / "profile-baseline")
-            baseline.get("about:blank")
+            baseline.get(f"{url}static/style.css")   # a page of the server's own origin
+            baseline.set_script_timeout(60)
             alone = baseline.execute_async_script(
                 "const done = arguments[0], s = document.createElement('script'), t = "
                 "performance.now(); s.onload = () => done(performance.now() - t); s.src = "

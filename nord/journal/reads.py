@@ -25,6 +25,16 @@ def _real(value: Optional[float]) -> float:
     return math.nan if value is None else float(value)
 
 
+def run_state(meta: Dict[str, Any], version: int = 2) -> str:
+    """:meth:`JournalReader.state` of a run's metadata as read (so that a reader holding it
+    can ask again, without the file, whether its writer still lives)."""
+    if meta["status"] != "running" or version == 1:
+        return meta["status"]
+    writer = Writer.from_json(meta.get("writer"))
+    alive = writer is not None and writer.alive(meta.get("heartbeat"))
+    return "running" if alive else "killed"
+
+
 class JournalReader(JournalFile):
     """The queries of a journal: every method reads, none writes."""
 
@@ -77,12 +87,7 @@ class JournalReader(JournalFile):
     def state(self) -> str:
         """The status, except that a run still marked ``running`` whose writer is gone
         (``kill -9``, a lost host, a power cut) is ``killed``."""
-        meta = self.metadata()
-        if meta["status"] != "running" or self._version == 1:
-            return meta["status"]
-        writer = Writer.from_json(meta.get("writer"))
-        alive = writer is not None and writer.alive(meta.get("heartbeat"))
-        return "running" if alive else "killed"
+        return run_state(self.metadata(), self._version)
 
     def count(self) -> int:
         """The number of evaluations recorded."""

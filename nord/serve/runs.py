@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from nord.errors import JournalError
-from nord.journal.reads import JournalReader
+from nord.journal.reads import JournalReader, run_state
 from nord.report.runs import is_multi_objective
 from nord.serve.catalogue import Entry
 
@@ -81,8 +81,9 @@ def signature_token(entry: Entry) -> str:
     return hashlib.sha1(repr(signature(entry)).encode()).hexdigest()[:16]
 
 
-_LINES: Dict[str, Tuple[Tuple, Dict[str, Any]]] = {}
-"""entry id -> (signature, summary): a journal that did not change is not read again."""
+_LINES: Dict[str, Tuple[Tuple, Dict[str, Any], int]] = {}
+"""entry id -> (signature, summary, schema version): a journal whose files did not change
+is not read again."""
 
 
 def _finite(value: Any) -> Optional[float]:
@@ -108,17 +109,17 @@ def run_line(entry: Entry, now: Optional[float] = None) -> Dict[str, Any]:
         return {**base, "state": "unreadable",
                 "error": f"'{entry.path}' is not a nord journal or comparison"}
     held_signature = signature(entry)
-    try:
-        with _closing(open_reader(entry)) as reader:
-            held = _LINES.get(entry.id)
-            if held is not None and held[0] == held_signature:
-                summary = dict(held[1])
-            else:
-                summary = reader.summary()
-                _LINES[entry.id] = (held_signature, summary)
-            state = reader.state()   # a writer can die without touching its file
-    except JournalError as error:
-        return {**base, "state": "unreadable", "error": str(error)}
+    held = _LINES.get(entry.id)
+    if held is not None and held[0] == held_signature:   # the files did not change
+        summary, version = held[1], held[2]
+    else:
+        try:
+            with _closing(open_reader(entry)) as reader:
+                summary, version = reader.summary(), reader._version
+        except JournalError as error:
+            return {**base, "state": "unreadable", "error": str(error)}
+        _LINES[entry.id] = (held_signature, summary, version)
+    state = run_state(summary, version)   # a writer can die without touching its files
     elapsed = summary.get("running_seconds")
     if elapsed is None:
         elapsed = _finite(summary.get("wall_time"))

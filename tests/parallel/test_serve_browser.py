@@ -62,6 +62,7 @@ def site(tmp_path_factory):
     descriptor["connections"][0][0] = XSS
     with sqlite3.connect(marked) as connection:
         connection.execute("UPDATE evaluations SET descriptor = ?", (json.dumps(descriptor),))
+    write_journal(folder / "table.db", [[ev(0.5, 300), ev(None), ev(0.7, 100)]])
     (folder / "junk.db").write_text("not a journal")
     runs = {"short": _search(folder / "short.db", 2, folder / "short.log"),
             "doomed": _search(folder / "doomed.db", 50, folder / "doomed.log")}
@@ -176,3 +177,29 @@ def test_a_slurm_job_prints_the_command_that_opens_its_view():
     assert "ssh -N -L 8265:127.0.0.1:8265 ada@login1" in printed
     for template in ("srun.sbatch", "mpirun.sbatch"):
         assert 'bash slurm/serve_hint.sh "$@"' in (ROOT / "slurm" / template).read_text()
+
+
+def test_the_candidates_table_sorts_and_filters_and_runs_overlay(site):
+    driver = site["driver"]
+    driver.get(site["url"])
+    ids = wait_for(lambda: {line["path"].rsplit("/", 1)[1]: line["id"] for line in
+                            driver.execute_script("return window.nordRuns.lines")
+                            if line["state"] != "unreadable"}, 10)
+    for name in ("table.db", "marked.db"):
+        driver.find_element("css selector", f'tr[data-run="{ids[name]}"] input').click()
+    wait_for(lambda: driver.execute_script(
+        "return document.getElementById('overlay').data.length") == 2, 10)
+    driver.get(f"{site['url']}run/{ids['table.db']}")
+
+    def column(index):
+        return [row.find_elements("css selector", "td")[index].text for row in
+                driver.find_elements("css selector", "#candidates tbody tr")]
+
+    wait_for(lambda: column(0) == ["0", "1", "2"], 10)
+    driver.find_element("xpath", "//table[@id='candidates']//th[text()='accuracy']").click()
+    assert column(3) == ["50.00 %", "70.00 %", "-"]   # missing values last
+    driver.find_element("xpath", "//table[@id='candidates']//th[text()='accuracy']").click()
+    assert column(3) == ["70.00 %", "50.00 %", "-"]
+    driver.find_element("id", "filter").send_keys("failed")
+    assert column(0) == ["1"]
+    assert driver.find_element("css selector", "#failures tbody").text.endswith("synthetic failure")
