@@ -10,7 +10,7 @@ import sqlite3
 
 import pytest
 
-from nord.errors import ConfigurationError
+from nord.errors import ConfigurationError, JournalError
 from nord.evaluators.result import EpochRecord, EvaluationResult
 from nord.journal import CandidateRecord, EvaluationRecord, Journal, RunRecord, list_runs
 from nord.journal.reads import JournalReader
@@ -234,7 +234,7 @@ def test_the_view_binds_loopback_and_refuses_a_bad_address():
 
 
 def test_a_missing_path_is_refused(tmp_path):
-    with pytest.raises(Exception, match="does not exist"):
+    with pytest.raises(JournalError, match="does not exist"):
         Catalogue([tmp_path / "nope"])
 
 
@@ -248,3 +248,11 @@ def test_the_pages_carry_their_numbers_before_any_script_runs(view, folder):
     ga = lines[str(folder / "ga.db")]
     status, page = view.request("GET", f"/run/{ga['id']}")
     assert '<dd data-field="evaluations">4 of 99</dd>' in page.decode()
+
+
+def test_nord_serve_refuses_a_missing_path_and_a_bad_port(capsys, tmp_path):
+    from nord.app.cli import main
+    assert main(["serve", str(tmp_path / "nope")]) == 2
+    assert "does not exist; give run journals" in capsys.readouterr().err
+    assert main(["serve", str(tmp_path), "--port", "70000"]) == 2
+    assert "--port must be between 0 and 65535" in capsys.readouterr().err

@@ -26,7 +26,8 @@ def register(commands) -> None:
     serve = commands.add_parser(
         "serve", help="a live web view of runs (read-only)",
         description="A web page that shows runs, their candidates and comparisons as they "
-                    "are written, updated every second; it only reads the files given.")
+                    "are written (a new result shows within a second); it only reads the "
+                    "files given.")
     serve.add_argument("paths", nargs="*", default=["runs"],
                        help="journals, 'nord compare --json' files, or folders searched with "
                             "their sub-folders (default: runs)")
