@@ -81,9 +81,9 @@ def signature_token(entry: Entry) -> str:
     return hashlib.sha1(repr(signature(entry)).encode()).hexdigest()[:16]
 
 
-_LINES: Dict[str, Tuple[Tuple, Dict[str, Any], int]] = {}
-"""entry id -> (signature, summary, schema version): a journal whose files did not change
-is not read again."""
+_LINES: Dict[str, Tuple[Tuple, Dict[str, Any], int, float]] = {}
+"""entry id -> (signature, summary, schema version, reusable until): a journal whose files did
+not change is not read again."""
 
 
 def _finite(value: Any) -> Optional[float]:
@@ -110,15 +110,20 @@ def run_line(entry: Entry, now: Optional[float] = None) -> Dict[str, Any]:
                 "error": f"'{entry.path}' is not a nord journal or comparison"}
     held_signature = signature(entry)
     held = _LINES.get(entry.id)
-    if held is not None and held[0] == held_signature:   # the files did not change
-        summary, version = held[1], held[2]
+    if held is not None and (held[0] == held_signature or time.monotonic() < held[3]):
+        summary, version = held[1], held[2]   # unchanged, or read again too recently
     else:
+        started = time.monotonic()
         try:
             with _closing(open_reader(entry)) as reader:
                 summary, version = reader.summary(), reader._version
         except JournalError as error:
             return {**base, "state": "unreadable", "error": str(error)}
-        _LINES[entry.id] = (held_signature, summary, version)
+        # a writer's checkpoint waits for readers: a summary that takes long is read at
+        # most once in ten times its cost (a second at most) while the run writes
+        cost = time.monotonic() - started
+        _LINES[entry.id] = (held_signature, summary, version,
+                            time.monotonic() + min(1.0, 10 * cost))
     state = run_state(summary, version)   # a writer can die without touching its files
     elapsed = summary.get("running_seconds")
     if elapsed is None:

@@ -160,7 +160,7 @@
   }
 
   async function step() {
-    // after the first answer, the server answers 'unchanged' at the cost of two stat calls
+    // every 0.4 s; after the first answer, the server answers 'unchanged' at the cost of two stat calls
     // until the journal's files change
     const query = state.cursor ? "?" + new URLSearchParams({ ...state.cursor, seen: state.version }) : "";
     const pending = early;
@@ -242,7 +242,7 @@
     const again = async () => {
       let done = null, failed = false;
       try { done = await step(); nord.stamp(null); } catch (error) { nord.stamp(error); failed = true; }
-      if (done !== "done") setTimeout(again, failed ? 2000 : 250);
+      if (done !== "done") setTimeout(again, failed ? 2000 : 400);
     };
     again();
   };
