@@ -16,10 +16,13 @@ temporary folder, starts `nord serve` on it (a process of its own) and a headles
   open; the time from each commit until the page holds it (median and max);
 * the server's CPU share idle (no page), with a finished run's page open, and while a
   writer commits with its page open;
-* writer slowdown, paired: the same writer (results committed one at a time, as a run
-  does) with and without the page open on its journal, alternated; the ratio of medians.
+* writer slowdown: the same writer (results committed one at a time, as a run does) alone,
+  polled by a plain client asking what the page asks (the server's reads alone), and with
+  the page open in Chromium on the same machine (the browser's drawing too), in rotated
+  order; the ratios of medians.
 """
 import argparse
+import json
 import os
 import statistics
 import subprocess
@@ -27,6 +30,8 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.parse
+import urllib.request
 from pathlib import Path
 
 import psutil
@@ -80,6 +85,29 @@ class Writer:
     def close(self) -> None:
         self.journal.finish("finished")
         self.journal.close()
+
+
+class Poller:
+    """What a run's page asks, without a browser: every 0.4 s, the rows after the cursor,
+    sending back the version it was given."""
+
+    def __init__(self, url: str):
+        self.url, self._stop = url, threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self):
+        query = ""
+        while not self._stop.is_set():
+            with urllib.request.urlopen(self.url + query, timeout=10) as response:
+                data = json.loads(response.read())
+            if not data.get("unchanged"):
+                query = "?" + urllib.parse.urlencode({**data["cursor"], "seen": data["version"]})
+            self._stop.wait(0.4)
+
+    def stop(self):
+        self._stop.set()
+        self._thread.join()
 
 
 def cpu_share(process: psutil.Process, seconds: float) -> float:
@@ -184,30 +212,36 @@ def main(evaluations: int, pairs: int, writes: int, seed: int) -> None:
                   f"(median of 10; max {max(delays):.2f} s); server CPU meanwhile "
                   f"{share:.1f} % of a core")
 
-            def write(path: Path, page: bool) -> float:
+            def write(path: Path, how: str) -> float:
                 target = Writer(path)
                 target.tell()
                 driver.get("about:blank")
-                time.sleep(6)   # the same pause either way: the server finds the journal
-                if page:
+                time.sleep(6)   # the same pause every time: the server finds the journal
+                poller = Poller(f"{url}api/run/{run_id(path)}") if how == "requests" else None
+                if how == "page":
                     driver.get(f"{url}run/{run_id(path)}")
                 time.sleep(1.5)
                 started = time.perf_counter()
                 for _ in range(writes):
                     target.tell()
                 took = time.perf_counter() - started
+                if poller is not None:
+                    poller.stop()
                 target.close()
                 return took
 
-            alone, watched = [], []
-            for pair in range(pairs):   # ABBA: neither comes first every time
-                for page in ((False, True) if pair % 2 == 0 else (True, False)):
-                    took = write(folder / f"{'watched' if page else 'alone'}{pair}.db", page)
-                    (watched if page else alone).append(took)
-            ratio = statistics.median(watched) / statistics.median(alone)
-            print(f"writer, {writes} results one commit each, {pairs} pairs: without the page "
-                  f"{statistics.median(alone):.2f} s, with it open {statistics.median(watched):.2f}"
-                  f" s (medians): {ratio:.2f} x")
+            times = {"alone": [], "requests": [], "page": []}
+            for trial in range(pairs):   # rotated: no condition comes first every time
+                order = list(times)[trial % 3:] + list(times)[:trial % 3]
+                for how in order:
+                    times[how].append(write(folder / f"{how}{trial}.db", how))
+            alone = statistics.median(times["alone"])
+            print(f"writer, {writes} results one commit each, {pairs} trials each, medians: "
+                  f"alone {alone:.2f} s; polled as the page polls, by a plain client (the "
+                  f"server's reads alone) {statistics.median(times['requests']):.2f} s "
+                  f"({statistics.median(times['requests']) / alone:.2f} x); with the page open "
+                  f"in Chromium on the same machine {statistics.median(times['page']):.2f} s "
+                  f"({statistics.median(times['page']) / alone:.2f} x)")
             print(f"server at the end: {process.memory_info().rss / 2**20:.0f} MB resident")
             driver.quit()
         finally:
@@ -218,7 +252,7 @@ def main(evaluations: int, pairs: int, writes: int, seed: int) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--evaluations", type=int, default=15625)
-    parser.add_argument("--pairs", type=int, default=4, help="paired writer runs")
+    parser.add_argument("--pairs", type=int, default=4, help="writer trials per condition")
     parser.add_argument("--writes", type=int, default=1000, help="results a writer commits")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--quick", action="store_true", help="2,000 evaluations, 2 pairs")

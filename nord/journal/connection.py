@@ -48,6 +48,24 @@ class JournalFile:
         self._connection: Optional[sqlite3.Connection] = None
         self._version = SCHEMA_VERSION
 
+    def __enter__(self) -> "JournalFile":
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the connection; a later read opens it again."""
+        if self._connection is not None:
+            self._connection.close()
+            self._connection = None
+
+    @property
+    def schema_version(self) -> int:
+        """The schema version of the file (read when it is opened)."""
+        self._open()
+        return self._version
+
     def exists(self) -> bool:
         """Whether the file exists and holds a nord journal with a run."""
         if not self.path.exists():

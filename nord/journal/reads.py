@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import math
 import sqlite3
-from typing import Any, Dict, List, Optional, Union
+from typing import Any, Dict, List, Optional, Sequence, Union
 
 from nord.errors import JournalError
 from nord.journal.connection import JournalFile
@@ -88,6 +88,22 @@ class JournalReader(JournalFile):
         """The status, except that a run still marked ``running`` whose writer is gone
         (``kill -9``, a lost host, a power cut) is ``killed``."""
         return run_state(self.metadata(), self._version)
+
+    def query(self, sql: str, params: Sequence[Any] = ()) -> List[sqlite3.Row]:
+        """The rows of a read query of one's own (a viewer's incremental reads); a damaged
+        file raises JournalError."""
+        return self._query(sql, params)
+
+    def evaluation(self, candidate: int) -> Optional[Dict[str, Any]]:
+        """The candidate's evaluation as :meth:`evaluations` gives it (at its furthest leg),
+        or None when it has none yet."""
+        rows = self._query("SELECT * FROM evaluations WHERE candidate = ?", (candidate,))
+        if not rows:
+            return None
+        try:
+            return self._furthest([self._evaluation_dict(rows[0])])[0]
+        except (TypeError, ValueError, KeyError) as error:
+            raise self._damaged(error) from error
 
     def count(self) -> int:
         """The number of evaluations recorded."""

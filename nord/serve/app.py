@@ -103,8 +103,8 @@ def make_app(catalogue: Catalogue) -> Starlette:
         if "gzip" in request.headers.get("accept-encoding", ""):
             if name not in packed:   # compressed once, not on every cold page
                 packed[name] = gzip.compress(path.read_bytes(), compresslevel=6)
-            return Response(packed[name], media_type=_MEDIA[path.suffix],
-                            headers={**headers, "Content-Encoding": "gzip", "Vary": "Accept-Encoding"})
+            return Response(packed[name], media_type=_MEDIA[path.suffix], headers={
+                **headers, "Content-Encoding": "gzip", "Vary": "Accept-Encoding"})
         return FileResponse(path, headers=headers)
 
     async def runs(request: Request) -> Response:

@@ -13,9 +13,9 @@ from typing import Any, Dict, List, Optional
 
 from nord.architecture.descriptor import NeuralDescriptor
 from nord.errors import JournalError, NordError
-from nord.report.architecture import _colour, layered_layout
+from nord.report.architecture import layer_colour, layered_layout
 from nord.serve.catalogue import Entry
-from nord.serve.runs import _closing, json_ready, open_reader
+from nord.serve.runs import json_ready, open_reader
 
 __all__ = ["candidate_view"]
 
@@ -34,7 +34,8 @@ def drawing(descriptor: Dict[str, Any]) -> Dict[str, Any]:
     return {
         "nodes": [{"name": node.name, "kind": node.kind, "lines": node.lines, "x": node.x,
                    "y": node.y, "width": node.width, "height": node.height,
-                   "colour": _colour(node.layer_type) if node.kind == "layer" else "#ffffff"}
+                   "colour": (layer_colour(node.layer_type) if node.kind == "layer"
+                              else "#ffffff")}
                   for node in layout.nodes.values()],
         "edges": [{"source": source, "target": target, "route": route}
                   for source, target, route in layout.edges],
@@ -59,17 +60,17 @@ def _checkpoints(path: Path, candidate: int) -> List[Dict[str, Any]]:
 def _series(reader, candidate: int) -> Optional[Dict[str, Any]]:
     """The candidate's per-step series as a layers-by-steps grid, when the journal has a
     series table: ``{"names", "steps", "values"}`` (values[name][step]); None without one."""
-    tables = {row[0] for row in reader._query("SELECT name FROM sqlite_master WHERE type='table'")}
+    tables = {row[0] for row in reader.query("SELECT name FROM sqlite_master WHERE type='table'")}
     if SERIES_TABLE not in tables:
         return None
-    columns = [row[1] for row in reader._query(f"PRAGMA table_info({SERIES_TABLE})")]
+    columns = [row[1] for row in reader.query(f"PRAGMA table_info({SERIES_TABLE})")]
     name = next((c for c in ("layer", "name", "series", "key") if c in columns), None)
     step = next((c for c in ("step", "epoch") if c in columns), None)
     value = next((c for c in ("value", "mean") if c in columns), None)
     if "candidate" not in columns or None in (name, step, value):
         return {"error": f"the series table has columns {columns}, which this view cannot "
                          "draw (it needs candidate, a layer name, a step and a value)"}
-    rows = reader._query(f"SELECT {name}, {step}, {value} FROM {SERIES_TABLE} "
+    rows = reader.query(f"SELECT {name}, {step}, {value} FROM {SERIES_TABLE} "
                          f"WHERE candidate = ? ORDER BY {step} LIMIT 200000", (candidate,))
     names = sorted({str(row[0]) for row in rows})
     steps = sorted({row[1] for row in rows})
@@ -87,24 +88,19 @@ def candidate_view(entry: Entry, candidate: int) -> Optional[Dict[str, Any]]:
     Raises:
         JournalError: the journal cannot be read.
     """
-    with _closing(open_reader(entry)) as reader:
-        asked = reader._query("SELECT candidate, generation, genome, asked FROM candidates "
+    with open_reader(entry) as reader:
+        asked = reader.query("SELECT candidate, generation, genome, asked FROM candidates "
                               "WHERE candidate = ?", (candidate,))
-        rows = reader._query("SELECT * FROM evaluations WHERE candidate = ?", (candidate,))
-        if not asked and not rows:
+        evaluation = reader.evaluation(candidate)
+        if not asked and evaluation is None:
             return None
-        evaluation = None
-        if rows:
-            try:
-                evaluation = reader._furthest([reader._evaluation_dict(rows[0])])[0]
-            except (TypeError, ValueError, KeyError) as error:
-                raise reader._damaged(error) from error
         descriptor = None
         if evaluation is not None and evaluation.get("descriptor"):
             try:
                 descriptor = json.loads(evaluation["descriptor"])
             except ValueError as error:
-                raise reader._damaged(error) from error
+                raise JournalError(f"'{entry.path}' holds a descriptor of candidate "
+                                   f"{candidate} that is not JSON ({error})") from error
         genome = (evaluation or {}).get("genome")
         if genome is None and asked:
             genome = json.loads(asked[0]["genome"])

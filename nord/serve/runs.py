@@ -115,8 +115,8 @@ def run_line(entry: Entry, now: Optional[float] = None) -> Dict[str, Any]:
     else:
         started = time.monotonic()
         try:
-            with _closing(open_reader(entry)) as reader:
-                summary, version = reader.summary(), reader._version
+            with open_reader(entry) as reader:
+                summary, version = reader.summary(), reader.schema_version
         except JournalError as error:
             return {**base, "state": "unreadable", "error": str(error)}
         # a writer's checkpoint waits for readers: a summary that takes long is read at
@@ -156,25 +156,6 @@ def _objectives(meta: Mapping[str, Any]) -> int:
     return 2 if is_multi_objective(meta) else 1
 
 
-class _closing:
-    """Close a reader's connection when done (a page polls; no file stays held)."""
-
-    def __init__(self, reader: JournalReader):
-        self.reader = reader
-
-    def __enter__(self) -> JournalReader:
-        return self.reader
-
-    def __exit__(self, *exc_info) -> None:
-        if self.reader._connection is not None:
-            self.reader._connection.close()
-            self.reader._connection = None
-
-
-def _rows(reader: JournalReader, sql: str, params: Tuple = ()) -> List[Any]:
-    return reader._query(sql, params)
-
-
 def run_delta(entry: Entry, cursor: Cursor) -> Dict[str, Any]:
     """What the run's page needs beyond ``cursor``: the run's line; the evaluations told
     since (as lists in :data:`EVALUATION_FIELDS` order); the candidates in flight and their
@@ -183,7 +164,7 @@ def run_delta(entry: Entry, cursor: Cursor) -> Dict[str, Any]:
     line = run_line(entry)
     if line["state"] == "unreadable":
         return {"run": line, "cursor": cursor.to_json()}
-    with _closing(open_reader(entry)) as reader:
+    with open_reader(entry) as reader:
         try:
             return _delta(reader, line, cursor)
         except JournalError as error:
@@ -198,32 +179,32 @@ def _delta(reader: JournalReader, line: Dict[str, Any], cursor: Cursor) -> Dict[
         out["metadata"] = {name: meta.get(name) for name in (
             "algorithm", "parameters", "seed", "space", "evaluator", "dataset", "mode",
             "budget", "scheduler", "config", "created", "status", "status_detail")}
-    rows = _rows(reader, f"SELECT {', '.join(EVALUATION_FIELDS)} FROM evaluations "
-                         "WHERE sequence >= ? ORDER BY sequence", (cursor.evaluations,))
+    rows = reader.query(f"SELECT {', '.join(EVALUATION_FIELDS)} FROM evaluations "
+                        "WHERE sequence >= ? ORDER BY sequence", (cursor.evaluations,))
     evaluations = [[_json_value(value) for value in row] for row in rows]
     last_evaluation = rows[-1]["sequence"] + 1 if rows else cursor.evaluations
-    legs = [] if reader._version == 1 else [dict(row) for row in _rows(
-        reader, "SELECT leg, candidate, start_epochs, target_epochs, started, ended, "
-                "accuracy, reported_accuracy, status, error, decision, detail FROM legs WHERE leg >= ? "
-                "ORDER BY leg", (cursor.legs,))]
+    legs = [] if reader.schema_version == 1 else [dict(row) for row in reader.query(
+        "SELECT leg, candidate, start_epochs, target_epochs, started, ended, accuracy, "
+        "reported_accuracy, status, error, decision, detail FROM legs WHERE leg >= ? "
+        "ORDER BY leg", (cursor.legs,))]
     open_legs = [leg["leg"] for leg in legs if leg["ended"] is None]
     next_legs = min(open_legs) if open_legs else (legs[-1]["leg"] + 1 if legs else cursor.legs)
-    in_flight = sorted({row[0] for row in _rows(
-        reader, "SELECT candidate FROM candidates WHERE candidate NOT IN "
-                "(SELECT candidate FROM evaluations)")} | {leg["candidate"] for leg in legs
-                                                          if leg["ended"] is None})
+    untold = reader.query("SELECT candidate FROM candidates WHERE candidate NOT IN "
+                          "(SELECT candidate FROM evaluations)")
+    in_flight = sorted({row[0] for row in untold}
+                       | {leg["candidate"] for leg in legs if leg["ended"] is None})
     if line["state"] != "running":
         in_flight = []
     epochs: List[List[Any]] = []
     last_epoch = cursor.epochs
-    if reader._version > 1:
-        newest = _rows(reader, "SELECT MAX(rowid) FROM epochs")[0][0]
+    if reader.schema_version > 1:
+        newest = reader.query("SELECT MAX(rowid) FROM epochs")[0][0]
         last_epoch = max(last_epoch, 0 if newest is None else newest + 1)
         if in_flight:   # whole curves: a promoted candidate goes on from its earlier epochs
             marks = ", ".join("?" * len(in_flight))
-            epochs = [[_json_value(value) for value in row] for row in _rows(
-                reader, f"SELECT {', '.join(EPOCH_FIELDS)} FROM epochs WHERE candidate IN "
-                        f"({marks}) ORDER BY candidate, epoch", tuple(in_flight))]
+            epochs = [[_json_value(value) for value in row] for row in reader.query(
+                f"SELECT {', '.join(EPOCH_FIELDS)} FROM epochs WHERE candidate IN ({marks}) "
+                "ORDER BY candidate, epoch", tuple(in_flight))]
     out.update(evaluations=evaluations, in_flight=in_flight, epochs=epochs, legs=[
         {key: _json_value(value) for key, value in leg.items()} for leg in legs],
         cursor=Cursor(last_evaluation, last_epoch, next_legs).to_json())

@@ -112,7 +112,8 @@ def test_malformed_requests_get_a_4xx_and_the_server_lives_on(view, folder):
     run_id = next(line["id"] for line in _lines(view).values() if line["path"].endswith("ga.db"))
     for path, expected in [
             (f"/api/run/{run_id}?evaluations=-1", 400), (f"/api/run/{run_id}?epochs=1e9", 400),
-            (f"/api/run/{run_id}?legs=" + "9" * 40, 400), (f"/api/run/{run_id}?evaluations=%00", 400),
+            (f"/api/run/{run_id}?legs=" + "9" * 40, 400),
+            (f"/api/run/{run_id}?evaluations=%00", 400),
             (f"/api/run/{run_id}/candidate/99999999999", 404),
             (f"/api/run/{run_id}/candidate/abc", 404), (f"/api/run/{run_id}/candidate/-3", 404),
             (f"/run/{run_id}/candidate/x", 404), ("/api/run/" + "f" * 12, 404),

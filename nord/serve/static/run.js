@@ -169,7 +169,12 @@
     state.run = data.run;
     facts(data.run);
     if (data.run.kind === "comparison") return comparison();
-    if (data.unchanged) return null;
+    if (data.unchanged) {
+      if (state.stale && window.Plotly && performance.now() - state.plotAt >= 1000) {
+        plotAll(); plotCurves(); state.stale = false; state.plotAt = performance.now();
+      }
+      return null;
+    }
     state.version = data.version;
     if (data.metadata) state.scored = (data.metadata.evaluator || {}).proxy !== undefined;
     const fresh = data.evaluations || [];
@@ -189,7 +194,7 @@
       if (!state.curves.has(e[0])) state.curves.set(e[0], []);
       state.curves.get(e[0]).push(e);
     }
-    const changed = fresh.length || promoted || state.cursor === null;
+    const changed = fresh.length || promoted || state.cursor === null || (data.epochs || []).length || state.inFlight.length !== (data.in_flight || []).length;
     state.inFlight = data.in_flight || [];
     state.cursor = data.cursor;
     if (changed) {
@@ -202,8 +207,12 @@
     if (state.paintedAt === undefined) afterPaint((at) => { state.paintedAt = at; });
     await nord.plotly();
     if (state.plotlyAt === undefined) state.plotlyAt = performance.now();
-    if (changed || state.plottedAt === undefined) plotAll();
-    plotCurves();
+    if (changed) state.stale = true;
+    // the plots are drawn again at most once a second: a run that writes many results a
+    // second should not cost the browser (often the same machine) a core
+    if (state.stale && !(performance.now() - (state.plotAt || -Infinity) < 1000)) {
+      plotAll(); plotCurves(); state.stale = false; state.plotAt = performance.now();
+    }
     if (state.plottedAt === undefined) afterPaint((at) => { state.plottedAt = at; });
   }
 
