@@ -17,12 +17,11 @@ temporary folder, starts `nord serve` on it (a process of its own) and a headles
 * the server's CPU share idle (no page), with a finished run's page open, and while a
   writer commits with its page open;
 * writer slowdown: the same writer (results committed one at a time, as a run does) alone,
-  polled by a plain client asking what the page asks (the server's reads alone), and with
+  polled by a plain client process asking what the page asks (the server's reads alone), and with
   the page open in Chromium on the same machine (the browser's drawing too), in rotated
   order; the ratios of medians.
 """
 import argparse
-import json
 import os
 import statistics
 import subprocess
@@ -30,8 +29,6 @@ import sys
 import tempfile
 import threading
 import time
-import urllib.parse
-import urllib.request
 from pathlib import Path
 
 import psutil
@@ -87,27 +84,18 @@ class Writer:
         self.journal.close()
 
 
-class Poller:
-    """What a run's page asks, without a browser: every 0.4 s, the rows after the cursor,
-    sending back the version it was given."""
-
-    def __init__(self, url: str):
-        self.url, self._stop = url, threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
-
-    def _run(self):
-        query = ""
-        while not self._stop.is_set():
-            with urllib.request.urlopen(self.url + query, timeout=10) as response:
-                data = json.loads(response.read())
-            if not data.get("unchanged"):
-                query = "?" + urllib.parse.urlencode({**data["cursor"], "seen": data["version"]})
-            self._stop.wait(0.4)
-
-    def stop(self):
-        self._stop.set()
-        self._thread.join()
+POLLER = """
+import json, sys, time, urllib.parse, urllib.request
+url, query = sys.argv[1], ""
+while True:
+    with urllib.request.urlopen(url + query, timeout=10) as response:
+        data = json.loads(response.read())
+    if not data.get("unchanged"):
+        query = "?" + urllib.parse.urlencode({**data["cursor"], "seen": data["version"]})
+    time.sleep(0.4)
+"""
+"""What a run's page asks, without a browser, in a process of its own as a client would be:
+every 0.4 s, the rows after the cursor, sending back the version it was given."""
 
 
 def cpu_share(process: psutil.Process, seconds: float) -> float:
@@ -217,7 +205,9 @@ def main(evaluations: int, pairs: int, writes: int, seed: int) -> None:
                 target.tell()
                 driver.get("about:blank")
                 time.sleep(6)   # the same pause every time: the server finds the journal
-                poller = Poller(f"{url}api/run/{run_id(path)}") if how == "requests" else None
+                poller = (subprocess.Popen([sys.executable, "-c", POLLER,
+                                            f"{url}api/run/{run_id(path)}"])
+                          if how == "requests" else None)
                 if how == "page":
                     driver.get(f"{url}run/{run_id(path)}")
                 time.sleep(1.5)
@@ -226,7 +216,8 @@ def main(evaluations: int, pairs: int, writes: int, seed: int) -> None:
                     target.tell()
                 took = time.perf_counter() - started
                 if poller is not None:
-                    poller.stop()
+                    poller.kill()
+                    poller.wait()
                 target.close()
                 return took
 
@@ -252,8 +243,8 @@ def main(evaluations: int, pairs: int, writes: int, seed: int) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--evaluations", type=int, default=15625)
-    parser.add_argument("--pairs", type=int, default=4, help="writer trials per condition")
-    parser.add_argument("--writes", type=int, default=1000, help="results a writer commits")
+    parser.add_argument("--pairs", type=int, default=6, help="writer trials per condition")
+    parser.add_argument("--writes", type=int, default=500, help="results a writer commits")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--quick", action="store_true", help="2,000 evaluations, 2 pairs")
     args = parser.parse_args()
