@@ -29,6 +29,7 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.request
 from pathlib import Path
 
 import psutil
@@ -142,6 +143,9 @@ def main(evaluations: int, pairs: int, writes: int, seed: int) -> None:
             print(f"server started: {process.memory_info().rss / 2**20:.0f} MB resident; "
                   f"idle, no page open: {cpu_share(process, 10):.2f} % of a core over 10 s")
 
+            request = urllib.request.Request(f"{url}static/plotly.min.js",
+                                             headers={"Accept-Encoding": "gzip"})
+            urllib.request.urlopen(request).read()   # the server compresses it once, first
             baseline = chromium_driver(folder / "profile-baseline")
             baseline.get(f"{url}static/style.css")   # a page of the server's own origin
             baseline.set_script_timeout(60)
