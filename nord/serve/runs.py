@@ -83,7 +83,11 @@ def signature_token(entry: Entry) -> str:
 
 _LINES: Dict[str, Tuple[Tuple, Dict[str, Any], int, float]] = {}
 """entry id -> (signature, summary, schema version, reusable until): a journal whose files did
-not change is not read again."""
+not change is not read again, nor one read too recently."""
+
+
+_UNTOLD_FROM: Dict[str, int] = {}
+"""journal path -> the first candidate that had no result at the last read."""
 
 
 def _finite(value: Any) -> Optional[float]:
@@ -120,10 +124,10 @@ def run_line(entry: Entry, now: Optional[float] = None) -> Dict[str, Any]:
         except JournalError as error:
             return {**base, "state": "unreadable", "error": str(error)}
         # a writer's checkpoint waits for readers: a summary that takes long is read at
-        # most once in ten times its cost (a second at most) while the run writes
+        # most once in thirty times its cost (two seconds at most) while the run writes
         cost = time.monotonic() - started
         _LINES[entry.id] = (held_signature, summary, version,
-                            time.monotonic() + min(1.0, 10 * cost))
+                            time.monotonic() + min(2.0, 30 * cost))
     state = run_state(summary, version)   # a writer can die without touching its files
     elapsed = summary.get("running_seconds")
     if elapsed is None:
@@ -189,8 +193,17 @@ def _delta(reader: JournalReader, line: Dict[str, Any], cursor: Cursor) -> Dict[
         "ORDER BY leg", (cursor.legs,))]
     open_legs = [leg["leg"] for leg in legs if leg["ended"] is None]
     next_legs = min(open_legs) if open_legs else (legs[-1]["leg"] + 1 if legs else cursor.legs)
-    untold = reader.query("SELECT candidate FROM candidates WHERE candidate NOT IN "
-                          "(SELECT candidate FROM evaluations)")
+    # every candidate below the first untold one was told (results are never removed):
+    # only those from it on are looked at
+    newest = reader.query("SELECT MAX(candidate) FROM candidates")[0][0]
+    start = _UNTOLD_FROM.get(str(reader.path), 0)
+    if newest is None or newest + 1 < start:   # a new run in the same file
+        start = 0
+    untold = reader.query("SELECT candidate FROM candidates WHERE candidate >= ? AND candidate "
+                          "NOT IN (SELECT candidate FROM evaluations WHERE candidate >= ?)",
+                          (start, start))
+    _UNTOLD_FROM[str(reader.path)] = (min(row[0] for row in untold) if untold
+                                      else 0 if newest is None else newest + 1)
     in_flight = sorted({row[0] for row in untold}
                        | {leg["candidate"] for leg in legs if leg["ended"] is None})
     if line["state"] != "running":

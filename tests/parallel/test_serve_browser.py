@@ -23,6 +23,9 @@ pytestmark = pytest.mark.processes
 ROOT = Path(__file__).resolve().parents[2]
 NORD = [sys.executable, "-m", "nord"]
 XSS = "<script>alert(1)</script>"
+EPOCHS = 4
+"""Epochs of each candidate of the real runs (a candidate's last epoch and its result may
+land in one commit, so a point is looked for before the last one)."""
 
 
 def _env():
@@ -32,8 +35,8 @@ def _env():
 def _search(journal: Path, budget: int, log: Path) -> subprocess.Popen:
     """A real search whose epochs take about a second (batches of 2 on Digits)."""
     return subprocess.Popen(
-        NORD + ["run", "--algorithm", "random_search", "--budget", str(budget), "--epochs", "3",
-                "--batch-size", "2", "--threads", "1", "--journal", str(journal)],
+        NORD + ["run", "--algorithm", "random_search", "--budget", str(budget), "--epochs",
+                str(EPOCHS), "--batch-size", "2", "--threads", "1", "--journal", str(journal)],
         env=_env(), stdout=log.open("w"), stderr=subprocess.STDOUT)
 
 
@@ -112,7 +115,7 @@ def test_a_training_candidates_curve_gains_a_point_before_it_ends(site):
         return {item.get_attribute("data-candidate"): int(item.get_attribute("data-points"))
                 for item in items}
 
-    seen = wait_for(lambda: {c: n for c, n in training().items() if 1 <= n < 3}, 40)
+    seen = wait_for(lambda: {c: n for c, n in training().items() if 1 <= n < EPOCHS - 1}, 40)
     candidate, points = next(iter(seen.items()))
     wait_for(lambda: training().get(candidate, 0) > points, 20)   # still listed: still training
 

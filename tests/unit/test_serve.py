@@ -167,7 +167,7 @@ def test_the_cursor_returns_only_what_was_added(tmp_path):
             journal.record([], [told(1, 0.8)])
             status, last = view.get(seen)
             assert "unchanged" not in last and last["version"] != grown["version"]
-            time.sleep(1.0)   # a run's line may be up to a second old while the run writes
+            time.sleep(2.0)   # a run's line may be two seconds old while the run writes
             status, last = view.get(seen)
             assert [row[1] for row in last["evaluations"]] == [1] and last["in_flight"] == []
             assert last["run"]["evaluations"] == 2 and math.isclose(last["run"]["best"], 0.8)
