@@ -39,6 +39,7 @@ bench: setup
 	$(PYTHON) bench/async_dispatch.py
 	$(PYTHON) bench/descriptor_identity.py
 	$(PYTHON) bench/report_speed.py
+	$(PYTHON) bench/serve_speed.py
 	$(PYTHON) bench/local_search.py
 	$(PYTHON) bench/paper_question.py
 	$(PYTHON) bench/asha.py

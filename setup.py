@@ -10,7 +10,8 @@ setup(
     license="MIT",
     python_requires=">=3.10",
     packages=find_packages(include=["nord", "nord.*"]),
-    package_data={"nord": ["benchmarks/nasbench201/data/*.csv.gz", "benchmarks/nasbench201/data/*.md"]},
+    package_data={"nord": ["benchmarks/nasbench201/data/*.csv.gz", "benchmarks/nasbench201/data/*.md",
+                           "serve/static/*"]},
     # torch is installed first and pinned by scripts/setup.sh (an unpinned torch pulls
     # the CUDA build); the range here then installs nothing more.
     install_requires=["numpy>=1.21", "torch>=2.1", "scikit-learn>=1.0", "matplotlib>=3.5", "tqdm>=4.60"],
@@ -18,8 +19,13 @@ setup(
         "mpi": ["mpi4py>=3.1"],
         "pygmo": ["pygmo>=2.19"],
         "optuna": ["optuna>=4.0", "cmaes>=0.10"],   # cmaes: Optuna's CMA-ES sampler
-        "all": ["mpi4py>=3.1", "pygmo>=2.19", "optuna>=4.0", "cmaes>=0.10"],
-        "test": ["pytest>=7", "hypothesis>=6", "pytest-timeout>=2", "pytest-xdist>=3.5", "networkx>=2.6"],
+        # nord serve: the web server, and plotly for its plotly.min.js (served locally, no CDN)
+        "serve": ["starlette>=0.37", "uvicorn>=0.29", "plotly>=5"],
+        "all": ["mpi4py>=3.1", "pygmo>=2.19", "optuna>=4.0", "cmaes>=0.10",
+                "starlette>=0.37", "uvicorn>=0.29", "plotly>=5"],
+        # selenium drives Debian's chromium-driver in the view's browser tests
+        "test": ["pytest>=7", "hypothesis>=6", "pytest-timeout>=2", "pytest-xdist>=3.5", "networkx>=2.6",
+                 "selenium>=4.10"],
     },
     # Plug-ins: a registry that misses a name loads its group once (nord/registry.py), so the
     # generic catalogues find the benchmark without naming it. Other packages add theirs to

@@ -56,16 +56,17 @@ if [ "${NORD_SKIP_CLUSTER_TOOLS:-0}" != 1 ] && ! have_cluster_tools; then
     fi
 fi
 
-# 2b. Headless Chromium, in which the report tests open report.html (as root only; without
-#     it those tests are skipped, saying why).
-if ! command -v chromium >/dev/null 2>&1; then
+# 2b. Headless Chromium and its driver, in which the report tests open report.html and the
+#     live view's tests open nord serve's pages (as root only; without them those tests are
+#     skipped, saying why).
+if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null 2>&1; then
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-        say "installing Chromium for the report tests"
+        say "installing Chromium and chromedriver for the report and live view tests"
         export DEBIAN_FRONTEND=noninteractive
         { apt-get update -qq && apt-get install -y -qq --no-install-recommends \
-            chromium chromium-driver >/dev/null; } || say "Chromium could not be installed: the report's browser tests will be skipped"
+            chromium chromium-driver >/dev/null; } || say "Chromium could not be installed: the browser tests will be skipped"
     else
-        say "Chromium is missing: the report's browser tests will be skipped"
+        say "Chromium is missing: the browser tests will be skipped"
     fi
 fi
 
@@ -104,7 +105,7 @@ fi
 say "torch: $("$PY" -c "import torch; print(torch.__version__, 'CUDA', torch.version.cuda or 'none', '| GPUs seen:', torch.cuda.device_count())")"
 
 # 5. nord itself, editable, with every optional dependency and the test tools.
-if ! "$PY" -c "import nord, mpi4py, pygmo, optuna, pytest, xdist, hypothesis, matplotlib, sklearn" 2>/dev/null \
+if ! "$PY" -c "import nord, mpi4py, pygmo, optuna, pytest, xdist, hypothesis, matplotlib, sklearn, starlette, uvicorn, plotly, selenium" 2>/dev/null \
    || [ setup.py -nt "$VENV/.nord-installed" ]; then
     say "installing nord and its dependencies"
     pip_install -e ".[all,test]"

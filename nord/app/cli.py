@@ -24,7 +24,8 @@ import sys
 import time
 from typing import List, Optional
 
-from nord.app.commands import compare, config, export, layers, listing, report, resume, run
+from nord.app.commands import (compare, config, export, layers, listing, report, resume, run,
+                               serve)
 from nord.errors import NordError, RunInterrupted
 from nord.version import __version__
 
@@ -43,7 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    for command in (run, resume, config, report, listing, export, compare, layers):
+    for command in (run, resume, config, report, listing, export, compare, layers, serve):
         command.register(commands)
 
     from nord.app.data_commands import register as register_data

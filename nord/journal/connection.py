@@ -38,12 +38,33 @@ class JournalFile:
 
     Args:
         path: the database file, created only by ``_open(create=True)``.
+        read_only: open it with SQLite's ``mode=ro``, so that this connection cannot write
+            the file whatever the file's permissions (a viewer beside a live run).
     """
 
-    def __init__(self, path: Union[str, os.PathLike]):
+    def __init__(self, path: Union[str, os.PathLike], read_only: bool = False):
         self.path = Path(path)
+        self.read_only = read_only
         self._connection: Optional[sqlite3.Connection] = None
         self._version = SCHEMA_VERSION
+
+    def __enter__(self) -> "JournalFile":
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the connection; a later read opens it again."""
+        if self._connection is not None:
+            self._connection.close()
+            self._connection = None
+
+    @property
+    def schema_version(self) -> int:
+        """The schema version of the file (read when it is opened)."""
+        self._open()
+        return self._version
 
     def exists(self) -> bool:
         """Whether the file exists and holds a nord journal with a run."""
@@ -65,6 +86,10 @@ class JournalFile:
         try:
             if not create and read_only(self.path):
                 connection = self._connect_read_only()
+            elif self.read_only:   # a live file, read as it grows: never 'immutable'
+                uri = f"{Path(os.path.abspath(self.path)).as_uri()}?mode=ro"
+                connection = sqlite3.connect(uri, uri=True, timeout=30.0,
+                                             isolation_level=None)
             else:
                 connection = sqlite3.connect(str(self.path), timeout=30.0,
                                              isolation_level=None)

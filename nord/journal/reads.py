@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import math
 import sqlite3
-from typing import Any, Dict, List, Optional, Union
+from typing import Any, Dict, List, Optional, Sequence, Union
 
 from nord.errors import JournalError
 from nord.journal.connection import JournalFile
@@ -23,6 +23,16 @@ from nord.journal.writers import Writer
 def _real(value: Optional[float]) -> float:
     """SQLite stores NaN as NULL; read it back as NaN."""
     return math.nan if value is None else float(value)
+
+
+def run_state(meta: Dict[str, Any], version: int = 2) -> str:
+    """:meth:`JournalReader.state` of a run's metadata as read (so that a reader holding it
+    can ask again, without the file, whether its writer still lives)."""
+    if meta["status"] != "running" or version == 1:
+        return meta["status"]
+    writer = Writer.from_json(meta.get("writer"))
+    alive = writer is not None and writer.alive(meta.get("heartbeat"))
+    return "running" if alive else "killed"
 
 
 class JournalReader(JournalFile):
@@ -77,12 +87,23 @@ class JournalReader(JournalFile):
     def state(self) -> str:
         """The status, except that a run still marked ``running`` whose writer is gone
         (``kill -9``, a lost host, a power cut) is ``killed``."""
-        meta = self.metadata()
-        if meta["status"] != "running" or self._version == 1:
-            return meta["status"]
-        writer = Writer.from_json(meta.get("writer"))
-        alive = writer is not None and writer.alive(meta.get("heartbeat"))
-        return "running" if alive else "killed"
+        return run_state(self.metadata(), self._version)
+
+    def query(self, sql: str, params: Sequence[Any] = ()) -> List[sqlite3.Row]:
+        """The rows of a read query of one's own (a viewer's incremental reads); a damaged
+        file raises JournalError."""
+        return self._query(sql, params)
+
+    def evaluation(self, candidate: int) -> Optional[Dict[str, Any]]:
+        """The candidate's evaluation as :meth:`evaluations` gives it (at its furthest leg),
+        or None when it has none yet."""
+        rows = self._query("SELECT * FROM evaluations WHERE candidate = ?", (candidate,))
+        if not rows:
+            return None
+        try:
+            return self._furthest([self._evaluation_dict(rows[0])])[0]
+        except (TypeError, ValueError, KeyError) as error:
+            raise self._damaged(error) from error
 
     def count(self) -> int:
         """The number of evaluations recorded."""

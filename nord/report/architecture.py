@@ -20,7 +20,8 @@ from typing import Dict, List, Optional, Sequence, Tuple, Union
 from nord.architecture.descriptor import NeuralDescriptor
 from nord.errors import MissingDependencyError
 
-__all__ = ["NodeBox", "Layout", "layered_layout", "draw_descriptor", "layer_label"]
+__all__ = ["NodeBox", "Layout", "layered_layout", "draw_descriptor", "layer_label",
+           "layer_colour"]
 
 logger = logging.getLogger(__name__)
 
@@ -303,7 +304,8 @@ _COLOURS = (
 )
 
 
-def _colour(layer_type: str) -> str:
+def layer_colour(layer_type: str) -> str:
+    """The fill of a layer's box, by its type (the live view draws boxes in the same colours)."""
     lowered = layer_type.lower()
     for words, colour in _COLOURS:
         if any(word in lowered for word in words):
@@ -367,7 +369,7 @@ def draw_descriptor(descriptor: NeuralDescriptor, path: Union[str, os.PathLike],
     for node in layout.nodes.values():
         left, bottom = node.x - node.width / 2, node.y - node.height / 2
         if node.kind == "layer":
-            style, face = "round,pad=0,rounding_size=0.06", _colour(node.layer_type)
+            style, face = "round,pad=0,rounding_size=0.06", layer_colour(node.layer_type)
         else:
             style, face = "round,pad=0,rounding_size=0.15", "#ffffff"
         axes.add_patch(FancyBboxPatch((left, bottom), node.width, node.height, boxstyle=style,

@@ -28,6 +28,10 @@ ELSEWHERE = {
     "legacy": "tests/parallel/test_legacy_mpi.py and tests/unit/test_legacy_examples.py run "
               "the 2018 examples",
     "-m gpu": "needs a GPU: CI collects tests/unit/test_gpu.py, which skips without CUDA",
+    "nord serve": "serves until stopped: tests/parallel/test_serve_browser.py runs it beside "
+                  "real runs and reads it in Chromium",
+    "ssh -N": "needs a login node to tunnel to; slurm/serve_hint.sh, which prints the line, is "
+              "tested in tests/parallel/test_serve_browser.py",
 }
 
 
