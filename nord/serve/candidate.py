@@ -58,28 +58,24 @@ def _checkpoints(path: Path, candidate: int) -> List[Dict[str, Any]]:
 
 
 def _series(reader, candidate: int) -> Optional[Dict[str, Any]]:
-    """The candidate's per-step series as a layers-by-steps grid, when the journal has a
-    series table: ``{"names", "steps", "values"}`` (values[name][step]); None without one."""
+    """The candidate's per-step series (docs/journal.md, table ``series``) as a
+    names-by-steps grid: ``{"names", "steps", "values"}``, a step labelled ``epoch:step``
+    (steps count from 0 in each epoch) and ``values[name][step]``; None for a journal written
+    before series were kept."""
     tables = {row[0] for row in reader.query("SELECT name FROM sqlite_master WHERE type='table'")}
     if SERIES_TABLE not in tables:
         return None
-    columns = [row[1] for row in reader.query(f"PRAGMA table_info({SERIES_TABLE})")]
-    name = next((c for c in ("layer", "name", "series", "key") if c in columns), None)
-    step = next((c for c in ("step", "epoch") if c in columns), None)
-    value = next((c for c in ("value", "mean") if c in columns), None)
-    if "candidate" not in columns or None in (name, step, value):
-        return {"error": f"the series table has columns {columns}, which this view cannot "
-                         "draw (it needs candidate, a layer name, a step and a value)"}
-    rows = reader.query(f"SELECT {name}, {step}, {value} FROM {SERIES_TABLE} "
-                         f"WHERE candidate = ? ORDER BY {step} LIMIT 200000", (candidate,))
+    rows = reader.query(f"SELECT name, epoch, step, value FROM {SERIES_TABLE} "
+                        "WHERE candidate = ? ORDER BY epoch, step LIMIT 200000", (candidate,))
     names = sorted({str(row[0]) for row in rows})
-    steps = sorted({row[1] for row in rows})
+    steps = sorted({(row[1], row[2]) for row in rows})
     index = {s: i for i, s in enumerate(steps)}
     grid = {n: [None] * len(steps) for n in names}
     for row in rows:
-        if isinstance(row[2], (int, float)) and math.isfinite(row[2]):
-            grid[str(row[0])][index[row[1]]] = float(row[2])
-    return {"names": names, "steps": steps, "values": [grid[n] for n in names]}
+        if isinstance(row[3], (int, float)) and math.isfinite(row[3]):
+            grid[str(row[0])][index[(row[1], row[2])]] = float(row[3])
+    return {"names": names, "steps": [f"{epoch}:{step}" for epoch, step in steps],
+            "values": [grid[n] for n in names]}
 
 
 def candidate_view(entry: Entry, candidate: int) -> Optional[Dict[str, Any]]:

@@ -190,11 +190,11 @@ def test_journals_are_opened_read_only(view, folder):
     reader._connection.close()
 
 
-def test_a_candidate_has_its_drawing_curves_and_no_series_table(view, folder):
+def test_a_candidate_has_its_drawing_curves_and_no_series(view, folder):
     lines = _lines(view)
     ga, random = lines[str(folder / "ga.db")]["id"], lines[str(folder / "deep" / "random.db")]["id"]
     status, body = view.get(f"/api/run/{ga}/candidate/0")
-    assert status == 200 and body["series"] is None
+    assert status == 200 and body["series"]["names"] == []   # no callback returned values
     assert [e["epoch"] for e in body["epochs"]] == [1, 2, 3]
     assert {node["name"] for node in body["drawing"]["nodes"]} >= {"conv", "relu"}
     status, body = view.get(f"/api/run/{ga}/candidate/1")
@@ -203,17 +203,18 @@ def test_a_candidate_has_its_drawing_curves_and_no_series_table(view, folder):
     assert XSS in {node["name"] for node in body["drawing"]["nodes"]}
 
 
-def test_a_series_table_becomes_a_layers_by_steps_grid(tmp_path):
-    path = write_journal(tmp_path / "series.db", [[ev(0.5)]])
-    with sqlite3.connect(path) as connection:
-        connection.execute("CREATE TABLE series (candidate, layer, step, value)")
-        connection.executemany("INSERT INTO series VALUES (0, ?, ?, ?)",
-                               [("conv", 1, 0.5), ("conv", 2, 0.25), ("relu", 2, 1.0)])
+def test_the_journals_series_become_a_names_by_steps_grid(tmp_path):
+    from nord.evaluators.result import EpochRecord
+    # as the evaluator reports them: [step within the epoch, name, value]
+    path = write_journal(tmp_path / "series.db", [[ev(0.5)]], epochs={0: [
+        EpochRecord(1, 0.5, 0.5, 0.5, 1.0, series=[[0, "conv", 0.5], [4, "conv", 0.25],
+                                                   [4, "relu", 1.0]]),
+        EpochRecord(2, 0.4, 0.6, 0.4, 1.0, series=[[0, "conv", 0.125]])]})
     with ServedView([path]) as view:
         run_id = view.catalogue.entries()[0].id
         series = view.get(f"/api/run/{run_id}/candidate/0")[1]["series"]
-    assert series == {"names": ["conv", "relu"], "steps": [1, 2],
-                      "values": [[0.5, 0.25], [None, 1.0]]}
+    assert series == {"names": ["conv", "relu"], "steps": ["1:0", "1:4", "2:0"],
+                      "values": [[0.5, 0.25, 0.125], [None, 1.0, None]]}
 
 
 def test_a_comparison_is_served_with_its_curves(view, folder):
