@@ -8,6 +8,7 @@ generator itself, and journals written either way resume alike::
     draws.integers(6)            # == int(np.random.default_rng(0).integers(6))
     draws.choice(10, 3)          # == Generator.choice(10, size=3, replace=False).tolist()
     draws.genome(space)          # == space.sample(rng), for a space that ``fits``
+    draws.mutant(space, genome)  # == evolution.mutate_one(space, genome, draws), likewise
 
 Every draw of the generator must then go through the same IntegerDraws.
 Details (why, numpy's methods, the limits): docs/search.md.
