@@ -226,7 +226,9 @@ def simulate(algorithm, dataset: str, seed: int, setting: SimulatedSetting,
     latest_new = deque(maxlen=STALL_NEW)   # positions (1-based) of the latest new cells
     # [results at which the run stalls, results told]; charged repeats move the clock, so
     # such a run reaches its time budget and never stalls
-    stall = [STALL_WINDOW if repeats == "free" else math.inf, 0]
+    stalls = repeats == "free"
+    stall = [STALL_WINDOW if stalls else math.inf, 0]
+    epochs_told = bracketed and not by_legs
 
     def told(progress) -> None:
         outcome = progress.outcome
@@ -234,10 +236,10 @@ def simulate(algorithm, dataset: str, seed: int, setting: SimulatedSetting,
         add_index(outcome.key)
         add_accuracy(result.accuracy)
         add_time(now())
-        if bracketed and not by_legs:
+        if epochs_told:
             epochs.append(result.epochs)
         stall[1] += 1
-        if outcome.cached_from is None:
+        if stalls and outcome.cached_from is None:
             latest_new.append(stall[1])
             if len(latest_new) == STALL_NEW:
                 stall[0] = latest_new[0] + STALL_WINDOW

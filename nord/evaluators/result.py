@@ -84,8 +84,9 @@ class EvaluationResult:
     def copy(self) -> "EvaluationResult":
         """An independent copy (its metrics dict too), e.g. for a cached repeat."""
         clone = object.__new__(EvaluationResult)
-        clone.__dict__.update(self.__dict__)
-        clone.metrics = dict(self.metrics)
+        values = self.__dict__.copy()
+        values["metrics"] = dict(values["metrics"])
+        clone.__dict__ = values   # one dict built, not two (a repeat's every result is a copy)
         return clone
 
     def to_dict(self) -> Dict[str, Any]:

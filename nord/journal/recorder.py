@@ -26,6 +26,9 @@ __all__ = ["RunRecorder", "NoJournal", "recorder_for"]
 class RunRecorder:
     """The rows of a run since its last commit, written to ``journal`` in one transaction."""
 
+    keeps = True
+    """Whether it keeps rows (a run without a journal skips the calls: they would do nothing)."""
+
     def __init__(self, journal):
         self.journal = journal
         self._candidates: List[CandidateRecord] = []
@@ -73,6 +76,8 @@ class RunRecorder:
 
 class _Dropped(RunRecorder):
     """A recorder that keeps nothing (the run has no journal)."""
+
+    keeps = False
 
     def __init__(self):
         super().__init__(None)

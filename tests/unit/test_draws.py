@@ -105,13 +105,49 @@ def test_fits_only_spaces_that_sample_as_every_space_does_with_integer_genes_wit
     assert not IntegerDraws.fits(Inverted()) and not IntegerDraws.fits(EvenSum())
 
 
-def test_mutation_through_draws_is_mutation_through_the_generator():
-    numpy_rng, draws = np.random.default_rng(11), IntegerDraws(np.random.default_rng(11))
-    genome = Uneven().sample(np.random.default_rng(0))
+class OneGene(SearchSpace):
+    """One gene that can change (the other is fixed): a mutation draws only its value."""
+
+    lower = (0, 2)
+    upper = (5, 2)
+
+
+@pytest.mark.parametrize("space", [Uneven(), OneGene(), NASBench201Space()])
+def test_mutation_through_draws_is_mutation_through_the_generator(space):
+    numpy_rng = np.random.default_rng(11)
+    draws, inline = IntegerDraws(np.random.default_rng(11)), IntegerDraws(np.random.default_rng(11))
+    genome = space.sample(np.random.default_rng(0))
     for _ in range(2_000):
-        expected = mutate_one(Uneven(), genome, numpy_rng)
-        assert mutate_one(Uneven(), genome, draws) == expected
+        expected = mutate_one(space, genome, numpy_rng)
+        assert mutate_one(space, genome, draws) == expected
+        assert inline.mutant(space, genome) == expected
         genome = expected
+
+
+def _reference_choice(draws, population, size):
+    """numpy's choice without replacement, one ``below`` at a time."""
+    picks = []
+    for top in range(population - size, population):
+        value = draws.below(top + 1)
+        picks.append(top if value in picks else value)
+    for index in range(size - 1, 0, -1):
+        other = draws.below(index + 1)
+        picks[index], picks[other] = picks[other], picks[index]
+    return picks
+
+
+def test_inline_draws_reject_what_below_rejects():
+    """An output of 0 falls in the rejected sliver of every range that is not a power of two;
+    the inline draws of ``choice`` and ``mutant`` must reject it as ``below`` does."""
+    plan = random.Random(5)
+    for _ in range(300):
+        outputs = [0 if plan.random() < 0.4 else plan.randrange(2**32) for _ in range(40)]
+        first, second = (IntegerDraws(np.random.default_rng(0)) for _ in range(2))
+        first._outputs, second._outputs = list(outputs), list(outputs)
+        assert first.choice(10, 3) == _reference_choice(second, 10, 3)
+        assert first.mutant(Uneven(), (4, 3, 0, 1, 9)) == mutate_one(Uneven(), (4, 3, 0, 1, 9),
+                                                                     second)
+        assert first._outputs == second._outputs
 
 
 def _proposals(space, seed, population, sample, use_draws, steps=600,

@@ -68,6 +68,20 @@ def test_result_bookkeeping_fields():
     assert result.descriptor_hash == descriptor.hash
 
 
+def test_a_genome_result_holds_every_field_a_keyword_result_would():
+    """The evaluator builds its results positionally (they are built by the thousand): each
+    field must land where its name says."""
+    from nord.evaluators.result import EvaluationResult
+    result = BenchmarkEvaluator().evaluate_genome(KNOWN_GENOME)
+    expected = EvaluationResult(accuracy=result.accuracy, n_params=result.n_params, epochs=12,
+                                reported_accuracy=result.reported_accuracy, train_time=0.0,
+                                metrics=result.metrics)
+    assert math.isnan(result.loss) and result.status == "ok"
+    assert list(vars(result).items())[2:] == list(vars(expected).items())[2:]
+    assert 0.0 < result.accuracy < 1.0 and 0.0 < result.reported_accuracy < 1.0
+    assert result.n_params > 0 and result.metrics["index"] >= 0
+
+
 def test_metrics_identify_the_row():
     metrics = BenchmarkEvaluator("cifar100").descriptor_evaluate(
         cell_to_descriptor(KNOWN_GENOME)).metrics

@@ -8,6 +8,7 @@ generator itself, and journals written either way resume alike::
     draws.integers(6)            # == int(np.random.default_rng(0).integers(6))
     draws.choice(10, 3)          # == Generator.choice(10, size=3, replace=False).tolist()
     draws.genome(space)          # == space.sample(rng), for a space that ``fits``
+    draws.mutant(space, genome)  # == evolution.mutate_one(space, genome, draws), likewise
 
 Every draw of the generator must then go through the same IntegerDraws.
 Details (why, numpy's methods, the limits): docs/search.md.
@@ -104,19 +105,60 @@ class IntegerDraws:
             raise ConfigurationError(
                 f"IntegerDraws.choice needs 0 <= size <= population <= {CHOICE_LIMIT}; got "
                 f"population={population}, size={size}")
-        below, picks = self.below, []
+        # below(count) inline (count <= CHOICE_LIMIT, so never the whole range): the draws
+        # of a parent's tournament are most of an evolution's own time
+        picks: List[int] = []
+        outputs = self._outputs
         for top in range(population - size, population):
-            if top:   # below(top + 1), its common case inline
-                scaled = (self._outputs or self._refill()).pop() * (top + 1)
-                value = (scaled >> 32 if (scaled & _MASK) > top
-                         else self._rest(scaled, top + 1))
+            if top:
+                if not outputs:
+                    outputs = self._refill()
+                scaled = outputs.pop() * (top + 1)
+                if (scaled & _MASK) > top:
+                    value = scaled >> 32
+                else:
+                    value = self._rest(scaled, top + 1)
+                    outputs = self._outputs
             else:
                 value = 0
             picks.append(top if value in picks else value)
         for index in range(size - 1, 0, -1):
-            other = below(index + 1)
+            count = index + 1
+            if not outputs:
+                outputs = self._refill()
+            scaled = outputs.pop() * count
+            if (scaled & _MASK) < count:
+                other = self._rest(scaled, count)
+                outputs = self._outputs
+            else:
+                other = scaled >> 32
             picks[index], picks[other] = picks[other], picks[index]
         return picks
+
+    def mutant(self, space, genome) -> Tuple[int, ...]:
+        """``mutate_one(space, genome, self)`` for a space that ``fits``: a mutable gene drawn
+        uniformly, then one of its other values (the two draws inline)."""
+        choices = space.mutable_dimensions()
+        child = list(genome)
+        if not choices:
+            return tuple(child)
+        count = len(choices)
+        if count > 1:
+            scaled = (self._outputs or self._refill()).pop() * count
+            index = choices[scaled >> 32 if (scaled & _MASK) >= count
+                            else self._rest(scaled, count)]
+        else:
+            index = choices[0]
+        low = int(space.lower[index])
+        count = int(space.upper[index]) - low   # high excluded: one value fewer than the range
+        other = low
+        if count > 1:
+            scaled = (self._outputs or self._refill()).pop() * count
+            other += (scaled >> 32 if (scaled & _MASK) >= count
+                      else self._rest(scaled, count))
+        value = int(child[index])
+        child[index] = other + 1 if other >= value else other
+        return tuple(child)
 
     def genome(self, space) -> Tuple[int, ...]:
         """``space.sample(rng)`` for a space that ``fits``: one uniform draw per gene, in

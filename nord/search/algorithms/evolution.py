@@ -29,6 +29,9 @@ class Member(NamedTuple):
     fitness: float
 
 
+_new_tuple = tuple.__new__
+
+
 def mutable_dimensions(space: SearchSpace) -> List[int]:
     """Indices of the dimensions that can take more than one value."""
     return list(space.mutable_dimensions())
@@ -145,21 +148,26 @@ class RegularizedEvolution(SearchAlgorithm):
                 else self._draws.genome(self.space))
             return Candidate(genome, generation)
         parent = self._select_parent()
-        return Candidate(mutate_one(self.space, parent.genome, self._draws or self.rng),
-                         generation)
+        if self._draws is None:
+            return Candidate(mutate_one(self.space, parent.genome, self.rng), generation)
+        return Candidate(self._draws.mutant(self.space, parent.genome), generation)
 
     def _tell(self, candidate: Candidate, result: EvaluationResult) -> None:
-        self._population.append(Member(candidate.number, tuple(candidate.genome), result.fitness))
-        if len(self._population) > self.population_size:
-            self._population.popleft()
+        population = self._population
+        # Member(...) without the Python frame of a named tuple's __new__
+        population.append(_new_tuple(Member, (candidate.number, tuple(candidate.genome),
+                                              result.fitness)))
+        if len(population) > self.population_size:
+            population.popleft()
 
     def _select_parent(self) -> Member:
         members = self._population
-        size = min(self.sample_size, len(members))
+        count = len(members)
+        size = self.sample_size if self.sample_size < count else count
         if self._draws is None:
-            picks = self.rng.choice(len(members), size=size, replace=False).tolist()
+            picks = self.rng.choice(count, size=size, replace=False).tolist()
         else:
-            picks = self._draws.choice(len(members), size)
+            picks = self._draws.choice(count, size)
         # the first of equal fitnesses in draw order wins: ties go to chance, not age
         best = members[picks[0]]
         for index in picks[1:]:

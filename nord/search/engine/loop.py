@@ -88,6 +88,7 @@ class Search:
         self.repeats: Dict[int, Outcome] = {}          # candidate -> the outcome it repeats
         self.waiting: Dict[Hashable, List[Candidate]] = {}   # key -> candidates waiting for it
         self.recorder = recorder_for(journal)          # the journal's rows until a commit
+        self.recording = self.recorder.keeps           # else its calls are skipped
         self.max_attempts = MAX_ATTEMPTS
         self.killed: Dict[int, int] = {}               # candidate -> deaths while evaluating it
         self.on_epoch: Optional[Callable[[int, Any], None]] = None
@@ -113,7 +114,8 @@ class Search:
             return None
         self.pending[candidate.number] = candidate
         self.asked += 1
-        self.recorder.asked(candidate, self.told)
+        if self.recording:
+            self.recorder.asked(candidate, self.told)
         return candidate
 
     def prepare(self, candidate: Candidate) -> None:
@@ -228,10 +230,12 @@ class Search:
         """A charged repeat is back from its worker: tell it as reused."""
         earlier = self.repeats.pop(done.number)
         del self.tasks[done.number]
-        self.busy_time += max(0.0, done.ended - done.started)
-        self.finish(Outcome(self.pending[done.number], done.result, earlier.key,
-                            worker_rank=done.worker_rank, started=done.started,
-                            ended=done.ended, descriptor_json=earlier.descriptor,
+        spent = done.ended - done.started
+        if spent > 0:   # max(0.0, spent) without the call: a clock that stepped back adds nothing
+            self.busy_time += spent
+        self.finish(Outcome(self.pending[done.number], done.result, earlier.key, None,
+                            done.worker_rank, done.started, done.ended,
+                            descriptor_json=earlier.descriptor,
                             cached_from=earlier.candidate.number))
 
     def _cached(self, candidate: Candidate, earlier: Outcome) -> Outcome:
@@ -241,31 +245,36 @@ class Search:
                        cached_from=earlier.candidate.number, started=now, ended=now)
 
     # --- evaluating ----------------------------------------------------------------------
-    def dispatch(self) -> None:
-        """Hand queued tasks to idle workers."""
+    def dispatch(self) -> int:
+        """Hand queued tasks to idle workers; the workers left idle."""
         queue = self.queue
+        executor, recording = self.executor, self.recording
         if not queue:
-            return
-        executor, handed_out = self.executor, self.recorder.handed_out
+            return executor.free_slots
         free = executor.free_slots   # each submit takes one
         while queue and free > 0:
             task = queue.popleft()
             executor.submit(task)
-            handed_out(task.number)   # committed before it is waited for
+            if recording:
+                self.recorder.handed_out(task.number)   # committed before it is waited for
             free -= 1
+        return free
 
     def collect(self) -> None:
         """Wait for one evaluation; finish it and every candidate waiting for its architecture."""
         done = self.executor.wait()
-        if done.number in self.repeats:
+        number = done.number
+        if number in self.repeats:
             self.end_repeat(done)
             return
-        task = self.tasks.pop(done.number)
+        task = self.tasks.pop(number)
         task.report = None   # it points back at this search: the outcome keeps the task
         key = task.key
         self.evaluated += 1
-        self.busy_time += max(0.0, done.ended - done.started)
-        outcome = Outcome(self.pending[done.number], done.result, key, task, done.worker_rank,
+        spent = done.ended - done.started
+        if spent > 0:   # max(0.0, spent) without the call: a clock that stepped back adds nothing
+            self.busy_time += spent
+        outcome = Outcome(self.pending[number], done.result, key, task, done.worker_rank,
                           done.started, done.ended)
         del self.evaluating[key]
         self.cache.setdefault(key, outcome)
@@ -294,7 +303,8 @@ class Search:
             self.cached += 1
         if outcome.result.status != "ok":
             self.failed += 1
-        self.recorder.told(self.sequence[number], outcome)
+        if self.recording:
+            self.recorder.told(self.sequence[number], outcome)
         if asynchronous:
             self._tell_outcome(number, outcome)
         else:
@@ -364,11 +374,13 @@ class Search:
         self.requeue_in_flight()   # candidates in flight when the run stopped go first
         executor, queue, promote, promotes = self.executor, self.queue, self.promote, self.promotes
         dispatch, ask, prepare, flush = self.dispatch, self.ask, self.prepare, self.flush
+        if type(self).flush is Search.flush:   # the same, one call fewer (none) per result
+            flush = self.recorder.commit if self.recording else None
         while True:
-            dispatch()
-            while not queue and executor.free_slots > 0:
+            free = dispatch() if queue else executor.free_slots
+            while not queue and free > 0:
                 if promotes and promote(1):
-                    dispatch()
+                    free = dispatch()
                     continue
                 if self.asked >= self.budget:
                     break
@@ -377,8 +389,9 @@ class Search:
                     break
                 prepare(candidate)
                 if queue:
-                    dispatch()
-            flush()  # after the hand-out, so that workers do not wait for the disk
+                    free = dispatch()
+            if flush is not None:
+                flush()  # after the hand-out, so that workers do not wait for the disk
             if executor.in_flight == 0:
                 if queue:
                     continue

@@ -16,9 +16,9 @@ Details (the two modes, cost, the time budget): docs/executors.md.
 """
 from __future__ import annotations
 
-import heapq
 import math
 import time
+from heapq import heappop, heappush
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from nord.checks import check_int
@@ -175,9 +175,9 @@ class SimulatedExecutor(Executor):
             result = self.evaluator.evaluate_task(task)
         started = self._clock
         ended = started + self._cost(result) + self.overhead
-        worker = heapq.heappop(self._free)
+        worker = heappop(self._free)
         # the submission count breaks ties of equal finish times: first handed out, first back
-        heapq.heappush(self._heap, (ended, self._submitted, task.number, started, worker, result))
+        heappush(self._heap, (ended, self._submitted, task.number, started, worker, result))
         self._submitted += 1
 
     def wait(self) -> Completion:
@@ -188,8 +188,8 @@ class SimulatedExecutor(Executor):
             self._clock = max(self._clock, self.time_budget)
             self._abandoned = len(self._heap)
             raise TimeBudgetSpent(self.time_budget, self._clock)
-        heapq.heappop(self._heap)
-        heapq.heappush(self._free, worker)
+        heappop(self._heap)
+        heappush(self._free, worker)
         if ended > self._clock:
             self._clock = ended
         self._busy += ended - started
