@@ -11,6 +11,7 @@ meta kernels once (about 2 s on a small CPU host); later ones take milliseconds.
 """
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass
 from typing import Optional, Sequence, Tuple, Union
@@ -20,7 +21,7 @@ from torch import nn
 
 from nord.architecture.descriptor import NeuralDescriptor
 from nord.errors import CandidateTooLargeError
-from nord.nn.network import NeuralNet
+from nord.nn.network import NeuralNet, Probe
 
 __all__ = ["MemoryEstimate", "estimate_memory", "optimizer_state_factor", "available_memory",
            "check_fits", "format_bytes"]
@@ -82,39 +83,50 @@ def estimate_memory(descriptor: NeuralDescriptor, input_shape: Sequence[int], nu
     Raises:
         DescriptorError, ShapeError: as building the network for real would.
     """
-    with torch.device("meta"):
-        model = NeuralNet(descriptor, input_shape, num_classes)
+    activations = _Activations()
+    try:
+        with torch.device("meta"):
+            model = NeuralNet(descriptor, input_shape, num_classes,
+                              Probe(batch=batch_size, training=True, watch=activations.watch))
+    finally:
+        activations.stop()
     trainable = [p for p in model.parameters() if p.requires_grad]
     parameters = sum(p.numel() for p in trainable)
     parameter_bytes = sum(p.numel() * p.element_size() for p in model.parameters())
     gradient_bytes = sum(p.numel() * p.element_size() for p in trainable)
     optimizer_bytes = gradient_bytes * optimizer_state_factor(optimizer, **optimizer_kwargs)
     buffers = sum(b.numel() * b.element_size() for b in model.buffers())
+    batch = batch_size * math.prod(input_shape) * torch.get_default_dtype().itemsize
     return MemoryEstimate(parameters, parameter_bytes + buffers, gradient_bytes, optimizer_bytes,
-                          _activation_bytes(model, input_shape, batch_size), batch_size)
+                          activations.bytes() + batch, batch_size)
 
 
-def _activation_bytes(model: nn.Module, input_shape: Sequence[int], batch_size: int) -> int:
-    """The bytes of every module's output for one batch, run on the meta device (a view or
-    an in-place result shares its input's storage and is counted once)."""
-    outputs = {}
+class _Activations:
+    """The bytes of every leaf module's output for one training batch, seen as the meta
+    build's probes run them (its probes are the training forward pass there). A view or an
+    in-place result shares its input's storage and is counted once."""
 
-    def keep(module, inputs, output):
+    def __init__(self):
+        self.outputs = {}
+        self.hooks = []
+
+    def watch(self, module: nn.Module) -> None:
+        for leaf in module.modules():
+            if not next(leaf.children(), None):
+                self.hooks.append(leaf.register_forward_hook(self._keep))
+
+    def _keep(self, module, inputs, output) -> None:
         if isinstance(output, torch.Tensor):
             storage = output.untyped_storage()
-            outputs[storage._cdata] = (storage, storage.nbytes())   # kept alive: ids stay unique
+            self.outputs[storage._cdata] = (storage, storage.nbytes())   # alive: ids unique
 
-    leaves = [m for m in model.modules() if not list(m.children())]
-    hooks = [m.register_forward_hook(keep) for m in leaves]
-    try:
-        with torch.no_grad(), torch.device("meta"):
-            batch = torch.zeros((batch_size,) + tuple(input_shape))
-            model.train()
-            model(batch)
-    finally:
-        for hook in hooks:
+    def stop(self) -> None:
+        for hook in self.hooks:
             hook.remove()
-    return sum(size for _, size in outputs.values()) + batch.numel() * batch.element_size()
+        self.hooks = []
+
+    def bytes(self) -> int:
+        return sum(size for _, size in self.outputs.values())
 
 
 def available_memory(device: torch.device) -> Tuple[Optional[int], str]:

@@ -10,7 +10,8 @@ Details (how a descriptor becomes a network): docs/nn.md.
 """
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Sequence, Tuple
+from dataclasses import dataclass
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import torch
 from torch import nn
@@ -22,6 +23,22 @@ from nord.nn.modules import Merge
 _PROBE_BATCH = 2  # > 1 so that batch-norm layers can run in a shape probe
 
 
+@dataclass(frozen=True)
+class Probe:
+    """How the shape probes that build a network run.
+
+    The default (a batch of 2, layers in eval mode) is what a real device needs: small, and
+    no batch-norm statistics touched. On the meta device a probe costs nothing per sample,
+    so a memory estimate runs it at the training batch in train mode and has ``watch``
+    see every module (the head included) before it runs: the probes are then the training
+    forward pass, and no second pass is needed.
+    """
+
+    batch: int = _PROBE_BATCH
+    training: bool = False
+    watch: Optional[Callable[[nn.Module], None]] = None
+
+
 class NeuralNet(nn.Module):
     """The torch module of a descriptor, with a classification head.
 
@@ -29,6 +46,7 @@ class NeuralNet(nn.Module):
         descriptor: the network description; validated, never modified.
         input_shape: shape of one input sample, (C, H, W) or (F,).
         num_classes: outputs of the classification head.
+        probe: how the shape probes run (see ``Probe``); the default suits every device.
 
     Raises:
         DescriptorError: the descriptor breaks a graph rule.
@@ -36,7 +54,7 @@ class NeuralNet(nn.Module):
     """
 
     def __init__(self, descriptor: NeuralDescriptor, input_shape: Sequence[int] = (3, 32, 32),
-                 num_classes: int = 10):
+                 num_classes: int = 10, probe: Probe = Probe()):
         super().__init__()
         descriptor.validate()
         self.input_shape = tuple(int(v) for v in input_shape)
@@ -53,14 +71,20 @@ class NeuralNet(nn.Module):
         self._layers = descriptor.layers  # copies, taken once
         self.output_shapes: Dict[str, Tuple[int, ...]] = {}
 
+        watch = probe.watch or _ignore
         with torch.no_grad():
-            probes = self._build(order)
+            probes = self._build(order, probe)
             outputs = [probes[name] for name in self._outputs]
             self.output_merge = Merge("sum")
+            watch(self.output_merge)
             merged = _probe_merge(self.output_merge, outputs,
                                   f"the network outputs {self._outputs}")
         features = int(merged[0].numel())
         self.head = nn.Sequential(nn.Flatten(), nn.Linear(features, self.num_classes))
+        if probe.watch is not None:
+            watch(self.head)
+            with torch.no_grad():
+                self.head(merged)
         # Not registered as a submodule: it holds the same layers, and a second registration
         # would duplicate every parameter in state_dict (and in Horovod's broadcasts).
         object.__setattr__(self, "_chain", self._as_chain())
@@ -75,9 +99,10 @@ class NeuralNet(nn.Module):
         return self._descriptor_hash
 
     # --- building ---------------------------------------------------------------------
-    def _build(self, order: List[str]) -> Dict[str, torch.Tensor]:
+    def _build(self, order: List[str], probe: Probe) -> Dict[str, torch.Tensor]:
         probes: Dict[str, torch.Tensor] = {}
-        network_input = torch.zeros((_PROBE_BATCH,) + self.input_shape)
+        network_input = torch.zeros((probe.batch,) + self.input_shape)
+        watch = probe.watch or _ignore
         layers = self._layers
         for name in order:
             layer = layers[name]
@@ -86,6 +111,7 @@ class NeuralNet(nn.Module):
             if sources:
                 if len(sources) > 1:
                     self.merges[name] = Merge(layer.merge)
+                    watch(self.merges[name])
                     x = _probe_merge(self.merges[name], [probes[s] for s in sources],
                                      f"the inputs {sources} of layer '{name}'")
                 else:
@@ -119,7 +145,8 @@ class NeuralNet(nn.Module):
                 # RuntimeError: torch rejects some values only when allocating the weights
                 # (a negative kernel size, say).
                 raise LayerParameterError(f"{where} cannot be built with {kwargs}: {error}") from error
-            module.eval()
+            module.train(probe.training)
+            watch(module)
             try:
                 out = module(x)
             except (RuntimeError, ValueError, IndexError) as error:
@@ -197,6 +224,10 @@ class NeuralNet(nn.Module):
     def count_parameters(self) -> int:
         """Trainable parameters, the head included."""
         return sum(p.numel() for p in self.parameters() if p.requires_grad)
+
+
+def _ignore(module: nn.Module) -> None:
+    """No watcher: the probes of a real build are seen by nobody."""
 
 
 def _probe_merge(merge: Merge, tensors: List[torch.Tensor], what: str) -> torch.Tensor:
