@@ -23,7 +23,7 @@ from nord.architecture.descriptor import NeuralDescriptor
 from nord.errors import CandidateTooLargeError
 from nord.nn.network import NeuralNet, Probe
 
-__all__ = ["MemoryEstimate", "estimate_memory", "optimizer_state_factor", "available_memory",
+__all__ = ["MemoryEstimate", "estimate_memory", "measure_on_meta", "optimizer_state_factor", "available_memory",
            "check_fits", "format_bytes"]
 
 
@@ -83,6 +83,15 @@ def estimate_memory(descriptor: NeuralDescriptor, input_shape: Sequence[int], nu
     Raises:
         DescriptorError, ShapeError: as building the network for real would.
     """
+    return measure_on_meta(descriptor, input_shape, num_classes, batch_size, optimizer,
+                           **optimizer_kwargs)[0]
+
+
+def measure_on_meta(descriptor: NeuralDescriptor, input_shape: Sequence[int], num_classes: int,
+                    batch_size: int, optimizer: Union[str, type] = "adam",
+                    **optimizer_kwargs) -> Tuple[MemoryEstimate, NeuralNet]:
+    """``estimate_memory``'s figures and the meta network they were counted on, from which
+    ``NeuralNet(..., like=meta)`` builds the real one without probing its shapes again."""
     activations = _Activations()
     try:
         with torch.device("meta"):
@@ -97,8 +106,9 @@ def estimate_memory(descriptor: NeuralDescriptor, input_shape: Sequence[int], nu
     optimizer_bytes = gradient_bytes * optimizer_state_factor(optimizer, **optimizer_kwargs)
     buffers = sum(b.numel() * b.element_size() for b in model.buffers())
     batch = batch_size * math.prod(input_shape) * torch.get_default_dtype().itemsize
-    return MemoryEstimate(parameters, parameter_bytes + buffers, gradient_bytes, optimizer_bytes,
+    need = MemoryEstimate(parameters, parameter_bytes + buffers, gradient_bytes, optimizer_bytes,
                           activations.bytes() + batch, batch_size)
+    return need, model
 
 
 class _Activations:
