@@ -178,3 +178,26 @@ def test_the_probes_count_what_a_separate_training_pass_counts():
                                    batch_size).activation_bytes == expected, (seed, batch_size)
             compared += 1
     assert compared > 100
+
+
+@pytest.mark.parametrize("op, shapes", [
+    ("relu", [(4, 3, 5, 5)]), ("relu", [(5, 4, 3)]), ("linear", [(4, 7), (2, 7), (2,)]),
+    ("linear", [(3, 4, 7), (2, 7), None]), ("linear", [(7,), (2, 7), (2,)]),
+])
+def test_the_quick_meta_answers_are_what_torch_s_meta_kernels_give(op, shapes):
+    tensors = [None if s is None else torch.zeros(s, device="meta") for s in shapes]
+    if op == "relu" and len(shapes[0]) == 3:
+        tensors = [tensors[0].transpose(0, 2)]          # not contiguous: strides kept
+    call = (lambda: torch.nn.functional.relu(tensors[0])) if op == "relu" else (
+        lambda: torch.nn.functional.linear(*tensors))
+    expected = call()
+    with memory._QuickMeta():
+        quick = call()
+    assert (quick.shape, quick.stride(), quick.dtype, quick.untyped_storage().nbytes()) == (
+        expected.shape, expected.stride(), expected.dtype, expected.untyped_storage().nbytes())
+
+
+def test_the_quick_meta_leaves_an_input_torch_refuses_to_torch():
+    weight = torch.zeros((2, 7), device="meta")
+    with memory._QuickMeta(), pytest.raises(RuntimeError):
+        torch.nn.functional.linear(torch.zeros((4, 6), device="meta"), weight)
