@@ -19,6 +19,7 @@ from typing import Optional, Sequence, Tuple, Union
 import torch
 from torch import nn
 from torch.nn import functional as F
+from torch.nn import init
 from torch.overrides import TorchFunctionMode
 
 from nord.architecture.descriptor import NeuralDescriptor
@@ -115,13 +116,18 @@ def measure_on_meta(descriptor: NeuralDescriptor, input_shape: Sequence[int], nu
 
 class _QuickMeta(TorchFunctionMode):
     """Answers an out-of-place ReLU or a linear layer of meta tensors with an empty tensor of
-    the result's shape, strides and dtype: torch's meta kernels for these two are Python
-    decompositions taking a few tenths of a millisecond a call, for nothing but that shape.
-    Anything else (an input the op would refuse included) goes to torch."""
+    the result's shape, strides and dtype, and leaves out drawing initial weights into meta
+    tensors: torch's meta kernels for these are Python decompositions taking a few tenths of
+    a millisecond a call, for nothing but a shape. Anything else (an input the op would
+    refuse included) goes to torch."""
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        if func is F.relu and len(args) == 1 and not kwargs.get("inplace", False):
+        if func in _INITIALISERS:
+            tensor = args[0] if args else kwargs.get("tensor")
+            if _all_meta(tensor) and tensor.dim() >= _INITIALISERS[func]:
+                return tensor       # a meta tensor has no values to draw
+        elif func is F.relu and len(args) == 1 and not kwargs.get("inplace", False):
             if _all_meta(args[0]):
                 return torch.empty_like(args[0])
         elif func is F.linear and len(args) in (2, 3) and not kwargs:
@@ -133,6 +139,11 @@ class _QuickMeta(TorchFunctionMode):
                 return torch.empty(tuple(x.shape[:-1]) + (weight.shape[0],), dtype=x.dtype,
                                    device="meta")
         return func(*args, **kwargs)
+
+
+# initialiser -> the fewest dimensions it accepts (fans need two)
+_INITIALISERS = {init.uniform_: 0, init.normal_: 0, init.kaiming_uniform_: 2,
+                 init.kaiming_normal_: 2, init.xavier_uniform_: 2, init.xavier_normal_: 2}
 
 
 def _all_meta(*tensors) -> bool:

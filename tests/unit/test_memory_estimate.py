@@ -201,3 +201,13 @@ def test_the_quick_meta_leaves_an_input_torch_refuses_to_torch():
     weight = torch.zeros((2, 7), device="meta")
     with memory._QuickMeta(), pytest.raises(RuntimeError):
         torch.nn.functional.linear(torch.zeros((4, 6), device="meta"), weight)
+
+
+def test_the_quick_meta_draws_no_weights_but_keeps_the_initialisers_refusals():
+    weight = torch.empty((4, 3), device="meta")
+    with memory._QuickMeta():
+        assert torch.nn.init.kaiming_uniform_(weight, a=5 ** 0.5) is weight
+        with pytest.raises(ValueError):                  # no fan for a 1-D tensor, as in torch
+            torch.nn.init.kaiming_uniform_(torch.empty(3, device="meta"))
+    need = estimate_memory(conv_net(), (1, 8, 8), 10, batch_size=16)
+    assert need.parameters == NeuralNet(conv_net(), (1, 8, 8), 10).count_parameters()
