@@ -35,7 +35,7 @@ from nord.evaluators.result import EpochRecord, EvaluationResult
 from nord.evaluators.stop_rules import (STOPPED_METRIC, check_rule_names, first_firing,
                                         parse_rules)
 from nord.evaluators.watch import Watch
-from nord.nn.memory import check_fits, estimate_memory
+from nord.nn.memory import check_fits, estimate_memory, measure_on_meta
 from nord.nn.network import NeuralNet
 from nord.nn.training import (NonFiniteLossError, ProgressBar, make_optimizer,
                               optimizer_class, resolve_device, test_counts, train_epoch)
@@ -363,10 +363,10 @@ class LocalEvaluator(Evaluator):
         the meta-device estimate says that it fits."""
         model = optimizer = error = None
         try:
-            self._refuse_if_too_large(descriptor, curator, device)
+            meta = self._refuse_if_too_large(descriptor, curator, device)
             torch.manual_seed(self.seed)  # equal initial weights for equal seeds, on every rank
             with device:
-                model = NeuralNet(descriptor, curator.input_shape, curator.num_classes)
+                model = NeuralNet(descriptor, curator.input_shape, curator.num_classes, like=meta)
             optimizer = make_optimizer(self.optimizer, model.parameters(),
                                        self._learning_rate(), **self.optimizer_kwargs)
         except Exception as failure:  # noqa: BLE001 - every rank must learn of it
@@ -394,16 +394,18 @@ class LocalEvaluator(Evaluator):
         share = -(-max(1, curator.n_train) // self._size())
         return max(1, min(self.batch_size, share))
 
-    def _refuse_if_too_large(self, descriptor, curator, device) -> None:
-        """Raise CandidateTooLargeError above ``max_params`` or the device's free memory."""
+    def _refuse_if_too_large(self, descriptor, curator, device) -> Optional[NeuralNet]:
+        """Raise CandidateTooLargeError above ``max_params`` or the device's free memory;
+        else the meta network measured (the real one is built like it, unprobed)."""
         try:
-            need = estimate_memory(descriptor, curator.input_shape, curator.num_classes,
-                                   self._largest_batch(curator), self.optimizer,
-                                   **self.optimizer_kwargs)
+            need, meta = measure_on_meta(descriptor, curator.input_shape, curator.num_classes,
+                                         self._largest_batch(curator), self.optimizer,
+                                         **self.optimizer_kwargs)
         except Exception as error:  # noqa: BLE001 - building it for real says what is wrong
             logger.debug("no memory estimate for %s: %s", descriptor.hash, error)
-            return
+            return None
         check_fits(need, device, self.max_params)
+        return meta
 
     def _failure(self, error: BaseException, descriptor_hash: str) -> EvaluationResult:
         """The failed result, once the tensors the failure's traceback holds are freed (a

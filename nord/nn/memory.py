@@ -11,18 +11,22 @@ meta kernels once (about 2 s on a small CPU host); later ones take milliseconds.
 """
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass
 from typing import Optional, Sequence, Tuple, Union
 
 import torch
 from torch import nn
+from torch.nn import functional as F
+from torch.nn import init
+from torch.overrides import TorchFunctionMode
 
 from nord.architecture.descriptor import NeuralDescriptor
 from nord.errors import CandidateTooLargeError
-from nord.nn.network import NeuralNet
+from nord.nn.network import NeuralNet, Probe
 
-__all__ = ["MemoryEstimate", "estimate_memory", "optimizer_state_factor", "available_memory",
+__all__ = ["MemoryEstimate", "estimate_memory", "measure_on_meta", "optimizer_state_factor", "available_memory",
            "check_fits", "format_bytes"]
 
 
@@ -82,39 +86,96 @@ def estimate_memory(descriptor: NeuralDescriptor, input_shape: Sequence[int], nu
     Raises:
         DescriptorError, ShapeError: as building the network for real would.
     """
-    with torch.device("meta"):
-        model = NeuralNet(descriptor, input_shape, num_classes)
+    return measure_on_meta(descriptor, input_shape, num_classes, batch_size, optimizer,
+                           **optimizer_kwargs)[0]
+
+
+def measure_on_meta(descriptor: NeuralDescriptor, input_shape: Sequence[int], num_classes: int,
+                    batch_size: int, optimizer: Union[str, type] = "adam",
+                    **optimizer_kwargs) -> Tuple[MemoryEstimate, NeuralNet]:
+    """``estimate_memory``'s figures and the meta network they were counted on, from which
+    ``NeuralNet(..., like=meta)`` builds the real one without probing its shapes again."""
+    activations = _Activations()
+    try:
+        with torch.device("meta"), _QuickMeta():
+            model = NeuralNet(descriptor, input_shape, num_classes,
+                              Probe(batch=batch_size, training=True, watch=activations.watch))
+    finally:
+        activations.stop()
     trainable = [p for p in model.parameters() if p.requires_grad]
     parameters = sum(p.numel() for p in trainable)
     parameter_bytes = sum(p.numel() * p.element_size() for p in model.parameters())
     gradient_bytes = sum(p.numel() * p.element_size() for p in trainable)
     optimizer_bytes = gradient_bytes * optimizer_state_factor(optimizer, **optimizer_kwargs)
     buffers = sum(b.numel() * b.element_size() for b in model.buffers())
-    return MemoryEstimate(parameters, parameter_bytes + buffers, gradient_bytes, optimizer_bytes,
-                          _activation_bytes(model, input_shape, batch_size), batch_size)
+    batch = batch_size * math.prod(input_shape) * torch.get_default_dtype().itemsize
+    need = MemoryEstimate(parameters, parameter_bytes + buffers, gradient_bytes, optimizer_bytes,
+                          activations.bytes() + batch, batch_size)
+    return need, model
 
 
-def _activation_bytes(model: nn.Module, input_shape: Sequence[int], batch_size: int) -> int:
-    """The bytes of every module's output for one batch, run on the meta device (a view or
-    an in-place result shares its input's storage and is counted once)."""
-    outputs = {}
+class _QuickMeta(TorchFunctionMode):
+    """Answers an out-of-place ReLU or a linear layer of meta tensors with an empty tensor of
+    the result's shape, strides and dtype, and leaves out drawing initial weights into meta
+    tensors: torch's meta kernels for these are Python decompositions taking a few tenths of
+    a millisecond a call, for nothing but a shape. Anything else (an input the op would
+    refuse included) goes to torch."""
 
-    def keep(module, inputs, output):
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if func in _INITIALISERS:
+            tensor = args[0] if args else kwargs.get("tensor")
+            if _all_meta(tensor) and tensor.dim() >= _INITIALISERS[func]:
+                return tensor       # a meta tensor has no values to draw
+        elif func is F.relu and len(args) == 1 and not kwargs.get("inplace", False):
+            if _all_meta(args[0]):
+                return torch.empty_like(args[0])
+        elif func is F.linear and len(args) in (2, 3) and not kwargs:
+            x, weight, bias = (tuple(args) + (None,))[:3]
+            if (_all_meta(x, weight) and x.dim() >= 1 and weight.dim() == 2
+                    and x.shape[-1] == weight.shape[1] and x.dtype == weight.dtype
+                    and (bias is None or (_all_meta(bias) and bias.dtype == x.dtype
+                                          and tuple(bias.shape) == (weight.shape[0],)))):
+                return torch.empty(tuple(x.shape[:-1]) + (weight.shape[0],), dtype=x.dtype,
+                                   device="meta")
+        return func(*args, **kwargs)
+
+
+# initialiser -> the fewest dimensions it accepts (fans need two)
+_INITIALISERS = {init.uniform_: 0, init.normal_: 0, init.kaiming_uniform_: 2,
+                 init.kaiming_normal_: 2, init.xavier_uniform_: 2, init.xavier_normal_: 2}
+
+
+def _all_meta(*tensors) -> bool:
+    return all(isinstance(t, torch.Tensor) and t.is_meta for t in tensors)
+
+
+class _Activations:
+    """The bytes of every leaf module's output for one training batch, seen as the meta
+    build's probes run them (its probes are the training forward pass there). A view or an
+    in-place result shares its input's storage and is counted once."""
+
+    def __init__(self):
+        self.outputs = {}
+        self.hooks = []
+
+    def watch(self, module: nn.Module) -> None:
+        for leaf in module.modules():
+            if not next(leaf.children(), None):
+                self.hooks.append(leaf.register_forward_hook(self._keep))
+
+    def _keep(self, module, inputs, output) -> None:
         if isinstance(output, torch.Tensor):
             storage = output.untyped_storage()
-            outputs[storage._cdata] = (storage, storage.nbytes())   # kept alive: ids stay unique
+            self.outputs[storage._cdata] = (storage, storage.nbytes())   # alive: ids unique
 
-    leaves = [m for m in model.modules() if not list(m.children())]
-    hooks = [m.register_forward_hook(keep) for m in leaves]
-    try:
-        with torch.no_grad(), torch.device("meta"):
-            batch = torch.zeros((batch_size,) + tuple(input_shape))
-            model.train()
-            model(batch)
-    finally:
-        for hook in hooks:
+    def stop(self) -> None:
+        for hook in self.hooks:
             hook.remove()
-    return sum(size for _, size in outputs.values()) + batch.numel() * batch.element_size()
+        self.hooks = []
+
+    def bytes(self) -> int:
+        return sum(size for _, size in self.outputs.values())
 
 
 def available_memory(device: torch.device) -> Tuple[Optional[int], str]:

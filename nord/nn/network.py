@@ -10,7 +10,8 @@ Details (how a descriptor becomes a network): docs/nn.md.
 """
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Sequence, Tuple
+from dataclasses import dataclass
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import torch
 from torch import nn
@@ -22,6 +23,22 @@ from nord.nn.modules import Merge
 _PROBE_BATCH = 2  # > 1 so that batch-norm layers can run in a shape probe
 
 
+@dataclass(frozen=True)
+class Probe:
+    """How the shape probes that build a network run.
+
+    The default (a batch of 2, layers in eval mode) is what a real device needs: small, and
+    no batch-norm statistics touched. On the meta device a probe costs nothing per sample,
+    so a memory estimate runs it at the training batch in train mode and has ``watch``
+    see every module (the head included) before it runs: the probes are then the training
+    forward pass, and no second pass is needed.
+    """
+
+    batch: int = _PROBE_BATCH
+    training: bool = False
+    watch: Optional[Callable[[nn.Module], None]] = None
+
+
 class NeuralNet(nn.Module):
     """The torch module of a descriptor, with a classification head.
 
@@ -29,6 +46,12 @@ class NeuralNet(nn.Module):
         descriptor: the network description; validated, never modified.
         input_shape: shape of one input sample, (C, H, W) or (F,).
         num_classes: outputs of the classification head.
+        probe: how the shape probes run (see ``Probe``); the default suits every device.
+        like: a network built from the same descriptor, input shape and classes (on the meta
+            device, say): its layers' inferred parameters are reused and no probe runs again.
+            The weights are drawn from the generator in the same order as a probing build
+            draws them, so they are the same; a network whose layers may draw random numbers
+            in their forward pass, or are lazy, is probed anyway.
 
     Raises:
         DescriptorError: the descriptor breaks a graph rule.
@@ -36,7 +59,8 @@ class NeuralNet(nn.Module):
     """
 
     def __init__(self, descriptor: NeuralDescriptor, input_shape: Sequence[int] = (3, 32, 32),
-                 num_classes: int = 10):
+                 num_classes: int = 10, probe: Probe = Probe(),
+                 like: Optional["NeuralNet"] = None):
         super().__init__()
         descriptor.validate()
         self.input_shape = tuple(int(v) for v in input_shape)
@@ -52,19 +76,62 @@ class NeuralNet(nn.Module):
         self._outputs = descriptor.output_layers
         self._layers = descriptor.layers  # copies, taken once
         self.output_shapes: Dict[str, Tuple[int, ...]] = {}
+        self._kwargs: Dict[str, dict] = {}
 
-        with torch.no_grad():
-            probes = self._build(order)
-            outputs = [probes[name] for name in self._outputs]
-            self.output_merge = Merge("sum")
-            merged = _probe_merge(self.output_merge, outputs,
-                                  f"the network outputs {self._outputs}")
-        features = int(merged[0].numel())
-        self.head = nn.Sequential(nn.Flatten(), nn.Linear(features, self.num_classes))
+        if like is not None and like._replayable(self):
+            self._build_like(like)
+        else:
+            self._build_probing(probe)
         # Not registered as a submodule: it holds the same layers, and a second registration
         # would duplicate every parameter in state_dict (and in Horovod's broadcasts).
         object.__setattr__(self, "_chain", self._as_chain())
         self._release = self._release_plan()
+
+    def _build_probing(self, probe: Probe) -> None:
+        watch = probe.watch or _ignore
+        with torch.no_grad():
+            probes = self._build(self._order, probe)
+            outputs = [probes[name] for name in self._outputs]
+            self.output_merge = Merge("sum")
+            watch(self.output_merge)
+            merged = _probe_merge(self.output_merge, outputs,
+                                  f"the network outputs {self._outputs}")
+        self._features = int(merged[0].numel())
+        self.head = nn.Sequential(nn.Flatten(), nn.Linear(self._features, self.num_classes))
+        if probe.watch is not None:
+            watch(self.head)
+            with torch.no_grad():
+                self.head(merged)
+
+    def _replayable(self, other: "NeuralNet") -> bool:
+        """Whether ``other`` may be built from this network's plan without probing: the
+        same layers and shapes, and no layer that could draw random numbers or materialise
+        weights while probed (only torch's and nord's own, never lazy, qualify)."""
+        if (self.input_shape, self.num_classes, self._layers, self._sources, self._outputs) != (
+                other.input_shape, other.num_classes, other._layers, other._sources,
+                other._outputs):
+            return False
+        for module in self.layer_modules.modules():
+            if (isinstance(module, nn.modules.lazy.LazyModuleMixin)
+                    or not type(module).__module__.startswith(("torch.nn.", "nord."))):
+                return False
+        return True
+
+    def _build_like(self, other: "NeuralNet") -> None:
+        """The modules of ``other``, created anew in the order a probing build creates them."""
+        for name in self._order:
+            layer = self._layers[name]
+            if len(self._sources[name]) > 1:
+                self.merges[name] = Merge(layer.merge)
+            module = layer.spec.resolve()(**other._kwargs[name])
+            module.train()
+            self.layer_modules[name] = module
+            self._kwargs[name] = other._kwargs[name]
+        self.flattens = set(other.flattens)
+        self.output_shapes = dict(other.output_shapes)
+        self.output_merge = Merge("sum")
+        self._features = other._features
+        self.head = nn.Sequential(nn.Flatten(), nn.Linear(self._features, self.num_classes))
 
     @property
     def descriptor_hash(self) -> str:
@@ -75,9 +142,10 @@ class NeuralNet(nn.Module):
         return self._descriptor_hash
 
     # --- building ---------------------------------------------------------------------
-    def _build(self, order: List[str]) -> Dict[str, torch.Tensor]:
+    def _build(self, order: List[str], probe: Probe) -> Dict[str, torch.Tensor]:
         probes: Dict[str, torch.Tensor] = {}
-        network_input = torch.zeros((_PROBE_BATCH,) + self.input_shape)
+        network_input = torch.zeros((probe.batch,) + self.input_shape)
+        watch = probe.watch or _ignore
         layers = self._layers
         for name in order:
             layer = layers[name]
@@ -86,6 +154,7 @@ class NeuralNet(nn.Module):
             if sources:
                 if len(sources) > 1:
                     self.merges[name] = Merge(layer.merge)
+                    watch(self.merges[name])
                     x = _probe_merge(self.merges[name], [probes[s] for s in sources],
                                      f"the inputs {sources} of layer '{name}'")
                 else:
@@ -113,13 +182,15 @@ class NeuralNet(nn.Module):
                 kwargs[spec.shape_param] = actual
             kwargs.update(dict(spec.forced))
             kwargs = {key: tuple(v) if isinstance(v, list) else v for key, v in kwargs.items()}
+            self._kwargs[name] = kwargs
             try:
                 module = spec.resolve()(**kwargs)
             except (TypeError, ValueError, RuntimeError) as error:
                 # RuntimeError: torch rejects some values only when allocating the weights
                 # (a negative kernel size, say).
                 raise LayerParameterError(f"{where} cannot be built with {kwargs}: {error}") from error
-            module.eval()
+            module.train(probe.training)
+            watch(module)
             try:
                 out = module(x)
             except (RuntimeError, ValueError, IndexError) as error:
@@ -197,6 +268,10 @@ class NeuralNet(nn.Module):
     def count_parameters(self) -> int:
         """Trainable parameters, the head included."""
         return sum(p.numel() for p in self.parameters() if p.requires_grad)
+
+
+def _ignore(module: nn.Module) -> None:
+    """No watcher: the probes of a real build are seen by nobody."""
 
 
 def _probe_merge(merge: Merge, tensors: List[torch.Tensor], what: str) -> torch.Tensor:

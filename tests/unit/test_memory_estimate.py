@@ -7,11 +7,12 @@ import torch
 
 from nord import NeuralDescriptor
 from nord.data import Digits
-from nord.errors import CandidateTooLargeError, ConfigurationError
+from nord.errors import CandidateTooLargeError, ConfigurationError, NordError
 from nord.evaluators.local import LocalEvaluator
 from nord.nn import memory
 from nord.nn.memory import MemoryEstimate, check_fits, estimate_memory, optimizer_state_factor
 from nord.nn.network import NeuralNet
+from tests.unit.test_random_networks import random_descriptor
 
 CPU = torch.device("cpu")
 
@@ -132,3 +133,81 @@ def test_the_host_figure_is_the_smaller_of_meminfo_and_the_cgroup_room(tmp_path)
     assert memory._cgroup_room(str(tmp_path)) is None
     available, source = memory.available_memory(CPU)
     assert available > 0 and "memory" in source
+
+
+def _activations_of_a_second_pass(descriptor, input_shape, classes, batch_size):
+    """What the estimate counted before it read its build's own probes: every leaf's output
+    in a separate training forward pass on the meta device, the batch counted on top."""
+    with torch.device("meta"):
+        model = NeuralNet(descriptor, input_shape, classes)
+    outputs = {}
+
+    def keep(module, inputs, output):
+        if isinstance(output, torch.Tensor):
+            storage = output.untyped_storage()
+            outputs[storage._cdata] = (storage, storage.nbytes())
+
+    for leaf in model.modules():
+        if not list(leaf.children()):
+            leaf.register_forward_hook(keep)
+    with torch.no_grad(), torch.device("meta"):
+        batch = torch.zeros((batch_size,) + tuple(input_shape))
+        model.train()
+        model(batch)
+    return sum(size for _, size in outputs.values()) + batch.numel() * batch.element_size()
+
+
+def test_the_probes_count_what_a_separate_training_pass_counts():
+    """Random graphs (merges, dropout, batch norm, views, flattens): the activation bytes
+    read from the meta build's own probes equal a second forward pass's, byte for byte, and
+    a network one of them refuses the other refuses too."""
+    compared = 0
+    for seed in range(200):
+        try:
+            descriptor = random_descriptor(seed)
+        except NordError:
+            continue
+        for batch_size in (1, 5):
+            try:
+                expected = _activations_of_a_second_pass(descriptor, (3, 12, 12), 4, batch_size)
+            except Exception:  # noqa: BLE001 - both must refuse it
+                with pytest.raises(Exception):
+                    estimate_memory(descriptor, (3, 12, 12), 4, batch_size)
+                continue
+            assert estimate_memory(descriptor, (3, 12, 12), 4,
+                                   batch_size).activation_bytes == expected, (seed, batch_size)
+            compared += 1
+    assert compared > 100
+
+
+@pytest.mark.parametrize("op, shapes", [
+    ("relu", [(4, 3, 5, 5)]), ("relu", [(5, 4, 3)]), ("linear", [(4, 7), (2, 7), (2,)]),
+    ("linear", [(3, 4, 7), (2, 7), None]), ("linear", [(7,), (2, 7), (2,)]),
+])
+def test_the_quick_meta_answers_are_what_torch_s_meta_kernels_give(op, shapes):
+    tensors = [None if s is None else torch.zeros(s, device="meta") for s in shapes]
+    if op == "relu" and len(shapes[0]) == 3:
+        tensors = [tensors[0].transpose(0, 2)]          # not contiguous: strides kept
+    call = (lambda: torch.nn.functional.relu(tensors[0])) if op == "relu" else (
+        lambda: torch.nn.functional.linear(*tensors))
+    expected = call()
+    with memory._QuickMeta():
+        quick = call()
+    assert (quick.shape, quick.stride(), quick.dtype, quick.untyped_storage().nbytes()) == (
+        expected.shape, expected.stride(), expected.dtype, expected.untyped_storage().nbytes())
+
+
+def test_the_quick_meta_leaves_an_input_torch_refuses_to_torch():
+    weight = torch.zeros((2, 7), device="meta")
+    with memory._QuickMeta(), pytest.raises(RuntimeError):
+        torch.nn.functional.linear(torch.zeros((4, 6), device="meta"), weight)
+
+
+def test_the_quick_meta_draws_no_weights_but_keeps_the_initialisers_refusals():
+    weight = torch.empty((4, 3), device="meta")
+    with memory._QuickMeta():
+        assert torch.nn.init.kaiming_uniform_(weight, a=5 ** 0.5) is weight
+        with pytest.raises(ValueError):                  # no fan for a 1-D tensor, as in torch
+            torch.nn.init.kaiming_uniform_(torch.empty(3, device="meta"))
+    need = estimate_memory(conv_net(), (1, 8, 8), 10, batch_size=16)
+    assert need.parameters == NeuralNet(conv_net(), (1, 8, 8), 10).count_parameters()

@@ -376,3 +376,58 @@ def test_dag_backward_reaches_every_parameter():
     loss.backward()
     for name, parameter in net.named_parameters():
         assert parameter.grad is not None and torch.isfinite(parameter.grad).all(), name
+
+
+def _same_weights(a, b):
+    sa, sb = a.state_dict(), b.state_dict()
+    return list(sa) == list(sb) and all(torch.equal(sa[k], sb[k]) for k in sa)
+
+
+def test_a_network_built_like_its_meta_twin_has_the_weights_a_probing_build_gives():
+    """The real build reuses the meta build's inferred parameters and skips the probes: on
+    random graphs it draws the same initial weights, leaves the generator where a probing
+    build leaves it, and computes the same function."""
+    from nord.nn.memory import measure_on_meta
+    from tests.unit.test_random_networks import random_descriptor
+    compared = 0
+    for seed in range(120):
+        try:
+            d = random_descriptor(seed)
+            _, meta = measure_on_meta(d, (3, 12, 12), 4, batch_size=8)
+        except Exception:  # noqa: BLE001 - only buildable graphs are compared
+            continue
+        torch.manual_seed(seed)
+        probed = NeuralNet(d, (3, 12, 12), 4)
+        after_probed = torch.rand(2)
+        torch.manual_seed(seed)
+        unprobed = NeuralNet(d, (3, 12, 12), 4, like=meta)
+        assert torch.equal(torch.rand(2), after_probed), seed
+        assert _same_weights(probed, unprobed), seed
+        assert unprobed.output_shapes == probed.output_shapes
+        x = torch.randn(3, 3, 12, 12)
+        probed.eval(), unprobed.eval()
+        assert torch.equal(probed(x), unprobed(x)), seed
+        compared += 1
+    assert compared > 30
+
+
+class _Noisy(nn.Module):
+    """A user's layer that draws random numbers even in eval mode."""
+
+    def forward(self, x):
+        return x + torch.rand(1)
+
+
+def test_a_user_layer_is_probed_anyway_so_its_random_draws_keep_the_weights(monkeypatch):
+    import nord.architecture.layers as layers
+    from nord.nn.memory import measure_on_meta
+    monkeypatch.setattr(layers, "LAYERS", layers.LAYERS.copy())
+    layers.register_layer("noisy_for_like", _Noisy)
+    d = chain(("noisy_for_like", {}), ("conv2d", {"out_channels": 4, "kernel_size": 3}))
+    _, meta = measure_on_meta(d, (1, 8, 8), 3, batch_size=4)
+    torch.manual_seed(0)
+    probed = NeuralNet(d, (1, 8, 8), 3)
+    torch.manual_seed(0)
+    assert _same_weights(probed, NeuralNet(d, (1, 8, 8), 3, like=meta))
+    other = chain(("conv2d", {"out_channels": 4, "kernel_size": 3}))
+    assert not meta._replayable(NeuralNet(other, (1, 8, 8), 3))
