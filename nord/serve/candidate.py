@@ -19,8 +19,6 @@ from nord.serve.runs import json_ready, open_reader
 
 __all__ = ["candidate_view"]
 
-SERIES_TABLE = "series"
-"""The table of per-step series (a journal may not have it: the view then shows none)."""
 
 
 def drawing(descriptor: Dict[str, Any]) -> Dict[str, Any]:
@@ -57,23 +55,18 @@ def _checkpoints(path: Path, candidate: int) -> List[Dict[str, Any]]:
     return found
 
 
-def _series(reader, candidate: int) -> Optional[Dict[str, Any]]:
-    """The candidate's per-step series (docs/journal.md, table ``series``) as a
-    names-by-steps grid: ``{"names", "steps", "values"}``, a step labelled ``epoch:step``
-    (steps count from 0 in each epoch) and ``values[name][step]``; None for a journal written
-    before series were kept."""
-    tables = {row[0] for row in reader.query("SELECT name FROM sqlite_master WHERE type='table'")}
-    if SERIES_TABLE not in tables:
-        return None
-    rows = reader.query(f"SELECT name, epoch, step, value FROM {SERIES_TABLE} "
-                        "WHERE candidate = ? ORDER BY epoch, step LIMIT 200000", (candidate,))
-    names = sorted({str(row[0]) for row in rows})
-    steps = sorted({(row[1], row[2]) for row in rows})
+def _series(reader, candidate: int) -> Dict[str, Any]:
+    """The candidate's per-step series (``JournalReader.series``) as a names-by-steps grid:
+    ``{"names", "steps", "values"}``, a step labelled ``epoch:step`` (steps count from 0 in
+    each epoch) and ``values[name][step]``; no names for a journal without series."""
+    rows = reader.series(candidate)
+    names = sorted({row["name"] for row in rows})
+    steps = sorted({(row["epoch"], row["step"]) for row in rows})
     index = {s: i for i, s in enumerate(steps)}
     grid = {n: [None] * len(steps) for n in names}
     for row in rows:
-        if isinstance(row[3], (int, float)) and math.isfinite(row[3]):
-            grid[str(row[0])][index[(row[1], row[2])]] = float(row[3])
+        if math.isfinite(row["value"]):
+            grid[row["name"]][index[(row["epoch"], row["step"])]] = row["value"]
     return {"names": names, "steps": [f"{epoch}:{step}" for epoch, step in steps],
             "values": [grid[n] for n in names]}
 

@@ -102,11 +102,10 @@
       { x: epochs.map((e) => e.epoch), y: pick("valid_loss", 1), name: "validation loss", yaxis: "y2", type: "scatter", mode: "lines+markers" },
     ], nord.layout("Learning curves", "epoch", "accuracy (%)", { margin: { l: 56, r: 56, t: 40, b: 44 }, yaxis2: { overlaying: "y", side: "right", title: { text: "loss" } } }), nord.config);
     signals(epochs);
-    if (view.series) {
+    {
       const box = document.getElementById("series");
       box.replaceChildren();
-      if (view.series.error) box.append(el("p", { className: "muted", text: view.series.error }));
-      else if (view.series.names.length) heatmap(box, "per-step series", view.series.names, view.series.steps, view.series.values, "step");
+      if (view.series.names.length) heatmap(box, "per-step series", view.series.names, view.series.steps, view.series.values, "step");
       else box.append(el("p", { className: "muted", text: "none recorded for this candidate" }));
     }
     const legs = new nord.Table(document.getElementById("legs"), ["leg", "epochs", "decision", "accuracy", "status", "detail"]);
