@@ -232,7 +232,7 @@ def _training_evaluator(config: RunConfig, curator, env=None):
     return LocalEvaluator(**training)
 
 
-def describe_evaluation(config: RunConfig, world_size: int, evaluator=None) -> Dict[str, Any]:
+def describe_evaluation(config: RunConfig, world_size: int, evaluator) -> Dict[str, Any]:
     """What the journal records about how candidates are evaluated: a benchmark's table
     evaluator (which every rank holds) describes itself; a training or scoring one is described
     from the configuration alone (a dedicated rank 0 holds none, and need not load the data)."""
