@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # Idempotent set-up of a fresh machine: Open MPI, SLURM and munge for the cluster tests,
+# Chromium for the browser tests, Debian's Fashion-MNIST for a checksum test,
 # a virtual environment in .venv, torch (pinned; the CPU wheel, or the CUDA build where an
 # NVIDIA GPU is present), nord with its dependencies, then Horovod (with NCCL where nvcc and
 # NCCL are present). scripts/gpu_setup.py decides what a GPU changes and says it.
@@ -67,6 +68,20 @@ if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null
             chromium chromium-driver >/dev/null; } || say "Chromium could not be installed: the browser tests will be skipped"
     else
         say "Chromium is missing: the browser tests will be skipped"
+    fi
+fi
+
+# 2c. Debian's copy of Fashion-MNIST (the official files, recompressed), against which a test
+#     checks nord's MD5s of the unpacked official files (as root only; else that test is
+#     skipped, saying why).
+if [ ! -d /usr/share/datasets/fashion-mnist ]; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+        say "installing Debian's Fashion-MNIST for the data set checksum test"
+        export DEBIAN_FRONTEND=noninteractive
+        { apt-get update -qq && apt-get install -y -qq --no-install-recommends \
+            dataset-fashion-mnist >/dev/null; } || say "dataset-fashion-mnist could not be installed: its test will be skipped"
+    else
+        say "dataset-fashion-mnist is missing: its test will be skipped"
     fi
 fi
 

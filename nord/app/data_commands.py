@@ -57,12 +57,13 @@ __all__ = ["register", "fetch", "load", "Fetched", "CommandProgress"]
 
 
 class Fetched(NamedTuple):
-    """What :func:`fetch` brought: the data set's registered name, its root, and the MD5s its
-    files were checked against (for :func:`load`)."""
+    """What :func:`fetch` brought: the data set's registered name, its root, and the MD5s of
+    ``--checksums`` its files were checked against (for :func:`load`; None: the official
+    ones, which the curator knows, unpacked files included)."""
 
     name: str
     root: Path
-    checksums: Dict[str, str]
+    checksums: Optional[Dict[str, str]]
 
 
 @dataclass(frozen=True)
@@ -240,7 +241,7 @@ def fetch(name: str, root: Optional[str] = None, mirror: Optional[str] = None,
     place = files.locate(root)
     if place is not None and not all((target / f).is_file() for f in files.downloads):
         progress.say(f"{canonical}: already in {place}; not downloaded (reading it below checks it)")
-        return Fetched(canonical, root, table)
+        return Fetched(canonical, root, None if checksums is None else table)
     progress.say(f"{canonical}: {len(files.downloads)} file{'s' if len(files.downloads) > 1 else ''} "
                  f"into {target}, from {urls[0]}" + (f" (else {', '.join(urls[1:])})" if urls[1:] else ""))
     made = [folder for folder in (target, *target.parents) if not folder.exists()]
@@ -253,12 +254,12 @@ def fetch(name: str, root: Optional[str] = None, mirror: Optional[str] = None,
             except OSError:
                 break
         raise
-    return Fetched(canonical, root, table)
+    return Fetched(canonical, root, None if checksums is None else table)
 
 
-def load(name: str, root: Path, checksums: Mapping[str, str]):
+def load(name: str, root: Path, checksums: Optional[Mapping[str, str]]):
     """Read data set ``name`` from ``root`` once (imports torch), checking files against
-    ``checksums``; returns the loaded curator."""
+    ``checksums`` (None: the official ones); returns the loaded curator."""
     from nord.data.registry import get_curator
     return get_curator(name, root=root, checksums=checksums).load()
 

@@ -21,15 +21,18 @@ from nord.data.download import (
     CIFAR10_MD5,
     CIFAR10_URLS,
     FASHION_MNIST_MD5,
+    FASHION_MNIST_UNPACKED_MD5,
     FASHION_MNIST_URLS,
     MIRROR_HINT,
     MNIST_MD5,
+    MNIST_UNPACKED_MD5,
     MNIST_URLS,
     base_urls,
     default_root,
     download_command,
     download_files,
     file_md5,
+    gunzipped_md5,
 )
 from nord.data.files import (
     CIFAR10_ARCHIVE,
@@ -122,12 +125,11 @@ class FileCurator(DataCurator):
                     f"have no MD5 for {path.name}; add a line '<md5>  {path.name}' as md5sum writes it")
             if not self.own_checksums:
                 logger.warning(
-                    "%s has no official MD5 (the %s table names only the files as downloaded, "
-                    "%s), so it was read unchecked; a run records its MD5 %s. Keep the "
-                    "downloaded files, or check it with --data-checksums FILE", path, self.name,
-                    ", ".join(sorted(self.default_checksums)), got)
+                    "%s has no official MD5 (the %s table names %s), so it was read unchecked; "
+                    "a run records its MD5 %s. Check it with --data-checksums FILE", path,
+                    self.name, ", ".join(sorted(self.default_checksums)), got)
             return
-        if got != expected.lower():
+        if got != expected.lower() and not self._official_content(path):
             if self.own_checksums:
                 what = (f"differs from {expected}, its MD5 in the checksums given (--data-checksums, "
                         "checksums= in Python); the file is damaged or not the one they describe")
@@ -140,6 +142,17 @@ class FileCurator(DataCurator):
                 + ("" if self.own_checksums else " Files from a mirror whose files differ are checked "
                    "against its MD5s with --data-checksums FILE (checksums= in Python).")
             )
+
+    def _official_content(self, path: Path) -> bool:
+        """Whether a ``.gz`` that is not the official archive unpacks to the official file (a
+        packager's recompressed copy, such as Debian's): its content is what is checked."""
+        unpacked = None if self.own_checksums or path.suffix != ".gz" else (
+            self.checksums.get(path.stem))
+        if not unpacked or gunzipped_md5(path) != unpacked.lower():
+            return False
+        logger.info("%s is not the official archive but unpacks to the official %s (MD5 %s)",
+                    path, path.stem, unpacked)
+        return True
 
     def _fetch(self, names: Sequence[str], directory: Path) -> None:
         try:
@@ -161,8 +174,8 @@ class _IdxCurator(FileCurator):
     stems = IDX_FILES
     official_shapes = {"train_images": (60000, 28, 28), "train_labels": (60000,),
                        "test_images": (10000, 28, 28), "test_labels": (10000,)}
-    """The shape of each official file (MNIST and Fashion-MNIST alike): what an unpacked file,
-    which no official MD5 covers, must hold."""
+    """The shape of each official file (MNIST and Fashion-MNIST alike): what an unpacked copy
+    must hold (checked before its MD5, to name what is wrong with a damaged one)."""
 
     def directories(self) -> List[Path]:
         """Folders searched, in order; the first is where downloads go."""
@@ -203,8 +216,9 @@ class _IdxCurator(FileCurator):
             if found is None:  # pragma: no cover - download_files raises first
                 raise MissingDataError(self._missing_message())
         for key, path in found.items():
-            if self.verify and not self.checksums.get(path.name) and not self.own_checksums:
-                # no MD5 covers an unpacked file: hold it to the official layout instead
+            if self.verify and path.suffix != ".gz" and not self.own_checksums:
+                # an unpacked copy of the official file: a damaged one is refused for what is
+                # wrong with it (truncated, another shape) before its MD5 is compared
                 check_idx_layout(path, self.official_shapes[key])
             self._verify(path)
         n = len(self.class_names)
@@ -230,7 +244,7 @@ class MNIST(_IdxCurator):
     folder = MNIST_FOLDER
     class_names = tuple(str(k) for k in range(10))
     default_urls = MNIST_URLS
-    default_checksums = MNIST_MD5
+    default_checksums = {**MNIST_MD5, **MNIST_UNPACKED_MD5}
 
 
 class FashionMNIST(_IdxCurator):
@@ -244,7 +258,7 @@ class FashionMNIST(_IdxCurator):
     class_names = ("T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker",
                    "Bag", "Ankle boot")
     default_urls = FASHION_MNIST_URLS
-    default_checksums = FASHION_MNIST_MD5
+    default_checksums = {**FASHION_MNIST_MD5, **FASHION_MNIST_UNPACKED_MD5}
 
 
 class CIFAR10(FileCurator):

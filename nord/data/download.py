@@ -12,6 +12,7 @@ Details (mirrors, ``.part`` files, resuming, several ranks): docs/data.md.
 from __future__ import annotations
 
 import errno
+import gzip
 import hashlib
 import http.client
 import logging
@@ -23,6 +24,7 @@ import socket
 import urllib.error
 import urllib.parse
 import urllib.request
+import zlib
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import BinaryIO, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
@@ -42,8 +44,10 @@ __all__ = [
     "MIRROR_HINT",
     "MNIST_URLS",
     "MNIST_MD5",
+    "MNIST_UNPACKED_MD5",
     "FASHION_MNIST_URLS",
     "FASHION_MNIST_MD5",
+    "FASHION_MNIST_UNPACKED_MD5",
     "CIFAR10_URLS",
     "CIFAR10_MD5",
     "DownloadProgress",
@@ -51,6 +55,7 @@ __all__ = [
     "base_urls",
     "download_command",
     "file_md5",
+    "gunzipped_md5",
     "format_bytes",
     "read_checksums",
     "download_file",
@@ -80,6 +85,13 @@ MNIST_MD5 = {
     "t10k-images-idx3-ubyte.gz": "9fb629c4189551a2d022fa330f9573f3",
     "t10k-labels-idx1-ubyte.gz": "ec29112dd5afa0611ce80d1b7f02629c",
 }
+MNIST_UNPACKED_MD5 = {
+    "train-images-idx3-ubyte": "6bbc9ace898e44ae57da46a324031adb",
+    "train-labels-idx1-ubyte": "a25bea736e30d166cdddb491f175f624",
+    "t10k-images-idx3-ubyte": "2646ac647ad5339dbf082846283269ea",
+    "t10k-labels-idx1-ubyte": "27ae3e4e09519cfbb04c329615203637",
+}
+"""What the official ``.gz`` files unpack to (``gunzip``), to check an unpacked copy."""
 
 FASHION_MNIST_URLS: Tuple[str, ...] = ("http://fashion-mnist.s3-website.eu-central-1.amazonaws.com/",)
 FASHION_MNIST_MD5 = {
@@ -88,6 +100,13 @@ FASHION_MNIST_MD5 = {
     "t10k-images-idx3-ubyte.gz": "bef4ecab320f06d8554ea6380940ec79",
     "t10k-labels-idx1-ubyte.gz": "bb300cfdad3c16e7a12a480ee83cd310",
 }
+FASHION_MNIST_UNPACKED_MD5 = {
+    "train-images-idx3-ubyte": "f4a8712d7a061bf5bd6d2ca38dc4d50a",
+    "train-labels-idx1-ubyte": "9018921c3c673c538a1fc5bad174d6f9",
+    "t10k-images-idx3-ubyte": "8181f5470baa50b63fa0f6fddb340f0a",
+    "t10k-labels-idx1-ubyte": "15d484375f8d13e6eb1aabb0c3f46965",
+}
+"""What the official ``.gz`` files unpack to (``gunzip``), to check an unpacked copy."""
 
 CIFAR10_URLS: Tuple[str, ...] = ("https://www.cs.toronto.edu/~kriz/",)
 CIFAR10_MD5 = {
@@ -168,6 +187,18 @@ def file_md5(path: PathLike) -> str:
     with open(path, "rb") as stream:
         for chunk in iter(lambda: stream.read(_CHUNK), b""):
             digest.update(chunk)
+    return digest.hexdigest()
+
+
+def gunzipped_md5(path: PathLike) -> Optional[str]:
+    """Hex MD5 of what a ``.gz`` file unpacks to; None when it is not a whole gzip file."""
+    digest = hashlib.md5(usedforsecurity=False)
+    try:
+        with gzip.open(path, "rb") as stream:
+            for chunk in iter(lambda: stream.read(_CHUNK), b""):
+                digest.update(chunk)
+    except (OSError, EOFError, zlib.error):
+        return None
     return digest.hexdigest()
 
 

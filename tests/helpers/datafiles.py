@@ -54,13 +54,16 @@ def write_mnist(directory, gz=True, seed=0, **sizes):
     return arrays, names
 
 
-def official_shapes(monkeypatch, n_train, n_test, side=28):
-    """Let small unpacked IDX files stand for the official ones (an unpacked file, which no
-    official MD5 covers, must have the official shape), for tests about something else."""
-    from nord.data.datasets import _IdxCurator
+def unchecked_unpacked_mnist(monkeypatch, n_train, n_test, side=28):
+    """Let small unpacked MNIST files be read as a data set whose unpacked files no table
+    covers (a plug-in's files, say): the official shape is theirs and MNIST's table names
+    only the .gz files, for tests of what guards such files (the run's record of their MD5)."""
+    from nord.data.datasets import MNIST, _IdxCurator
+    from nord.data.download import MNIST_MD5
     monkeypatch.setattr(_IdxCurator, "official_shapes", {
         "train_images": (n_train, side, side), "train_labels": (n_train,),
         "test_images": (n_test, side, side), "test_labels": (n_test,)})
+    monkeypatch.setattr(MNIST, "default_checksums", dict(MNIST_MD5))
 
 
 def cifar_arrays(per_batch=4, n_test=6, seed=0):

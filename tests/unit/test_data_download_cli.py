@@ -16,8 +16,8 @@ from nord.data import MNIST
 from nord.app.data_commands import CommandProgress
 from nord.data.download import MIRROR_ENV, ROOT_ENV
 from nord.errors import CorruptDataError, MissingDataError
-from tests.helpers.datafiles import (cifar_archive_bytes, cifar_parts, md5, official_shapes,
-                                     write_file, write_mnist)
+from tests.helpers.datafiles import (cifar_archive_bytes, cifar_parts, md5,
+                                     unchecked_unpacked_mnist, write_file, write_mnist)
 from tests.helpers.disks import tmpfs
 from tests.helpers.fileserver import FileServer, closed_port
 from tests.helpers.signals import default_sigint
@@ -122,9 +122,9 @@ def journal_files(path):
 
 
 def test_a_resume_on_other_data_is_refused_naming_the_file(tmp_path, capsys, monkeypatch):
-    """Uncompressed IDX files have no official MD5 (the table names the .gz files): the run
-    records the MD5 of every file it read, and a resume after a file changed is refused."""
-    official_shapes(monkeypatch, n_train=40, n_test=10)
+    """Files that no table covers: the run records the MD5 of every file it read, and a
+    resume after a file changed is refused."""
+    unchecked_unpacked_mnist(monkeypatch, n_train=40, n_test=10)
     raw = tmp_path / "data" / "MNIST" / "raw"
     write_mnist(raw, gz=False, n_train=40, n_test=10)
     journal = tmp_path / "r.db"
@@ -227,9 +227,24 @@ def test_a_second_download_fetches_nothing_and_says_so(tmp_path, capsys):
     assert splits(out)[2] == 20
 
 
+@pytest.mark.skipif(not os.path.isdir("/usr/share/datasets/fashion-mnist"),
+                    reason="scripts/setup.sh installs Debian's dataset-fashion-mnist")
+def test_a_packagers_copy_of_the_official_files_is_checked_by_content(capsys):
+    """Debian's Fashion-MNIST (recompressed .gz files) is in place: it is checked against
+    the official files' MD5s, unpacked, with no table of the user's named or needed."""
+    code, out, err = nord(capsys, "data", "download", "fashion-mnist", "--root",
+                          "/usr/share/datasets/fashion-mnist")
+    assert code == 0, err
+    assert "already in /usr/share/datasets/fashion-mnist; not downloaded" in out
+    assert "54000 train + 6000 validation" in out and "10000 test" in out
+
+
 def test_data_found_elsewhere_under_the_root_is_not_downloaded(tmp_path, capsys):
     folder, sums = serve_mnist(tmp_path)
-    write_mnist(tmp_path / "data" / "MNIST", gz=False, n_train=100, n_test=20)   # torchvision's other place
+    place = tmp_path / "data" / "MNIST"   # torchvision's other place
+    _, unpacked = write_mnist(place, gz=False, n_train=100, n_test=20)
+    # the mirror's table covers the unpacked copies too (else they are refused unchecked)
+    sums.write_text(sums.read_text() + checksums_file(place, unpacked).read_text())
     with FileServer(folder) as server:
         code, out, err = download(capsys, "mnist", tmp_path / "data", server, sums)
         assert server.gets == []

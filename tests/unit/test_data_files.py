@@ -277,7 +277,7 @@ def test_cifar_folder_checksums_are_verified(tmp_path):
         CIFAR10(tmp_path, valid_fraction=0).load()  # the official per-batch checksums do not fit generated batches
 
 
-# -- unpacked IDX files, which no official MD5 covers ---------------------------------------------
+# -- unpacked IDX files: their layout, then the MD5 of the unpacked official file ----------
 @pytest.mark.parametrize("content, rule", [
     (idx_bytes(np.zeros((5, 28, 28))), "announce shape (6, 28, 28) (the official file's); it "
                                        "announces (5, 28, 28)"),
@@ -308,8 +308,9 @@ def test_idx_layout_of_labels_is_magic_2049_and_the_count(tmp_path):
         check_idx_layout(path, (7,))
 
 
-def test_unpacked_mnist_files_without_an_md5_must_have_the_official_shape(tmp_path):
-    """The official table names the .gz files: an unpacked subset is refused, not read."""
+def test_an_unpacked_copy_of_another_layout_is_refused_for_its_layout(tmp_path):
+    """What is wrong with a damaged unpacked copy is named (here: not the official shape)
+    before its MD5 is compared."""
     write_mnist(tmp_path / "MNIST" / "raw", gz=False, n_train=40, n_test=10)
     with pytest.raises(CorruptDataError) as error:
         MNIST(tmp_path, valid_fraction=0).load()
@@ -317,11 +318,78 @@ def test_unpacked_mnist_files_without_an_md5_must_have_the_official_shape(tmp_pa
         error.value)
 
 
-def test_unpacked_mnist_files_of_the_official_shape_are_read(tmp_path, caplog):
+def test_an_unpacked_copy_of_the_official_layout_is_checked_against_the_official_md5(tmp_path):
+    """Random images in the official layout are not MNIST: the MD5 of the unpacked official
+    file refuses them."""
     write_mnist(tmp_path / "MNIST" / "raw", gz=False, n_train=60000, n_test=10000)
-    data = MNIST(tmp_path, valid_fraction=0)
+    with pytest.raises(CorruptDataError) as error:
+        MNIST(tmp_path, valid_fraction=0).load()
+    message = str(error.value)
+    assert "train-images-idx3-ubyte: MD5" in message
+    assert "differs from the expected 6bbc9ace898e44ae57da46a324031adb" in message
+
+
+DEBIAN_FASHION_MNIST = "/usr/share/datasets/fashion-mnist"
+"""Debian's dataset-fashion-mnist (scripts/setup.sh installs it): the official files,
+recompressed, so their .gz MD5s differ from the official archives' but not what they unpack to."""
+
+needs_debian_copy = pytest.mark.skipif(
+    not os.path.isdir(DEBIAN_FASHION_MNIST),
+    reason=f"{DEBIAN_FASHION_MNIST} is missing: scripts/setup.sh installs dataset-fashion-mnist")
+
+
+@pytest.fixture(scope="module")
+def unpacked_fashion_mnist(tmp_path_factory):
+    """Debian's Fashion-MNIST, gunzipped: a real unpacked copy of the official files."""
+    folder = tmp_path_factory.mktemp("fashion-mnist")
+    for name in os.listdir(DEBIAN_FASHION_MNIST):
+        with gzip.open(os.path.join(DEBIAN_FASHION_MNIST, name)) as packed:
+            (folder / name[:-len(".gz")]).write_bytes(packed.read())
+    return folder
+
+
+@needs_debian_copy
+def test_a_real_unpacked_copy_of_the_official_files_passes_their_md5s(unpacked_fashion_mnist,
+                                                                      caplog):
+    data = FashionMNIST(unpacked_fashion_mnist, valid_fraction=0, normalise=False)
     assert (data.n_train, data.n_test) == (60000, 10000)
-    assert "has no official MD5" in caplog.text   # its content could not be checked
+    assert "no official MD5" not in caplog.text and "unchecked" not in caplog.text
+    assert sorted(data.files) == sorted(name for name in os.listdir(unpacked_fashion_mnist))
+
+
+@needs_debian_copy
+def test_a_real_copy_with_one_changed_pixel_is_refused(unpacked_fashion_mnist, tmp_path):
+    for name in os.listdir(unpacked_fashion_mnist):
+        content = (unpacked_fashion_mnist / name).read_bytes()
+        if name == "t10k-images-idx3-ubyte":
+            content = content[:-1] + bytes([content[-1] ^ 1])
+        (tmp_path / name).write_bytes(content)
+    with pytest.raises(CorruptDataError) as error:
+        FashionMNIST(tmp_path, valid_fraction=0).load()
+    assert f"{tmp_path / 't10k-images-idx3-ubyte'}: MD5" in str(error.value)
+    assert "differs from the expected 8181f5470baa50b63fa0f6fddb340f0a" in str(error.value)
+
+
+@needs_debian_copy
+def test_a_recompressed_gz_is_read_when_it_unpacks_to_the_official_file(caplog):
+    """A packager's .gz (other bytes than the official archive) holds the official file: it is
+    accepted for its content, and the run records the MD5 of the file it read."""
+    import logging
+    caplog.set_level(logging.INFO, logger="nord.data.datasets")
+    data = FashionMNIST(DEBIAN_FASHION_MNIST, valid_fraction=0)
+    assert data.n_train == 60000
+    assert "is not the official archive but unpacks to the official train-images-idx3-ubyte" in (
+        caplog.text)
+    assert data.files["train-images-idx3-ubyte.gz"] == md5(
+        os.path.join(DEBIAN_FASHION_MNIST, "train-images-idx3-ubyte.gz"))
+
+
+def test_a_gz_that_unpacks_to_other_data_is_refused_for_its_archive_md5(tmp_path):
+    """The unpacked MD5 accepts only the official content: a .gz of other images is refused
+    for the archive's MD5, as before."""
+    write_mnist(tmp_path, n_train=40, n_test=10)
+    with pytest.raises(CorruptDataError, match="differs from the expected f68b3c2dcbeaaa9f"):
+        MNIST(tmp_path, valid_fraction=0).load()
 
 
 def test_the_verified_gz_is_read_when_an_unpacked_copy_lies_beside_it(tmp_path):
