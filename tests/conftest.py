@@ -11,6 +11,7 @@ The hosts and SLURM need root. Where the tests do not run as root they are skipp
 reason; as root, a missing program is an error (scripts/setup.sh installs them), so CI cannot
 skip silently. Both fixtures remove everything they made, also when a test fails.
 """
+import collections
 import os
 import shutil
 import tempfile
@@ -57,6 +58,21 @@ def pytest_collection_modifyitems(items):
         if item.get_closest_marker("processes") is None and (
                 item.get_closest_marker("mpi") is not None or PARALLEL in item.path.parents):
             item.add_marker("processes")
+    _longest_modules_first(items)
+
+
+def _longest_modules_first(items):
+    """Modules in order of how many of their tests start processes (seconds each, where an
+    in-process test takes milliseconds; GPU tests, skipped without one, do not count), the order of the files otherwise: xdist hands a
+    module to a worker whole, so the long ones go out first and both workers end on short
+    ones instead of one waiting for the other. A module's tests keep their order."""
+    starting = collections.Counter(item.path for item in items
+                                   if item.get_closest_marker("processes") is not None
+                                   and item.get_closest_marker("gpu") is None)
+    place = {}
+    for index, item in enumerate(items):
+        place.setdefault(item.path, index)
+    items.sort(key=lambda item: (-starting[item.path], place[item.path]))
 
 
 def _guarded(item):
