@@ -11,6 +11,7 @@
 """
 from __future__ import annotations
 
+import hashlib
 import logging
 import numbers
 import os
@@ -42,8 +43,9 @@ class Digits(DataCurator):
     The split is kept in the data root (``$NORD_DATA_ROOT``, else ``~/.cache/nord/data``),
     under ``digits/``, one small file per seed, fraction and scikit-learn version: a process
     that finds it there loads the same arrays without importing scikit-learn, which costs
-    each rank and worker of a run most of a second of CPU. Where the root cannot be
-    written, every process splits anew.
+    each rank and worker of a run most of a second of CPU. A file that is damaged (its
+    arrays no longer match their SHA-256) is replaced; where the root cannot be written,
+    every process splits anew.
 
     Args:
         test_fraction: share of the images held out for testing, in (0, 1).
@@ -103,20 +105,28 @@ class Digits(DataCurator):
 _SPLIT = ("x_train", "y_train", "x_test", "y_test")
 
 
+def _digest(split: Tuple[np.ndarray, ...]) -> str:
+    digest = hashlib.sha256()
+    for array in split:
+        digest.update(f"{array.dtype.str}{array.shape}".encode())
+        digest.update(np.ascontiguousarray(array).tobytes())
+    return digest.hexdigest()
+
+
 def _read_split(path: Path) -> Optional[Tuple[np.ndarray, ...]]:
-    """The kept split at ``path``; None where there is none or it does not hold one."""
+    """The kept split at ``path``; None where there is none, or where what is there is not
+    the split it was written as (damaged, or written by other code)."""
     try:
         with np.load(path, allow_pickle=False) as kept:
             split = tuple(kept[name] for name in _SPLIT)
+            digest = str(kept["sha256"])
     except (OSError, EOFError, ValueError, KeyError, zipfile.BadZipFile) as error:
         if path.exists():
             logger.debug("the kept Digits split %s is unreadable (%s): splitting anew", path, error)
         return None
     x_train, y_train, x_test, y_test = split
-    if (x_train.dtype != np.float32 or x_test.dtype != np.float32 or y_train.dtype != np.int64
-            or y_test.dtype != np.int64 or x_train.shape[1:] != (8, 8) or x_test.shape[1:] != (8, 8)
-            or len(x_train) != len(y_train) or len(x_test) != len(y_test)
-            or len(x_train) + len(x_test) != 1797):
+    if (digest != _digest(split) or x_train.dtype != np.float32 or y_train.dtype != np.int64
+            or x_train.shape[1:] != (8, 8) or len(x_train) + len(x_test) != 1797):
         logger.debug("the kept Digits split %s holds other arrays: splitting anew", path)
         return None
     return split
@@ -130,7 +140,7 @@ def _keep_split(path: Path, split: Tuple[np.ndarray, ...]) -> None:
         with tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.name}.",
                                          suffix=".part", delete=False) as file:
             part = file.name
-            np.savez(file, **dict(zip(_SPLIT, split)))
+            np.savez(file, **dict(zip(_SPLIT, split)), sha256=np.array(_digest(split)))
         os.chmod(part, 0o644)       # readable by whoever shares the data root, as downloads are
         os.replace(part, path)
     except OSError as error:

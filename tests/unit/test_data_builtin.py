@@ -92,13 +92,18 @@ def test_each_seed_fraction_and_stratification_keeps_its_own_split(data_root):
     assert all(name.endswith(f"-sklearn{__version__}.npz") for name in names)
 
 
-@pytest.mark.parametrize("content", [b"", b"not a numpy file", "other arrays"])
+@pytest.mark.parametrize("content", [b"", b"not a numpy file", "other arrays", "a changed pixel"])
 def test_an_unreadable_or_foreign_kept_split_is_made_anew_and_replaced(data_root, content):
     expected = splits(Digits(seed=2))
     kept = Digits(seed=2).kept_split()
     if content == "other arrays":
         np.savez(kept, x_train=np.zeros((3, 8, 8), np.float32), y_train=np.zeros(3, np.int64),
                  x_test=np.zeros((1, 8, 8), np.float32), y_test=np.zeros(1, np.int64))
+    elif content == "a changed pixel":
+        with np.load(kept) as arrays:
+            changed = dict(arrays)
+        changed["x_train"][0, 0, 0] += 1
+        np.savez(kept, **changed)
     else:
         kept.write_bytes(content)
     assert all(torch.equal(a, b) for a, b in zip(expected, splits(Digits(seed=2))))
