@@ -1,6 +1,5 @@
 """Examples are tests: every experiment script runs at its --smoke size (under mpirun where
 it is meant to), and its journal is a finished run that `nord report` can compare."""
-import json
 import shutil
 import subprocess
 import sys
