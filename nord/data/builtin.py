@@ -1,4 +1,4 @@
-"""Curators that need no files: scikit-learn's Digits, and a user's own arrays.
+"""Curators that need no download: scikit-learn's Digits, and a user's own arrays.
 
 ::
 
