@@ -30,18 +30,18 @@ def finished_run(path, evaluations):
 
 @pytest.fixture(scope="module")
 def experiment1(tmp_path_factory):
-    """Experiment 1 run once at its --smoke size: its output and journal, which tests copy
-    before running anything against it."""
+    """The journal of experiment 1 run once at its --smoke size, which tests copy before
+    running anything against it."""
     journal = tmp_path_factory.mktemp("experiment1") / "e1.db"
     done = run_python([EXPERIMENTS / "experiment1_local.py", "--smoke", "--journal", journal])
     assert done.returncode == 0, done.stdout
-    return done, journal
-
-
-def copy_of(experiment1, tmp_path):
-    journal = tmp_path / "e1.db"
-    shutil.copyfile(experiment1[1], journal)
     return journal
+
+
+def copy_of(journal, tmp_path):
+    copy = tmp_path / "e1.db"
+    shutil.copyfile(journal, copy)
+    return copy
 
 
 def test_paper_examples_smoke():
@@ -51,7 +51,7 @@ def test_paper_examples_smoke():
 
 
 def test_experiment1_local_smoke(experiment1):
-    summary = finished_run(experiment1[1], evaluations=4 * (2 + 1))
+    summary = finished_run(experiment1, evaluations=4 * (2 + 1))
     assert summary["workers"] == 1 and summary["ranks"] == 1
 
 
