@@ -44,6 +44,7 @@ bench: setup
 	$(PYTHON) bench/paper_question.py
 	$(PYTHON) bench/asha.py
 	$(PYTHON) bench/checkpoint_cost.py
+	$(PYTHON) bench/digits_split.py
 
 clean:
 	rm -rf runs .pytest_cache

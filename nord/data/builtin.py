@@ -1,4 +1,4 @@
-"""Curators that need no files: scikit-learn's Digits, and a user's own arrays.
+"""Curators that need no download: scikit-learn's Digits, and a user's own arrays.
 
 ::
 
@@ -11,14 +11,25 @@
 """
 from __future__ import annotations
 
+import hashlib
+import logging
 import numbers
-from typing import Any, Optional, Sequence
+import os
+import tempfile
+import zipfile
+from contextlib import suppress
+from importlib import metadata
+from pathlib import Path
+from typing import Any, Optional, Sequence, Tuple
 
 import numpy as np
 
 from nord.checks import check_int
 from nord.data.curator import ArrayLike, DataCurator, RawData, prepare
+from nord.data.download import default_root
 from nord.errors import ConfigurationError
+
+logger = logging.getLogger(__name__)
 
 __all__ = ["Digits", "TensorCurator"]
 
@@ -28,6 +39,13 @@ class Digits(DataCurator):
 
     1,797 grey images of 10 classes, split into train and test with a seed. Pixel values
     0..16 are scaled to 0..1 and then normalised with training statistics.
+
+    The split is kept in the data root (``$NORD_DATA_ROOT``, else ``~/.cache/nord/data``),
+    under ``digits/``, one small file per seed, fraction and scikit-learn version: a process
+    that finds it there loads the same arrays without importing scikit-learn, which costs
+    each rank and worker of a run most of a second of CPU. A file that is damaged (its
+    arrays no longer match their SHA-256) is replaced; where the root cannot be written,
+    every process splits anew.
 
     Args:
         test_fraction: share of the images held out for testing, in (0, 1).
@@ -51,6 +69,26 @@ class Digits(DataCurator):
         self.stratify = bool(stratify)
 
     def _load(self) -> RawData:
+        kept = self.kept_split()
+        split = _read_split(kept) if kept is not None else None
+        if split is None:
+            split = self._split()
+            if kept is not None:
+                _keep_split(kept, split)
+        x_train, y_train, x_test, y_test = split
+        return RawData(x_train, y_train, x_test, y_test, classes=[str(k) for k in range(10)], scale=1 / 16)
+
+    def kept_split(self) -> Optional[Path]:
+        """Where this split is kept; None without an installed scikit-learn to name it by."""
+        try:
+            version = metadata.version("scikit-learn")
+        except metadata.PackageNotFoundError:
+            return None
+        kind = "stratified" if self.stratify else "shuffled"
+        return default_root() / "digits" / (
+            f"split-seed{self.seed}-test{self.test_fraction!r}-{kind}-sklearn{version}.npz")
+
+    def _split(self) -> Tuple[np.ndarray, ...]:
         from sklearn.datasets import load_digits
         from sklearn.model_selection import train_test_split
 
@@ -61,7 +99,55 @@ class Digits(DataCurator):
             images, labels, test_size=self.test_fraction, random_state=self.seed,
             stratify=labels if self.stratify else None,
         )
-        return RawData(x_train, y_train, x_test, y_test, classes=[str(k) for k in range(10)], scale=1 / 16)
+        return x_train, y_train, x_test, y_test
+
+
+_SPLIT = ("x_train", "y_train", "x_test", "y_test")
+
+
+def _digest(split: Tuple[np.ndarray, ...]) -> str:
+    digest = hashlib.sha256()
+    for array in split:
+        digest.update(f"{array.dtype.str}{array.shape}".encode())
+        digest.update(np.ascontiguousarray(array).tobytes())
+    return digest.hexdigest()
+
+
+def _read_split(path: Path) -> Optional[Tuple[np.ndarray, ...]]:
+    """The kept split at ``path``; None where there is none, or where what is there is not
+    the split it was written as (damaged, or written by other code)."""
+    try:
+        with np.load(path, allow_pickle=False) as kept:
+            split = tuple(kept[name] for name in _SPLIT)
+            digest = str(kept["sha256"])
+    except (OSError, EOFError, ValueError, KeyError, zipfile.BadZipFile) as error:
+        if path.exists():
+            logger.debug("the kept Digits split %s is unreadable (%s): splitting anew", path, error)
+        return None
+    x_train, y_train, x_test, y_test = split
+    if (digest != _digest(split) or x_train.dtype != np.float32 or y_train.dtype != np.int64
+            or x_train.shape[1:] != (8, 8) or len(x_train) + len(x_test) != 1797):
+        logger.debug("the kept Digits split %s holds other arrays: splitting anew", path)
+        return None
+    return split
+
+
+def _keep_split(path: Path, split: Tuple[np.ndarray, ...]) -> None:
+    """Write the split whole or not at all (ranks may write it at the same moment)."""
+    part = None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.name}.",
+                                         suffix=".part", delete=False) as file:
+            part = file.name
+            np.savez(file, **dict(zip(_SPLIT, split)), sha256=np.array(_digest(split)))
+        os.chmod(part, 0o644)       # readable by whoever shares the data root, as downloads are
+        os.replace(part, path)
+    except OSError as error:
+        logger.debug("the Digits split is not kept at %s: %s", path, error)
+        if part is not None:
+            with suppress(OSError):
+                os.remove(part)
 
 
 class TensorCurator(DataCurator):

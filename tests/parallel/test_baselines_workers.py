@@ -3,14 +3,12 @@ training candidates side by side, with real training: local worker processes (--
 and MPI ranks (mpirun -np 3: two workers). A sync run tells each batch of two in the order it
 was asked, so both give the same candidates and results (times and workers aside); an async
 run on workers spends its budget and trains every candidate once."""
-import subprocess
-import sys
-
 import pytest
 
+from nord.app.cli import main
 from nord.journal import Journal
 from tests.helpers.toy import journal_rows
-from tests.mpirun import REPO, requires_mpirun, run_mpi
+from tests.mpirun import requires_mpirun, run_mpi
 
 pytestmark = [requires_mpirun, pytest.mark.mpi, pytest.mark.slow, pytest.mark.timeout(600)]
 
@@ -27,12 +25,10 @@ NOT_COMPARED = ("started", "ended", "train_time", "eval_time", "worker_rank", "t
 
 
 def nord_run(journal, algorithm, mode, workers=2):
-    command = [sys.executable, "-m", "nord", "run", "--algorithm", algorithm, "--mode", mode,
-               "--workers", str(workers), *SMALL, *ALGORITHMS[algorithm],
-               "--journal", str(journal)]
-    done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-3000:]
-    return done
+    """``nord run --workers N`` from this process: the workers are processes of their own,
+    as under the command."""
+    assert main(["run", "--algorithm", algorithm, "--mode", mode, "--workers", str(workers),
+                 *SMALL, *ALGORITHMS[algorithm], "--journal", str(journal)]) == 0
 
 
 @pytest.mark.parametrize("algorithm", sorted(ALGORITHMS))

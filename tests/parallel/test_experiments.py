@@ -1,6 +1,6 @@
 """Examples are tests: every experiment script runs at its --smoke size (under mpirun where
 it is meant to), and its journal is a finished run that `nord report` can compare."""
-import json
+import shutil
 import subprocess
 import sys
 
@@ -28,17 +28,30 @@ def finished_run(path, evaluations):
     return summary
 
 
+@pytest.fixture(scope="module")
+def experiment1(tmp_path_factory):
+    """The journal of experiment 1 run once at its --smoke size, which tests copy before
+    running anything against it."""
+    journal = tmp_path_factory.mktemp("experiment1") / "e1.db"
+    done = run_python([EXPERIMENTS / "experiment1_local.py", "--smoke", "--journal", journal])
+    assert done.returncode == 0, done.stdout
+    return journal
+
+
+def copy_of(journal, tmp_path):
+    copy = tmp_path / "e1.db"
+    shutil.copyfile(journal, copy)
+    return copy
+
+
 def test_paper_examples_smoke():
     done = run_python([EXPERIMENTS / "paper_examples.py", "--smoke"])
     assert done.returncode == 0, done.stdout
     assert done.stdout.count(" ok ") == 3 and "failed" in done.stdout and "ShapeError" in done.stdout
 
 
-def test_experiment1_local_smoke(tmp_path):
-    journal = tmp_path / "e1.db"
-    done = run_python([EXPERIMENTS / "experiment1_local.py", "--smoke", "--journal", journal])
-    assert done.returncode == 0, done.stdout
-    summary = finished_run(journal, evaluations=4 * (2 + 1))
+def test_experiment1_local_smoke(experiment1):
+    summary = finished_run(experiment1, evaluations=4 * (2 + 1))
     assert summary["workers"] == 1 and summary["ranks"] == 1
 
 
@@ -70,10 +83,8 @@ def test_experiment3_distributed_ga_smoke(tmp_path, mode):
     assert trained_by <= {1, 2} and len(trained_by) == 2, trained_by
 
 
-def test_experiment_resume_continues_a_finished_run(tmp_path):
-    journal = tmp_path / "e1.db"
-    first = run_python([EXPERIMENTS / "experiment1_local.py", "--smoke", "--journal", journal])
-    assert first.returncode == 0, first.stdout
+def test_experiment_resume_continues_a_finished_run(tmp_path, experiment1):
+    journal = copy_of(experiment1, tmp_path)
     with Journal(journal) as record:
         before = [(r["candidate"], r["key"], r["accuracy"]) for r in record.evaluations()]
     again = run_python([EXPERIMENTS / "experiment1_local.py", "--smoke", "--journal", journal,
@@ -104,10 +115,8 @@ def test_experiment_reads_mirror_files_with_their_checksums(tmp_path):
             name: md5(raw / name) for name in names}
 
 
-def test_experiment_refuses_to_overwrite_a_journal_without_resume(tmp_path):
-    journal = tmp_path / "e1.db"
-    assert run_python([EXPERIMENTS / "experiment1_local.py", "--smoke", "--journal",
-                       journal]).returncode == 0
+def test_experiment_refuses_to_overwrite_a_journal_without_resume(tmp_path, experiment1):
+    journal = copy_of(experiment1, tmp_path)
     before = journal.read_bytes()
     again = run_python([EXPERIMENTS / "experiment1_local.py", "--smoke", "--journal", journal])
     assert again.returncode == 2
@@ -118,10 +127,8 @@ def test_experiment_refuses_to_overwrite_a_journal_without_resume(tmp_path):
 
 @requires_mpirun
 @pytest.mark.mpi
-def test_a_refusal_under_mpirun_is_one_line_and_ends_every_rank(tmp_path):
-    journal = tmp_path / "e3.db"
-    assert run_python([EXPERIMENTS / "experiment1_local.py", "--smoke", "--journal",
-                       journal]).returncode == 0
+def test_a_refusal_under_mpirun_is_one_line_and_ends_every_rank(tmp_path, experiment1):
+    journal = copy_of(experiment1, tmp_path)
     before = journal.read_bytes()
     run = run_mpi([EXPERIMENTS / "experiment3_distributed_ga.py", "--smoke", "--journal",
                    journal], np=3, timeout=120)

@@ -27,10 +27,25 @@ from tests.mpirun import requires_mpirun
 
 pytestmark = [pytest.mark.processes, pytest.mark.timeout(300)]
 
-def killed_and_resumed(tmp_path, extra, kill_after, mpi=0, wait=0):
-    whole, cut = tmp_path / "whole.db", tmp_path / "cut.db"
-    code, output = run(search(whole, *extra), tmp_path / "whole.log", mpi=mpi)
+def uninterrupted(folder, extra, mpi=0):
+    """The journal and epoch log of the run never killed."""
+    whole, log = folder / "whole.db", folder / "whole.log"
+    code, output = run(search(whole, *extra), log, mpi=mpi)
     assert code == 0, output
+    return whole, log
+
+
+@pytest.fixture(scope="module")
+def serial_whole(tmp_path_factory):
+    """The uninterrupted serial run of three candidates, read (never written) by two tests."""
+    return uninterrupted(tmp_path_factory.mktemp("serial"), ["--budget", "3"])
+
+
+def killed_and_resumed(tmp_path, extra, kill_after, mpi=0, wait=0, whole=None):
+    """Kill the run, resume it, and compare it with the uninterrupted one (``whole``, its
+    journal and log, when already run with the same ``extra``)."""
+    whole, whole_log = whole or uninterrupted(tmp_path, extra, mpi=mpi)
+    cut = tmp_path / "cut.db"
     code, output = run(search(cut, *extra), tmp_path / "cut.log", mpi=mpi,
                        kill_after=kill_after, wait=wait)
     assert code != 0, output                                   # it was killed
@@ -39,7 +54,7 @@ def killed_and_resumed(tmp_path, extra, kill_after, mpi=0, wait=0):
     code, output = run(["resume", str(cut)], tmp_path / "cut.log", mpi=mpi)
     assert code == 0, output
     assert "went on from checkpoints" in output
-    assert logged(tmp_path / "cut.log") == logged(tmp_path / "whole.log")   # none twice
+    assert logged(tmp_path / "cut.log") == logged(whole_log)   # none twice
     expected, actual = results(whole), results(cut)
     assert actual[:2] == expected[:2]
     assert actual[2] and not expected[2]
@@ -47,8 +62,8 @@ def killed_and_resumed(tmp_path, extra, kill_after, mpi=0, wait=0):
     return actual[2]
 
 
-def test_a_serial_run_killed_mid_candidate_goes_on_from_its_last_epoch(tmp_path):
-    resumed = killed_and_resumed(tmp_path, ["--budget", "3"], kill_after=6)
+def test_a_serial_run_killed_mid_candidate_goes_on_from_its_last_epoch(tmp_path, serial_whole):
+    resumed = killed_and_resumed(tmp_path, ["--budget", "3"], kill_after=6, whole=serial_whole)
     assert resumed == {1: 2}            # the second candidate, killed in its third epoch
 
 
@@ -67,24 +82,26 @@ def test_an_asynchronous_run_on_mpi_ranks_killed_mid_training(tmp_path):
 @requires_mpirun
 @pytest.mark.mpi
 def test_a_data_parallel_group_killed_mid_training(tmp_path):
+    # One candidate trains at a time, on both ranks of the group, in step: the rank that
+    # kills finds the other mid-epoch already, so it kills at once (waiting, it held the
+    # other rank in the step's all-reduce for the whole wait)
     resumed = killed_and_resumed(
         tmp_path, ["--budget", "2", "--evaluation", "distributed", "--group-size", "2",
-                   "--backend", "torch"], kill_after=10, mpi=3, wait=30)
+                   "--backend", "torch"], kill_after=10, mpi=3, wait=0)
     assert resumed == {1: 1}   # both ranks of the group logged epochs 1-4 of candidate 0, then 1
 
 
 def test_asha_killed_in_the_middle_of_a_promoted_leg(tmp_path):
     extra = ["--budget", "6", "--scheduler", "asha", "--mode", "async", "--min-epochs", "1",
              "--max-epochs", "4", "--eta", "2"]
-    code, output = run(search(tmp_path / "probe.db", *extra), tmp_path / "probe.log")
-    assert code == 0, output
-    with Journal(tmp_path / "probe.db") as record:
+    whole = uninterrupted(tmp_path, extra)    # where to kill is read from the uninterrupted run
+    with Journal(whole[0]) as record:
         legs = record.legs()
     leg = next(leg for leg in legs
                if leg["start_epochs"] > 0 and leg["target_epochs"] - leg["start_epochs"] >= 2)
     before = sum(other["target_epochs"] - other["start_epochs"]
                  for other in legs if other["leg"] < leg["leg"])
-    resumed = killed_and_resumed(tmp_path, extra, kill_after=before + 1)
+    resumed = killed_and_resumed(tmp_path, extra, kill_after=before + 1, whole=whole)
     assert resumed == {leg["candidate"]: 1}
 
 
@@ -121,12 +138,12 @@ def test_a_disk_that_fills_under_asha_stops_the_run_and_fails_no_candidate(tmp_p
     assert actual[:2] == expected[:2]
 
 
-def test_a_candidate_killed_twice_is_given_up_only_when_it_made_no_progress(tmp_path):
+def test_a_candidate_killed_twice_is_given_up_only_when_it_made_no_progress(tmp_path,
+                                                                           serial_whole):
     """Two kills of the run in one candidate's training: with an epoch finished between them
     (a preempted job) it goes on; killed twice in the same epoch (the out-of-memory killer)
     it is recorded as failed, saying why, and the run goes on."""
-    whole, cut = tmp_path / "whole.db", tmp_path / "cut.db"
-    assert run(search(whole, "--budget", "3"), tmp_path / "whole.log")[0] == 0
+    whole, cut = serial_whole[0], tmp_path / "cut.db"
     for kill_after in (6, 7):        # candidate 1 in its third epoch, then in its fourth
         assert run(search(cut, "--budget", "3"), tmp_path / "cut.log",
                    kill_after=kill_after)[0] != 0

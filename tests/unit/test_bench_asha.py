@@ -1,5 +1,6 @@
 """bench/asha.py: its quick mode runs, and its JSON says what it measured, consistently."""
 import json
+import runpy
 import subprocess
 import sys
 from pathlib import Path
@@ -7,21 +8,21 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-
-pytestmark = pytest.mark.processes   # each test runs bench/asha.py in its own interpreter
+BENCH = REPO / "bench" / "asha.py"
 
 
 @pytest.fixture(scope="module")
 def quick(tmp_path_factory):
     """The figures of one quick run, and what it printed."""
     path = tmp_path_factory.mktemp("asha") / "asha.json"
-    done = subprocess.run([sys.executable, str(REPO / "bench" / "asha.py"), "--quick",
+    done = subprocess.run([sys.executable, str(BENCH), "--quick",
                            "--json", str(path)], cwd=REPO, capture_output=True, text=True,
                           timeout=300)
     assert done.returncode == 0, done.stderr
     return json.loads(path.read_text()), done.stdout
 
 
+@pytest.mark.processes   # the measuring tests run bench/asha.py in its own interpreter
 @pytest.mark.slow
 def test_quick_mode_measures_both_data_sets_for_every_seed(quick):
     figures, printed = quick
@@ -39,6 +40,7 @@ def test_quick_mode_measures_both_data_sets_for_every_seed(quick):
         assert set(result["target"]) >= {"epochs_ratio", "valid_gap", "noise", "holds"}
 
 
+@pytest.mark.processes
 @pytest.mark.slow
 def test_epoch_counts_agree_and_asha_spends_fewer(quick):
     figures, _ = quick
@@ -62,6 +64,7 @@ def test_epoch_counts_agree_and_asha_spends_fewer(quick):
         assert result["target"]["epochs_ratio"] == pytest.approx(total / result["full"]["epochs"])
 
 
+@pytest.mark.processes
 @pytest.mark.slow
 def test_checkpoint_cost_is_measured_against_an_epoch(quick):
     figures, _ = quick
@@ -74,22 +77,32 @@ def test_checkpoint_cost_is_measured_against_an_epoch(quick):
             assert cost["load_fraction"] == pytest.approx(cost["load_s"] / cost["epoch_s"])
 
 
-@pytest.mark.slow
-def test_one_data_set_and_other_rungs_can_be_asked_for():
-    done = subprocess.run([sys.executable, str(REPO / "bench" / "asha.py"), "--help"],
-                          cwd=REPO, capture_output=True, text=True, timeout=60)
-    assert done.returncode == 0 and "--datasets" in done.stdout and "--rungs" in done.stdout
+def bench_command_line(monkeypatch, *args):
+    """The exit status of ``python bench/asha.py ARGS`` that stops at its arguments, run here:
+    --help and refused arguments end in argparse, before anything is measured."""
+    monkeypatch.setattr(sys, "argv", [str(BENCH), *args])
+    monkeypatch.setattr(sys, "path", list(sys.path))   # the script puts the checkout first
+    with pytest.raises(SystemExit) as ended:
+        runpy.run_path(str(BENCH), run_name="__main__")
+    return ended.value.code
+
+
+@pytest.mark.timeout(60)   # an argument wrongly taken would start the measurement
+def test_one_data_set_and_other_rungs_can_be_asked_for(monkeypatch, capsys):
+    assert bench_command_line(monkeypatch, "--help") == 0
+    said = capsys.readouterr().out
+    assert "--datasets" in said and "--rungs" in said
     for wrong in (["--datasets", "cifar"], ["--rungs", "2,18"], ["--rungs", "3,2,3"],
                   ["--rungs", "1,9,1"]):
-        done = subprocess.run([sys.executable, str(REPO / "bench" / "asha.py"), *wrong],
-                              cwd=REPO, capture_output=True, text=True, timeout=60)
-        assert done.returncode == 2 and wrong[0] in done.stderr, wrong
+        assert bench_command_line(monkeypatch, *wrong) == 2, wrong
+        assert wrong[0] in capsys.readouterr().err, wrong
 
 
+@pytest.mark.processes
 @pytest.mark.slow
 def test_quick_mode_runs_one_data_set_with_the_rungs_asked_for(tmp_path):
     path = tmp_path / "asha.json"
-    done = subprocess.run([sys.executable, str(REPO / "bench" / "asha.py"), "--quick",
+    done = subprocess.run([sys.executable, str(BENCH), "--quick",
                            "--datasets", "cifar-sized", "--rungs", "1,4,2", "--seeds", "0",
                            "--json", str(path)], cwd=REPO, capture_output=True, text=True,
                           timeout=300)

@@ -60,8 +60,7 @@ def test_a_signal_ends_the_run_cleanly_and_resume_finishes_it(tmp_path, signal_n
     with Journal(journal) as record:
         assert record.state() == "interrupted" and record.metadata()["status_detail"] == name
         before = record.evaluations()
-    resumed = nord("resume", journal, timeout=300)
-    assert resumed.returncode == 0, resumed.stderr
+    assert main(["resume", str(journal)]) == 0    # resuming is no process's business: here
     with Journal(journal) as record:
         after = record.evaluations()
         assert record.state() == "finished" and len(after) == 24
@@ -92,32 +91,34 @@ def test_resume_of_a_run_being_written_is_refused_at_once_naming_the_writer(tmp_
         process.communicate(timeout=60)
 
 
-@pytest.mark.processes
-def test_a_new_run_over_a_finished_journal_is_refused_in_one_line_without_a_change(tmp_path):
+def test_a_new_run_over_a_finished_journal_is_refused_in_one_line_without_a_change(tmp_path,
+                                                                                   capsys):
     journal = tmp_path / "run.db"
-    assert nord("run", "--space", "nasbench201", "--budget", 5, "--journal", journal).returncode == 0
+    run = ["run", "--space", "nasbench201", "--budget", "5", "--journal", str(journal)]
+    assert main(run) == 0
     before = journal.read_bytes()
-    again = nord("run", "--space", "nasbench201", "--budget", 5, "--journal", journal)
-    assert again.returncode == 2 and again.stderr.count("\n") == 1
-    assert "already holds a run" in again.stderr and "left untouched" in again.stderr
+    capsys.readouterr()
+    assert main(run) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert "already holds a run" in err and "left untouched" in err
     assert journal.read_bytes() == before
 
 
-@pytest.mark.processes
-def test_resume_of_a_journal_that_does_not_exist_is_refused(tmp_path):
+def test_resume_of_a_journal_that_does_not_exist_is_refused(tmp_path, capsys):
     typo = tmp_path / "typo.db"
-    refused = nord("run", "--space", "nasbench201", "--budget", 5, "--journal", typo, "--resume")
-    assert refused.returncode == 2 and "no journal at" in refused.stderr
+    assert main(["run", "--space", "nasbench201", "--budget", "5", "--journal", str(typo),
+                 "--resume"]) == 2
+    assert "no journal at" in capsys.readouterr().err
     assert not typo.exists()
 
 
-@pytest.mark.processes
-def test_a_run_without_a_journal_writes_one_to_a_path_it_prints(tmp_path):
-    done = nord("run", "--space", "nasbench201", "--algorithm", "rea", "--budget", 5, cwd=tmp_path)
-    assert done.returncode == 0, done.stderr
+def test_a_run_without_a_journal_writes_one_to_a_path_it_prints(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", "--space", "nasbench201", "--algorithm", "rea", "--budget", "5"]) == 0
     written = list((tmp_path / "runs").glob("regularized_evolution-*.db"))
     assert len(written) == 1
-    assert f"journal: {Path('runs') / written[0].name}" in done.stdout
+    assert f"journal: {Path('runs') / written[0].name}" in capsys.readouterr().out
 
 
 @pytest.mark.processes
@@ -140,29 +141,28 @@ def test_export_copies_a_live_run(tmp_path):
         process.communicate(timeout=60)
 
 
-@pytest.mark.processes
-def test_list_and_report_skip_a_damaged_journal_with_a_note(tmp_path):
+def test_list_and_report_skip_a_damaged_journal_with_a_note(tmp_path, capsys):
     runs = tmp_path / "runs"
-    for name in ("good", "deeper/other"):
-        assert nord("run", "--space", "nasbench201", "--budget", 6, "--journal",
-                    runs / f"{name}.db").returncode == 0
+    for name in ("good", "deeper/other", "damaged"):
+        assert main(["run", "--space", "nasbench201", "--budget", "6", "--journal",
+                     str(runs / f"{name}.db")]) == 0
     damaged = runs / "damaged.db"
-    assert nord("run", "--space", "nasbench201", "--budget", 6, "--journal", damaged).returncode == 0
     data = bytearray(damaged.read_bytes())
     at = data.find(b'"lower"')
     data[at:at + 8] = b"\xff" * 8
     damaged.write_bytes(bytes(data))
-    listing = nord("list", runs)
-    assert listing.returncode == 0
-    assert "good.db" in listing.stdout and "other.db" in listing.stdout
-    assert listing.stderr.count("\n") == 1 and f"skipped {damaged}" in listing.stderr
-    assert "damaged" in listing.stderr and "Traceback" not in listing.stderr
-    assert nord("list", runs / "good.db").returncode == 0
-    report = nord("report", runs, "--out", tmp_path / "report")
-    assert report.returncode == 0, report.stderr
-    assert f"skipped {damaged}" in report.stderr
-    resume = nord("resume", damaged)
-    assert resume.returncode == 2 and f"'{damaged}' is damaged" in resume.stderr
+    capsys.readouterr()
+    assert main(["list", str(runs)]) == 0
+    listing = capsys.readouterr()
+    assert "good.db" in listing.out and "other.db" in listing.out
+    assert listing.err.count("\n") == 1 and f"skipped {damaged}" in listing.err
+    assert "damaged" in listing.err and "Traceback" not in listing.err
+    assert main(["list", str(runs / "good.db")]) == 0
+    capsys.readouterr()
+    assert main(["report", str(runs), "--out", str(tmp_path / "report")]) == 0
+    assert f"skipped {damaged}" in capsys.readouterr().err
+    assert main(["resume", str(damaged)]) == 2
+    assert f"'{damaged}' is damaged" in capsys.readouterr().err
 
 
 def test_advice_about_a_file_that_is_not_a_journal_fits_the_command(tmp_path, capsys):

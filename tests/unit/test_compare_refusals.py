@@ -1,6 +1,5 @@
 """`nord compare` refuses what the library refuses, in the library's words: a Python caller of
 run_comparison / run_nsga2 / SimulatedSetting gets the very message the command prints."""
-import matplotlib
 import pytest
 
 from nord.app.cli import main
@@ -126,6 +125,8 @@ def test_the_command_refuses_a_flag_the_comparison_it_runs_has_no_parameter_for(
 
 
 def test_the_anytime_plot_leaves_matplotlib_backend_alone(tmp_path, monkeypatch):
+    import matplotlib   # here, not at the top: collecting this module need not import it
+
     def switched(*args, **kwargs):
         raise AssertionError("write_anytime_plot switched matplotlib's backend")
 

@@ -60,6 +60,66 @@ def test_digits_refuses_a_test_fraction_outside_the_unit_interval():
         Digits(test_fraction=1.0)
 
 
+@pytest.fixture
+def data_root(tmp_path, monkeypatch):
+    monkeypatch.setenv("NORD_DATA_ROOT", str(tmp_path / "data"))
+    return tmp_path / "data"
+
+
+def splits(data):
+    return [tensor for part in ("train", "valid", "test") for tensor in data.tensors(part)]
+
+
+def test_a_kept_digits_split_loads_the_arrays_a_fresh_split_makes(data_root, monkeypatch):
+    fresh = Digits(seed=3, test_fraction=0.3)
+    kept = fresh.kept_split()
+    assert not kept.exists() and kept.parent == data_root / "digits"
+    first = splits(fresh)
+    assert kept.is_file()
+
+    def no_split(self):
+        raise AssertionError("split anew although the split was kept")
+    monkeypatch.setattr(Digits, "_split", no_split)
+    again = splits(Digits(seed=3, test_fraction=0.3))
+    assert all(torch.equal(a, b) and a.dtype == b.dtype for a, b in zip(first, again))
+
+
+def test_each_seed_fraction_and_stratification_keeps_its_own_split(data_root):
+    names = {Digits(seed=seed, test_fraction=fraction, stratify=stratify).kept_split().name
+             for seed in (0, 1) for fraction in (0.2, 0.25) for stratify in (True, False)}
+    assert len(names) == 8
+    from sklearn import __version__
+    assert all(name.endswith(f"-sklearn{__version__}.npz") for name in names)
+
+
+@pytest.mark.parametrize("content", [b"", b"not a numpy file", "other arrays", "a changed pixel"])
+def test_an_unreadable_or_foreign_kept_split_is_made_anew_and_replaced(data_root, content):
+    expected = splits(Digits(seed=2))
+    kept = Digits(seed=2).kept_split()
+    if content == "other arrays":
+        np.savez(kept, x_train=np.zeros((3, 8, 8), np.float32), y_train=np.zeros(3, np.int64),
+                 x_test=np.zeros((1, 8, 8), np.float32), y_test=np.zeros(1, np.int64))
+    elif content == "a changed pixel":
+        with np.load(kept) as arrays:
+            changed = dict(arrays)
+        changed["x_train"][0, 0, 0] += 1
+        np.savez(kept, **changed)
+    else:
+        kept.write_bytes(content)
+    assert all(torch.equal(a, b) for a, b in zip(expected, splits(Digits(seed=2))))
+    with np.load(kept) as arrays:
+        assert len(arrays["x_train"]) + len(arrays["x_test"]) == 1797
+    assert [path.name for path in kept.parent.iterdir()] == [kept.name]   # no part left
+
+
+def test_digits_load_where_the_data_root_cannot_be_written(tmp_path, monkeypatch):
+    blocked = tmp_path / "a file"
+    blocked.write_text("the data root's parent is a file, so nothing can be written under it")
+    monkeypatch.setenv("NORD_DATA_ROOT", str(blocked / "data"))
+    assert Digits(seed=4).n_test == 360
+    assert not (blocked / "data").exists()
+
+
 def test_loading_is_deferred_to_first_use():
     data = Digits()
     assert not data.loaded

@@ -6,7 +6,6 @@ import math
 import numpy as np
 import pytest
 import torch
-from scipy.stats import spearmanr
 from torch import nn
 from torch.nn import functional as F
 
@@ -205,6 +204,7 @@ def test_packaged_synflow_ranks_cells_as_the_published_synflow_does(dataset):
         held[list(naslib_sample(dataset))] = False
     assert held.sum() >= 500
     accuracy = load_table().column(PUBLISHED_COLUMN[dataset])[held]
+    from scipy.stats import spearmanr   # here: scipy.stats costs every collecting worker 0.4 s
     rho = spearmanr(proxies.score(dataset, "synflow")[held], accuracy).statistic
     assert abs(rho - PUBLISHED_SPEARMAN[dataset]) <= 0.03
 
@@ -230,6 +230,7 @@ def test_packaged_synflow_agrees_with_naslibs_scores(dataset):
     assert len(cells) >= 50
     ours = proxies.score(dataset, "synflow")[cells]
     theirs = [sample[index]["synflow"] for index in cells]
+    from scipy.stats import spearmanr
     assert spearmanr(ours, theirs).statistic >= 0.95
     # the key mapping is checked by the parameter counts (NASLib's are in millions)
     params = proxies.score(dataset, "params")[cells]
