@@ -20,7 +20,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 from torch.nn import init
-from torch.overrides import TorchFunctionMode
+from torch.utils._device import DeviceContext
 
 from nord.architecture.descriptor import NeuralDescriptor
 from nord.errors import CandidateTooLargeError
@@ -97,7 +97,7 @@ def measure_on_meta(descriptor: NeuralDescriptor, input_shape: Sequence[int], nu
     ``NeuralNet(..., like=meta)`` builds the real one without probing its shapes again."""
     activations = _Activations()
     try:
-        with torch.device("meta"), _QuickMeta():
+        with _QuickMeta():
             model = NeuralNet(descriptor, input_shape, num_classes,
                               Probe(batch=batch_size, training=True, watch=activations.watch))
     finally:
@@ -114,12 +114,16 @@ def measure_on_meta(descriptor: NeuralDescriptor, input_shape: Sequence[int], nu
     return need, model
 
 
-class _QuickMeta(TorchFunctionMode):
-    """Answers an out-of-place ReLU or a linear layer of meta tensors with an empty tensor of
-    the result's shape, strides and dtype, and leaves out drawing initial weights into meta
-    tensors: torch's meta kernels for these are Python decompositions taking a few tenths of
-    a millisecond a call, for nothing but a shape. Anything else (an input the op would
-    refuse included) goes to torch."""
+class _QuickMeta(DeviceContext):
+    """``with torch.device("meta")``, answering an out-of-place ReLU or a linear layer of meta
+    tensors with an empty tensor of the result's shape, strides and dtype, and leaving out
+    drawing initial weights into meta tensors: torch's meta kernels for these are Python
+    decompositions taking a few tenths of a millisecond a call, for nothing but a shape.
+    Anything else (an input the op would refuse included) goes to torch. One mode, not a
+    device context under a second mode: every torch call of a meta build passes through it."""
+
+    def __init__(self):
+        super().__init__("meta")
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
@@ -128,8 +132,10 @@ class _QuickMeta(TorchFunctionMode):
             if _all_meta(tensor) and tensor.dim() >= _INITIALISERS[func]:
                 return tensor       # a meta tensor has no values to draw
         elif func is F.relu and len(args) == 1 and not kwargs.get("inplace", False):
-            if _all_meta(args[0]):
-                return torch.empty_like(args[0])
+            x = args[0]
+            if _all_meta(x):        # torch.empty is a C call, empty_like a decomposition
+                return (torch.empty(x.shape, dtype=x.dtype, device="meta")
+                        if x.is_contiguous() else torch.empty_like(x))
         elif func is F.linear and len(args) in (2, 3) and not kwargs:
             x, weight, bias = (tuple(args) + (None,))[:3]
             if (_all_meta(x, weight) and x.dim() >= 1 and weight.dim() == 2
@@ -138,7 +144,7 @@ class _QuickMeta(TorchFunctionMode):
                                           and tuple(bias.shape) == (weight.shape[0],)))):
                 return torch.empty(tuple(x.shape[:-1]) + (weight.shape[0],), dtype=x.dtype,
                                    device="meta")
-        return func(*args, **kwargs)
+        return super().__torch_function__(func, types, args, kwargs)
 
 
 # initialiser -> the fewest dimensions it accepts (fans need two)

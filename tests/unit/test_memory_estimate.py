@@ -211,3 +211,13 @@ def test_the_quick_meta_draws_no_weights_but_keeps_the_initialisers_refusals():
             torch.nn.init.kaiming_uniform_(torch.empty(3, device="meta"))
     need = estimate_memory(conv_net(), (1, 8, 8), 10, batch_size=16)
     assert need.parameters == NeuralNet(conv_net(), (1, 8, 8), 10).count_parameters()
+
+
+def test_the_quick_meta_is_the_meta_device_context_itself():
+    with memory._QuickMeta():
+        layer = torch.nn.Linear(3, 4)
+        assert torch.get_default_device() == torch.device("meta")
+        assert layer.weight.is_meta and torch.zeros(2).is_meta
+        sliced = torch.zeros((4, 6))[:, ::2]            # neither contiguous nor dense
+        assert torch.nn.functional.relu(sliced).stride() == torch.empty_like(sliced).stride()
+    assert not torch.zeros(2).is_meta
