@@ -11,6 +11,7 @@ meta kernels once (about 2 s on a small CPU host); later ones take milliseconds.
 """
 from __future__ import annotations
 
+import functools
 import math
 import os
 from dataclasses import dataclass
@@ -211,10 +212,9 @@ def available_memory(device: torch.device) -> Tuple[Optional[int], str]:
 
 def _meminfo_available(path: str = "/proc/meminfo") -> Optional[int]:
     try:
-        with open(path) as lines:
-            for line in lines:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
+        text = _read(path)
+        start = text.index(b"MemAvailable:") + len(b"MemAvailable:")
+        return int(text[start:text.index(b"\n", start)].split()[0]) * 1024
     except (OSError, ValueError, IndexError):
         pass
     try:
@@ -225,20 +225,40 @@ def _meminfo_available(path: str = "/proc/meminfo") -> Optional[int]:
 
 def _cgroup_room(root: str = "/sys/fs/cgroup") -> Optional[int]:
     """The cgroup (v2, else v1) limit less the usage; None without a limit."""
+    files = _cgroup_files(root)
+    if files is None:
+        return None
+    try:
+        limit = _read(files[0]).strip()
+        usage = int(_read(files[1]).strip())
+    except (OSError, ValueError):
+        return None
+    if limit == b"max" or not limit.isdigit() or int(limit) >= 1 << 60:
+        return None
+    return max(0, int(limit) - usage)
+
+
+@functools.lru_cache(maxsize=None)
+def _cgroup_files(root: str) -> Optional[Tuple[str, str]]:
+    """The (limit, usage) files of ``root``'s cgroup version, looked for once: a process's
+    cgroup layout does not change while it runs, and each failed open costs an exception."""
     for limit_file, usage_file in (("memory.max", "memory.current"),
                                    ("memory/memory.limit_in_bytes",
                                     "memory/memory.usage_in_bytes")):
-        try:
-            with open(os.path.join(root, limit_file)) as f:
-                limit = f.read().strip()
-            with open(os.path.join(root, usage_file)) as f:
-                usage = int(f.read().strip())
-        except (OSError, ValueError):
-            continue
-        if limit == "max" or not limit.isdigit() or int(limit) >= 1 << 60:
-            return None
-        return max(0, int(limit) - usage)
+        files = (os.path.join(root, limit_file), os.path.join(root, usage_file))
+        if all(os.path.isfile(path) for path in files):
+            return files
     return None
+
+
+def _read(path: str, size: int = 1 << 16) -> bytes:
+    """A small /proc or /sys file's bytes, without the text layer of ``open``: the free
+    memory is read before every candidate."""
+    descriptor = os.open(path, os.O_RDONLY)
+    try:
+        return os.read(descriptor, size)
+    finally:
+        os.close(descriptor)
 
 
 def check_fits(need: MemoryEstimate, device: torch.device,
