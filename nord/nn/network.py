@@ -22,6 +22,14 @@ from nord.nn.modules import Merge
 
 _PROBE_BATCH = 2  # > 1 so that batch-norm layers can run in a shape probe
 
+# Layers whose construction draws its initial weights (and sets its buffers) in
+# ``reset_parameters`` alone, after allocating them: allocated anew on a device and reset, they
+# hold what constructing them there would give. Exact classes: a subclass may initialise
+# otherwise.
+_RESET_BY_RESET_PARAMETERS = frozenset({
+    nn.Conv1d, nn.Conv2d, nn.Conv3d, nn.Linear, nn.BatchNorm1d, nn.BatchNorm2d,
+    nn.BatchNorm3d, nn.LayerNorm, nn.GroupNorm})
+
 
 @dataclass(frozen=True)
 class Probe:
@@ -132,6 +140,62 @@ class NeuralNet(nn.Module):
         self.output_merge = Merge("sum")
         self._features = other._features
         self.head = nn.Sequential(nn.Flatten(), nn.Linear(self._features, self.num_classes))
+
+    @classmethod
+    def on_device(cls, descriptor: NeuralDescriptor, input_shape: Sequence[int],
+                  num_classes: int, device: torch.device,
+                  meta: Optional["NeuralNet"] = None) -> "NeuralNet":
+        """The network built on ``device``, with the initial weights a build there draws.
+
+        ``meta``, this descriptor's build on the meta device (``nord.nn.memory`` measures
+        one), becomes the network itself where every layer holding weights is one whose
+        weights ``reset_parameters`` draws: its tensors are allocated on ``device`` and reset
+        in the order a build creates them, so no module is constructed twice. Otherwise the
+        network is built on ``device`` like ``meta`` (or, without one, probing its shapes).
+        ``meta`` is spent either way.
+        """
+        if meta is not None and meta._materialisable(descriptor, input_shape, num_classes):
+            return meta._materialise(device)
+        with device:
+            return cls(descriptor, input_shape, num_classes, like=meta)
+
+    def _materialisable(self, descriptor, input_shape, num_classes) -> bool:
+        """Whether this meta network is ``descriptor``'s for these shapes, and every module
+        holding tensors of its own is reset by ``reset_parameters`` alone (no module of
+        another kind may draw random numbers when constructed: torch's and nord's only)."""
+        if (self.input_shape, self.num_classes, self._outputs) != (
+                tuple(int(v) for v in input_shape), int(num_classes), descriptor.output_layers):
+            return False
+        if self._layers != descriptor.layers or any(
+                self._sources[name] != descriptor.inputs_of(name) for name in self._order):
+            return False
+        for module in self.modules():
+            kind = type(module)
+            if kind in _RESET_BY_RESET_PARAMETERS or kind is NeuralNet:
+                continue
+            if (module._parameters or module._buffers
+                    or isinstance(module, nn.modules.lazy.LazyModuleMixin)
+                    or not kind.__module__.startswith(("torch.nn.", "nord."))):
+                return False
+        return all(t.is_meta for t in self.parameters()) and all(t.is_meta for t in self.buffers())
+
+    def _materialise(self, device: torch.device) -> "NeuralNet":
+        """This meta network's tensors allocated on ``device`` and reset, module by module in
+        the order a build constructs them (``modules()`` visits them so)."""
+        for module in self.modules():
+            if type(module) not in _RESET_BY_RESET_PARAMETERS:
+                continue
+            for key, weight in module._parameters.items():
+                if weight is not None:
+                    module._parameters[key] = nn.Parameter(
+                        torch.empty(weight.shape, dtype=weight.dtype, device=device),
+                        weight.requires_grad)
+            for key, buffer in module._buffers.items():
+                if buffer is not None:
+                    module._buffers[key] = torch.empty(buffer.shape, dtype=buffer.dtype,
+                                                       device=device)
+            module.reset_parameters()
+        return self
 
     @property
     def descriptor_hash(self) -> str:
