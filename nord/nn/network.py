@@ -90,7 +90,7 @@ class NeuralNet(nn.Module):
             self._build_like(like)
         else:
             self._build_probing(probe)
-        # Not registered as a submodule: it holds the same layers, and a second registration
+        # Not a registered submodule: it holds the same layers, and a second registration
         # would duplicate every parameter in state_dict (and in Horovod's broadcasts).
         object.__setattr__(self, "_chain", self._as_chain())
         self._release = self._release_plan()
@@ -226,22 +226,26 @@ class NeuralNet(nn.Module):
             else:
                 x = network_input
             where = f"layer '{name}' ({spec.name})"
-            if spec.input_kind == "flat" and x.dim() > 2:
+            # shapes read once as tuples: on the meta device every read of a tensor's
+            # shape passes through the estimate's torch-function mode
+            shape = tuple(x.shape)
+            if spec.input_kind == "flat" and len(shape) > 2:
                 self.flattens.add(name)
                 x = x.flatten(1)
-            elif spec.input_kind == "spatial" and x.dim() != 4:
+                shape = tuple(x.shape)
+            elif spec.input_kind == "spatial" and len(shape) != 4:
                 raise ShapeError(
                     f"{where} needs a spatial input (channels, height, width) but receives "
                     f"shape {_shape(x)} from {sources or 'the network input'}; put spatial layers "
                     "before flat ones (linear), or use input_shape=(C, H, W)")
             kwargs = dict(layer.params)
             if spec.shape_param is not None:
-                actual = int(x.shape[1])
+                actual = int(shape[1])
                 given = kwargs.get(spec.shape_param)
                 if given is not None and given != actual:
                     raise ShapeError(
                         f"{where} was given {spec.shape_param}={given}, but its input has shape "
-                        f"{_shape(x)} ({actual} {'channels' if x.dim() == 4 else 'features'}); "
+                        f"{_shape(x)} ({actual} {'channels' if len(shape) == 4 else 'features'}); "
                         f"omit {spec.shape_param} to have it inferred, or set it to {actual}")
                 kwargs[spec.shape_param] = actual
             kwargs.update(dict(spec.forced))
@@ -263,25 +267,27 @@ class NeuralNet(nn.Module):
                     f"{where} cannot take its input of shape {_shape(x)} "
                     f"(network input {self.input_shape}) with parameters {layer.params}: "
                     f"{_first_line(error)}") from error
-            if not isinstance(out, torch.Tensor) or out.numel() == 0:
+            out_shape = tuple(out.shape) if isinstance(out, torch.Tensor) else None
+            if out_shape is None or 0 in out_shape:
                 raise ShapeError(
                     f"{where} turns its input of shape {_shape(x)} into an empty tensor "
                     f"{_shape(out) if isinstance(out, torch.Tensor) else type(out).__name__}; "
                     "reduce its kernel, stride or padding, or use a larger input")
-            if out.dim() < 2 or out.shape[0] != x.shape[0]:
+            if len(out_shape) < 2 or out_shape[0] != shape[0]:
                 raise ShapeError(
-                    f"{where} turns a batch of shape {tuple(x.shape)} into shape "
-                    f"{tuple(out.shape)}, which no longer keeps the batch in dimension 0; "
+                    f"{where} turns a batch of shape {shape} into shape "
+                    f"{out_shape}, which no longer keeps the batch in dimension 0; "
                     "every layer must map (batch, ...) to (batch, ...) (for flatten, keep "
                     "start_dim >= 1)")
             module.train()
             self.layer_modules[name] = module
             probes[name] = out
-            self.output_shapes[name] = tuple(out.shape[1:])
+            self.output_shapes[name] = out_shape[1:]
         return probes
 
-    def _as_chain(self) -> Optional[nn.Sequential]:
-        """A plain Sequential when the graph is a chain, so it runs as fast as hand-written code."""
+    def _as_chain(self) -> Optional[Tuple[nn.Module, ...]]:
+        """The modules in order when the graph is a chain, so that it runs as hand-written code
+        does: one module call each (not a Sequential, whose own call would be one more)."""
         if len(self._outputs) != 1 or self._merges_used():
             return None
         for previous, name in zip(self._order, self._order[1:]):
@@ -292,7 +298,7 @@ class NeuralNet(nn.Module):
             if name in self.flattens:
                 steps.append(nn.Flatten())
             steps.append(self.layer_modules[name])
-        return nn.Sequential(*steps)
+        return tuple(steps)
 
     def _merges_used(self) -> bool:
         return len(self.merges) > 0
@@ -312,7 +318,9 @@ class NeuralNet(nn.Module):
     # --- running ----------------------------------------------------------------------
     def forward(self, x):
         if self._chain is not None:
-            return self.head(self._chain(x))
+            for module in self._chain:
+                x = module(x)
+            return self.head(x)
         values = {}
         for name in self._order:
             sources = self._sources[name]
