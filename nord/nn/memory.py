@@ -103,10 +103,13 @@ def measure_on_meta(descriptor: NeuralDescriptor, input_shape: Sequence[int], nu
                               Probe(batch=batch_size, training=True, watch=activations.watch))
     finally:
         activations.stop()
-    trainable = [p for p in model.parameters() if p.requires_grad]
-    parameters = sum(p.numel() for p in trainable)
-    parameter_bytes = sum(p.numel() * p.element_size() for p in model.parameters())
-    gradient_bytes = sum(p.numel() * p.element_size() for p in trainable)
+    parameters = parameter_bytes = gradient_bytes = 0
+    for weight in model.parameters():      # one walk over the modules
+        count = weight.numel()
+        parameter_bytes += count * weight.element_size()
+        if weight.requires_grad:
+            parameters += count
+            gradient_bytes += count * weight.element_size()
     optimizer_bytes = gradient_bytes * optimizer_state_factor(optimizer, **optimizer_kwargs)
     buffers = sum(b.numel() * b.element_size() for b in model.buffers())
     batch = batch_size * math.prod(input_shape) * torch.get_default_dtype().itemsize
