@@ -243,20 +243,33 @@ def _fail_together(agree, error, own, checked, steps) -> None:
 @torch.no_grad()
 def test_counts(model: nn.Module, loader: Iterable, device: torch.device,
                 loss_fn: Optional[Callable] = None) -> Tuple[int, int, float]:
-    """(correct predictions, samples seen, summed loss) over ``loader``."""
+    """(correct predictions, samples seen, summed loss) over ``loader``.
+
+    The sums stay on the device until the end (one wait for a GPU) and start from the first
+    batch's figures rather than from zeros: a validation split is often one batch.
+    """
     loss_fn = loss_fn or nn.functional.cross_entropy
     model.eval()
-    correct = torch.zeros((), dtype=torch.long, device=device)
-    loss_sum = torch.zeros((), dtype=torch.float64, device=device)
+    correct = loss_sum = None
     seen = 0
     for inputs, targets in loader:
-        inputs = inputs.to(device, non_blocking=True)
-        targets = targets.to(device, non_blocking=True)
+        if inputs.device != device or targets.device != device:
+            inputs = inputs.to(device, non_blocking=True)
+            targets = targets.to(device, non_blocking=True)
         logits = model(inputs)
-        loss_sum += loss_fn(logits, targets, reduction="sum").double()
-        correct += (logits.argmax(dim=1) == targets).sum()
+        loss = loss_fn(logits, targets, reduction="sum").double()
+        hits = (logits.argmax(dim=1) == targets).sum()
+        if correct is None:
+            correct, loss_sum = hits, loss
+        else:
+            correct += hits
+            loss_sum += loss
         seen += int(targets.shape[0])
-    return int(correct), seen, float(loss_sum)
+    if correct is None:
+        return 0, 0, 0.0
+    # + 0.0: a sum of -0.0 reads 0.0, as a sum started from zero reads it; any other value
+    # is unchanged
+    return int(correct), seen, float(loss_sum) + 0.0
 
 
 class ProgressBar:
