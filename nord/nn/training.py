@@ -136,7 +136,7 @@ def train_epoch(model: nn.Module, loader: Iterable, optimizer, device: torch.dev
         optimizer.zero_grad()
         loss = loss_fn(model(inputs), targets)
         if read_every_step:
-            value = float(loss.detach())
+            value = loss.item()
             finite = math.isfinite(value)
         else:
             finite = steps % check_every != 0 or bool(torch.isfinite(loss.detach()))
@@ -148,7 +148,7 @@ def train_epoch(model: nn.Module, loader: Iterable, optimizer, device: torch.dev
         optimizer.step()
         total += value if read_every_step else loss.detach()
         if progress is not None:
-            progress(steps, float(loss.detach()))
+            progress(steps, value if read_every_step else float(loss.detach()))
     total = float(total)
     if steps and not math.isfinite(total):
         raise NonFiniteLossError(
