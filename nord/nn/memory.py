@@ -119,10 +119,11 @@ def measure_on_meta(descriptor: NeuralDescriptor, input_shape: Sequence[int], nu
 
 
 class _QuickMeta(DeviceContext):
-    """``with torch.device("meta")``, answering an out-of-place ReLU or a linear layer of meta
-    tensors with an empty tensor of the result's shape, strides and dtype, and leaving out
-    drawing initial weights into meta tensors: torch's meta kernels for these are Python
-    decompositions taking a few tenths of a millisecond a call, for nothing but a shape.
+    """``with torch.device("meta")``, answering an out-of-place ReLU, a linear layer, a 2-d
+    convolution or max pooling of meta tensors with an empty tensor of the result's shape,
+    strides and dtype, and leaving out drawing initial weights into meta tensors: torch's
+    meta kernels for these are Python code taking tens to hundreds of microseconds a call,
+    for nothing but a shape.
     Anything else (an input the op would refuse included) goes to torch. One mode, not a
     device context under a second mode: every torch call of a meta build passes through it."""
 
@@ -148,7 +149,78 @@ class _QuickMeta(DeviceContext):
                                           and tuple(bias.shape) == (weight.shape[0],)))):
                 return torch.empty(tuple(x.shape[:-1]) + (weight.shape[0],), dtype=x.dtype,
                                    device="meta")
+        elif func is torch.conv2d and not kwargs:
+            shape = _conv2d_shape(*args)
+            if shape is not None:
+                return torch.empty(shape, dtype=args[0].dtype, device="meta")
+        elif func is F.max_pool2d:
+            shape = _max_pool2d_shape(*args, **kwargs)
+            if shape is not None:
+                return torch.empty(shape, dtype=args[0].dtype, device="meta")
         return super().__torch_function__(func, types, args, kwargs)
+
+
+def _conv2d_shape(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """The output shape of ``torch.conv2d`` for contiguous, batched, floating-point meta
+    tensors with numeric padding and arguments torch accepts; else None (torch answers)."""
+    if not (_plain_meta(x, weight) and x.dim() == 4 and weight.dim() == 4
+            and x.dtype == weight.dtype and type(groups) is int and groups >= 1):
+        return None
+    out_channels, group_channels = weight.shape[0], weight.shape[1]
+    if (bias is not None and not (_all_meta(bias) and bias.dtype == x.dtype
+                                  and tuple(bias.shape) == (out_channels,))):
+        return None
+    if x.shape[1] != group_channels * groups or out_channels % groups or not out_channels:
+        return None
+    size = _window_output(tuple(x.shape[2:]), tuple(weight.shape[2:]), stride, padding,
+                          dilation)
+    return None if size is None else (x.shape[0], out_channels) + size
+
+
+def _max_pool2d_shape(x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+                      return_indices=False):
+    """The output shape of ``F.max_pool2d`` for a contiguous, batched, floating-point meta
+    tensor, without ``ceil_mode`` or indices, with padding torch accepts; else None."""
+    if ceil_mode or return_indices or not (_plain_meta(x) and x.dim() == 4):
+        return None
+    kernel = _pair(kernel_size)
+    if kernel is None or stride is None or (isinstance(stride, (list, tuple)) and not stride):
+        stride = kernel                               # torch's default: the kernel
+    pads = _pair(padding)
+    if kernel is None or pads is None or any(p > k // 2 for p, k in zip(pads, kernel)):
+        return None
+    size = _window_output(tuple(x.shape[2:]), kernel, stride, padding, dilation)
+    return None if size is None else tuple(x.shape[:2]) + size
+
+
+def _window_output(lengths, kernel, stride, padding, dilation) -> Optional[Tuple[int, ...]]:
+    """Each spatial length after a sliding window, or None where an argument is not a
+    number or a pair of numbers torch accepts, or the window does not fit."""
+    stride, padding, dilation = _pair(stride), _pair(padding), _pair(dilation)
+    if None in (stride, padding, dilation) or min(kernel) < 1 or min(stride) < 1 or (
+            min(dilation) < 1 or min(padding) < 0 or min(lengths) < 1):
+        return None
+    room = [n + 2 * p - d * (k - 1) - 1
+            for n, k, p, d in zip(lengths, kernel, padding, dilation)]
+    if min(room) < 0:
+        return None
+    return tuple(r // s + 1 for r, s in zip(room, stride))
+
+
+def _pair(value) -> Optional[Tuple[int, int]]:
+    """``value`` as two ints (an int, or a list or tuple of two), else None."""
+    if type(value) is int:
+        return value, value
+    if (isinstance(value, (list, tuple)) and len(value) == 2
+            and all(type(v) is int for v in value)):
+        return tuple(value)
+    return None
+
+
+def _plain_meta(*tensors) -> bool:
+    """Meta, floating point, contiguous and non-empty: the case whose answer is a plain shape."""
+    return all(isinstance(t, torch.Tensor) and t.is_meta and t.dtype.is_floating_point
+               and t.is_contiguous() and t.numel() > 0 for t in tensors)
 
 
 # initialiser -> the fewest dimensions it accepts (fans need two)
