@@ -171,13 +171,14 @@ class NeuralNet(nn.Module):
             return False
         for module in self.modules():
             kind = type(module)
-            if kind in _RESET_BY_RESET_PARAMETERS or kind is NeuralNet:
-                continue
-            if (module._parameters or module._buffers
-                    or isinstance(module, nn.modules.lazy.LazyModuleMixin)
-                    or not kind.__module__.startswith(("torch.nn.", "nord."))):
+            if kind in _RESET_BY_RESET_PARAMETERS:
+                tensors = (*module._parameters.values(), *module._buffers.values())
+                if not all(t is None or t.is_meta for t in tensors):
+                    return False
+            elif module._parameters or module._buffers or not (    # a lazy one has tensors
+                    kind is NeuralNet or kind.__module__.startswith(("torch.nn.", "nord."))):
                 return False
-        return all(t.is_meta for t in self.parameters()) and all(t.is_meta for t in self.buffers())
+        return True
 
     def _materialise(self, device: torch.device) -> "NeuralNet":
         """This meta network's tensors allocated on ``device`` and reset, module by module in

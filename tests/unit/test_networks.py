@@ -458,3 +458,6 @@ def test_a_meta_network_of_another_layer_kind_or_descriptor_is_built_like_instea
     _, meta = measure_on_meta(d, (1, 8, 8), 3, batch_size=4)
     assert NeuralNet.on_device(other, (1, 8, 8), 3, cpu, meta) is not meta
     assert NeuralNet.on_device(d, (1, 9, 9), 3, cpu, meta) is not meta
+    conv = chain(("conv2d", {"out_channels": 4, "kernel_size": 3}))
+    trained = NeuralNet(conv, (1, 8, 8), 3)             # already real: never reset
+    assert NeuralNet.on_device(conv, (1, 8, 8), 3, cpu, trained) is not trained
