@@ -66,6 +66,20 @@ def resolve_device(device: Union[str, torch.device, None] = "auto",
     return torch.device("cuda", index)
 
 
+def seed_generators(seed: int, device: torch.device) -> None:
+    """Seed the random generators that building and training on ``device`` draw from: the
+    CPU's alone for the CPU, every generator torch has (``torch.manual_seed``) otherwise.
+
+    On a host where CUDA is not initialised, ``torch.manual_seed`` also queues a seed for it
+    and formats the call stack to do so: a few tenths of a millisecond per candidate, for a
+    generator that training on the CPU never reads. The CPU generator ends in the same state.
+    """
+    if device.type == "cpu":
+        torch.default_generator.manual_seed(seed)
+    else:
+        torch.manual_seed(seed)
+
+
 def optimizer_class(name: Union[str, type], lr: float) -> type:
     """The torch.optim class for a name ('sgd', 'adam', 'adamw', 'rmsprop') or a class.
 

@@ -8,7 +8,8 @@ from torch import nn
 from torch.nn import functional as F
 
 from nord.errors import ConfigurationError
-from nord.nn.training import NonFiniteLossError, ProgressBar, make_optimizer, resolve_device, train_epoch
+from nord.nn.training import (NonFiniteLossError, ProgressBar, make_optimizer, resolve_device,
+                              seed_generators, train_epoch)
 from nord.nn.training import test_counts as count_correct  # not a test itself
 
 
@@ -109,3 +110,13 @@ def test_the_summed_loss_is_the_one_summed_from_zero_in_double():
                                   loss_fn=lambda *_, reduction: torch.tensor(-0.0))[2]
     assert math.copysign(1.0, negative_zero) == 1.0
     assert count_correct(model, [], torch.device("cpu")) == (0, 0, 0.0)
+
+
+def test_seeding_for_the_cpu_leaves_the_cpu_generator_as_torch_manual_seed_does():
+    torch.manual_seed(7)
+    expected = torch.get_rng_state()
+    torch.manual_seed(123)
+    seed_generators(7, torch.device("cpu"))
+    assert torch.equal(torch.get_rng_state(), expected)
+    seed_generators(7, torch.device("meta"))             # any other device: every generator
+    assert torch.equal(torch.get_rng_state(), expected)
