@@ -100,7 +100,8 @@ def measure_on_meta(descriptor: NeuralDescriptor, input_shape: Sequence[int], nu
     try:
         with _QuickMeta():
             model = NeuralNet(descriptor, input_shape, num_classes,
-                              Probe(batch=batch_size, training=True, watch=activations.watch))
+                              Probe(batch=batch_size, training=True, watch=activations.watch,
+                                    seen=activations.seen))
     finally:
         activations.stop()
     parameters = parameter_bytes = gradient_bytes = 0
@@ -242,9 +243,18 @@ class _Activations:
         self.hooks = []
 
     def watch(self, module: nn.Module) -> None:
+        """Before ``module`` runs: the leaves inside it hooked, if it has any (a leaf's own
+        output comes to ``seen``, without a hook's cost)."""
+        if next(module.children(), None) is None:
+            return
         for leaf in module.modules():
             if not next(leaf.children(), None):
                 self.hooks.append(leaf.register_forward_hook(self._keep))
+
+    def seen(self, module: nn.Module, output) -> None:
+        """After ``module`` ran: a leaf's output kept (a composite's came through hooks)."""
+        if next(module.children(), None) is None:
+            self._keep(module, None, output)
 
     def _keep(self, module, inputs, output) -> None:
         if isinstance(output, torch.Tensor):

@@ -37,14 +37,15 @@ class Probe:
 
     The default (a batch of 2, layers in eval mode) is what a real device needs: small, and
     no batch-norm statistics touched. On the meta device a probe costs nothing per sample,
-    so a memory estimate runs it at the training batch in train mode and has ``watch``
-    see every module (the head included) before it runs: the probes are then the training
-    forward pass, and no second pass is needed.
+    so a memory estimate runs it at the training batch in train mode, has ``watch`` see
+    every module (the head included) before it runs and ``seen`` see each with its output
+    after: the probes are then the training forward pass, and no second pass is needed.
     """
 
     batch: int = _PROBE_BATCH
     training: bool = False
     watch: Optional[Callable[[nn.Module], None]] = None
+    seen: Optional[Callable[[nn.Module, torch.Tensor], None]] = None
 
 
 class NeuralNet(nn.Module):
@@ -96,7 +97,7 @@ class NeuralNet(nn.Module):
         self._release = self._release_plan()
 
     def _build_probing(self, probe: Probe) -> None:
-        watch = probe.watch or _ignore
+        watch, seen = probe.watch or _ignore, probe.seen or _ignore
         with torch.no_grad():
             probes = self._build(self._order, probe)
             outputs = [probes[name] for name in self._outputs]
@@ -104,12 +105,13 @@ class NeuralNet(nn.Module):
             watch(self.output_merge)
             merged = _probe_merge(self.output_merge, outputs,
                                   f"the network outputs {self._outputs}")
+            seen(self.output_merge, merged)
         self._features = int(merged[0].numel())
         self.head = nn.Sequential(nn.Flatten(), nn.Linear(self._features, self.num_classes))
-        if probe.watch is not None:
+        if probe.watch is not None or probe.seen is not None:   # the head runs for them only
             watch(self.head)
             with torch.no_grad():
-                self.head(merged)
+                seen(self.head, self.head(merged))
 
     def _replayable(self, other: "NeuralNet") -> bool:
         """Whether ``other`` may be built from this network's plan without probing: the
@@ -210,7 +212,7 @@ class NeuralNet(nn.Module):
     def _build(self, order: List[str], probe: Probe) -> Dict[str, torch.Tensor]:
         probes: Dict[str, torch.Tensor] = {}
         network_input = torch.zeros((probe.batch,) + self.input_shape)
-        watch = probe.watch or _ignore
+        watch, seen = probe.watch or _ignore, probe.seen or _ignore
         layers = self._layers
         for name in order:
             layer = layers[name]
@@ -222,6 +224,7 @@ class NeuralNet(nn.Module):
                     watch(self.merges[name])
                     x = _probe_merge(self.merges[name], [probes[s] for s in sources],
                                      f"the inputs {sources} of layer '{name}'")
+                    seen(self.merges[name], x)
                 else:
                     x = probes[sources[0]]
             else:
@@ -280,6 +283,7 @@ class NeuralNet(nn.Module):
                     f"{out_shape}, which no longer keeps the batch in dimension 0; "
                     "every layer must map (batch, ...) to (batch, ...) (for flatten, keep "
                     "start_dim >= 1)")
+            seen(module, out)
             module.train()
             self.layer_modules[name] = module
             probes[name] = out
@@ -343,7 +347,7 @@ class NeuralNet(nn.Module):
         return sum(p.numel() for p in self.parameters() if p.requires_grad)
 
 
-def _ignore(module: nn.Module) -> None:
+def _ignore(*_module_and_output) -> None:
     """No watcher: the probes of a real build are seen by nobody."""
 
 
