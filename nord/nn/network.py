@@ -38,7 +38,7 @@ class Probe:
     The default (a batch of 2, layers in eval mode) is what a real device needs: small, and
     no batch-norm statistics touched. On the meta device a probe costs nothing per sample,
     so a memory estimate runs it at the training batch in train mode, has ``watch`` see
-    every module (the head included) before it runs and ``seen`` see each with its output
+    every module (the head's layers included) before it runs and ``seen`` see each with its output
     after: the probes are then the training forward pass, and no second pass is needed.
     """
 
@@ -109,9 +109,11 @@ class NeuralNet(nn.Module):
         self._features = int(merged[0].numel())
         self.head = nn.Sequential(nn.Flatten(), nn.Linear(self._features, self.num_classes))
         if probe.watch is not None or probe.seen is not None:   # the head runs for them only
-            watch(self.head)
             with torch.no_grad():
-                seen(self.head, self.head(merged))
+                for module in self.head:          # its leaves, one by one: no hooks needed
+                    watch(module)
+                    merged = module(merged)
+                    seen(module, merged)
 
     def _replayable(self, other: "NeuralNet") -> bool:
         """Whether ``other`` may be built from this network's plan without probing: the
