@@ -239,7 +239,7 @@ class _Activations:
     in-place result shares its input's storage and is counted once."""
 
     def __init__(self):
-        self.outputs = {}
+        self.outputs = []
         self.hooks = []
 
     def watch(self, module: nn.Module) -> None:
@@ -258,8 +258,7 @@ class _Activations:
 
     def _keep(self, module, inputs, output) -> None:
         if isinstance(output, torch.Tensor):
-            storage = output.untyped_storage()
-            self.outputs[storage._cdata] = (storage, storage.nbytes())   # alive: ids unique
+            self.outputs.append(output)    # its storage read in bytes(), outside the mode
 
     def stop(self) -> None:
         for hook in self.hooks:
@@ -267,7 +266,11 @@ class _Activations:
         self.hooks = []
 
     def bytes(self) -> int:
-        return sum(size for _, size in self.outputs.values())
+        storages = {}
+        for output in self.outputs:        # kept alive here: a storage's id is unique
+            storage = output.untyped_storage()
+            storages[storage._cdata] = storage.nbytes()
+        return sum(storages.values())
 
 
 def available_memory(device: torch.device) -> Tuple[Optional[int], str]:

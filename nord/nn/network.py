@@ -227,14 +227,14 @@ class NeuralNet(nn.Module):
                     x = _probe_merge(self.merges[name], [probes[s] for s in sources],
                                      f"the inputs {sources} of layer '{name}'")
                     seen(self.merges[name], x)
+                    shape = tuple(x.shape)
                 else:
-                    x = probes[sources[0]]
+                    x, shape = probes[sources[0]], (probe.batch,) + self.output_shapes[sources[0]]
             else:
-                x = network_input
+                x, shape = network_input, (probe.batch,) + self.input_shape
             where = f"layer '{name}' ({spec.name})"
-            # shapes read once as tuples: on the meta device every read of a tensor's
-            # shape passes through the estimate's torch-function mode
-            shape = tuple(x.shape)
+            # shapes read once as tuples and passed on: on the meta device every read of a
+            # tensor's shape passes through the estimate's torch-function mode
             if spec.input_kind == "flat" and len(shape) > 2:
                 self.flattens.add(name)
                 x = x.flatten(1)
