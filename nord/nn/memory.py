@@ -95,7 +95,7 @@ def measure_on_meta(descriptor: NeuralDescriptor, input_shape: Sequence[int], nu
                     batch_size: int, optimizer: Union[str, type] = "adam",
                     **optimizer_kwargs) -> Tuple[MemoryEstimate, NeuralNet]:
     """``estimate_memory``'s figures and the meta network they were counted on, from which
-    ``NeuralNet(..., like=meta)`` builds the real one without probing its shapes again."""
+    ``NeuralNet.on_device(..., meta)`` makes the real one without building it again."""
     activations = _Activations()
     try:
         with _QuickMeta():
@@ -124,9 +124,9 @@ class _QuickMeta(DeviceContext):
     convolution or max pooling of meta tensors with an empty tensor of the result's shape,
     strides and dtype, and leaving out drawing initial weights into meta tensors: torch's
     meta kernels for these are Python code taking tens to hundreds of microseconds a call,
-    for nothing but a shape.
-    Anything else (an input the op would refuse included) goes to torch. One mode, not a
-    device context under a second mode: every torch call of a meta build passes through it."""
+    for nothing but a shape. Anything else (an input the op would refuse included) goes to
+    torch. One mode, not a device context under a second mode: every torch call of a meta
+    build passes through it."""
 
     def __init__(self):
         super().__init__("meta")

@@ -38,8 +38,9 @@ class Probe:
     The default (a batch of 2, layers in eval mode) is what a real device needs: small, and
     no batch-norm statistics touched. On the meta device a probe costs nothing per sample,
     so a memory estimate runs it at the training batch in train mode, has ``watch`` see
-    every module (the head's layers included) before it runs and ``seen`` see each with its output
-    after: the probes are then the training forward pass, and no second pass is needed.
+    every module (the head's layers included) before it runs and ``seen`` see each with its
+    output after: the probes are then the training forward pass, and no second pass is
+    needed.
     """
 
     batch: int = _PROBE_BATCH
@@ -156,7 +157,7 @@ class NeuralNet(nn.Module):
         weights ``reset_parameters`` draws: its tensors are allocated on ``device`` and reset
         in the order a build creates them, so no module is constructed twice. Otherwise the
         network is built on ``device`` like ``meta`` (or, without one, probing its shapes).
-        ``meta`` is spent either way.
+        ``meta`` may become the network: it is not to be used afterwards.
         """
         if meta is not None and meta._materialisable(descriptor, input_shape, num_classes):
             return meta._materialise(device)
