@@ -6,8 +6,9 @@ network's build, against the same work done the straightforward way.
 "two passes" builds the network on the meta device (shape probes of 2 samples), runs a second
 meta forward pass at the training batch to count activation bytes, and builds the real
 network probing its shapes again. "one pass" is what the evaluator does: one meta build whose
-probes run at the training batch (``nord.nn.memory.measure_on_meta``), and the real network
-built like it without probes. Both give the same figures and the same seeded weights (checked
+probes run at the training batch (``nord.nn.memory.measure_on_meta``), made the real network
+(``NeuralNet.on_device``: no module constructed twice), seeding the CPU's generator
+alone (``seed_generators``). Both give the same figures and the same seeded weights (checked
 here). The two are timed alternately in one process; the median of the per-pair ratios is
 printed, with a hand-written ``nn.Sequential`` build as the floor.
 """
@@ -24,11 +25,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from nord.nn.memory import measure_on_meta  # noqa: E402
 from nord.nn.network import NeuralNet  # noqa: E402
+from nord.nn.training import seed_generators  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from local_evaluator import descriptor, plain_model  # noqa: E402
 
 SHAPE, CLASSES, BATCH = (1, 8, 8), 10, 64     # Digits, as bench/local_evaluator.py trains it
+CPU = torch.device("cpu")
 
 
 def activations_by_a_second_pass(network):
@@ -58,8 +61,8 @@ def two_passes(network):
 
 def one_pass(network):
     need, meta = measure_on_meta(network, SHAPE, CLASSES, BATCH)
-    torch.manual_seed(0)
-    return need.activation_bytes, NeuralNet(network, SHAPE, CLASSES, like=meta)
+    seed_generators(0, CPU)
+    return need.activation_bytes, NeuralNet.on_device(network, SHAPE, CLASSES, CPU, meta)
 
 
 def floor(_network):

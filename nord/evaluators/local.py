@@ -38,7 +38,8 @@ from nord.evaluators.watch import Watch
 from nord.nn.memory import check_fits, estimate_memory, measure_on_meta
 from nord.nn.network import NeuralNet
 from nord.nn.training import (NonFiniteLossError, ProgressBar, make_optimizer,
-                              optimizer_class, resolve_device, test_counts, train_epoch)
+                              optimizer_class, resolve_device, seed_generators, test_counts,
+                              train_epoch)
 
 logger = logging.getLogger(__name__)
 
@@ -364,9 +365,9 @@ class LocalEvaluator(Evaluator):
         model = optimizer = error = None
         try:
             meta = self._refuse_if_too_large(descriptor, curator, device)
-            torch.manual_seed(self.seed)  # equal initial weights for equal seeds, on every rank
-            with device:
-                model = NeuralNet(descriptor, curator.input_shape, curator.num_classes, like=meta)
+            seed_generators(self.seed, device)   # equal initial weights for equal seeds, every rank
+            model = NeuralNet.on_device(descriptor, curator.input_shape, curator.num_classes,
+                                        device, meta)
             optimizer = make_optimizer(self.optimizer, model.parameters(),
                                        self._learning_rate(), **self.optimizer_kwargs)
         except Exception as failure:  # noqa: BLE001 - every rank must learn of it
@@ -396,7 +397,7 @@ class LocalEvaluator(Evaluator):
 
     def _refuse_if_too_large(self, descriptor, curator, device) -> Optional[NeuralNet]:
         """Raise CandidateTooLargeError above ``max_params`` or the device's free memory;
-        else the meta network measured (the real one is built like it, unprobed)."""
+        else the meta network measured (the real one is made of it, or built like it)."""
         try:
             need, meta = measure_on_meta(descriptor, curator.input_shape, curator.num_classes,
                                          self._largest_batch(curator), self.optimizer,

@@ -11,6 +11,7 @@ meta kernels once (about 2 s on a small CPU host); later ones take milliseconds.
 """
 from __future__ import annotations
 
+import functools
 import math
 import os
 from dataclasses import dataclass
@@ -20,7 +21,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 from torch.nn import init
-from torch.overrides import TorchFunctionMode
+from torch.utils._device import DeviceContext
 
 from nord.architecture.descriptor import NeuralDescriptor
 from nord.errors import CandidateTooLargeError
@@ -94,18 +95,22 @@ def measure_on_meta(descriptor: NeuralDescriptor, input_shape: Sequence[int], nu
                     batch_size: int, optimizer: Union[str, type] = "adam",
                     **optimizer_kwargs) -> Tuple[MemoryEstimate, NeuralNet]:
     """``estimate_memory``'s figures and the meta network they were counted on, from which
-    ``NeuralNet(..., like=meta)`` builds the real one without probing its shapes again."""
+    ``NeuralNet.on_device(..., meta)`` makes the real one without building it again."""
     activations = _Activations()
     try:
-        with torch.device("meta"), _QuickMeta():
+        with _QuickMeta():
             model = NeuralNet(descriptor, input_shape, num_classes,
-                              Probe(batch=batch_size, training=True, watch=activations.watch))
+                              Probe(batch=batch_size, training=True, watch=activations.watch,
+                                    seen=activations.seen))
     finally:
         activations.stop()
-    trainable = [p for p in model.parameters() if p.requires_grad]
-    parameters = sum(p.numel() for p in trainable)
-    parameter_bytes = sum(p.numel() * p.element_size() for p in model.parameters())
-    gradient_bytes = sum(p.numel() * p.element_size() for p in trainable)
+    parameters = parameter_bytes = gradient_bytes = 0
+    for weight in model.parameters():      # one walk over the modules
+        count = weight.numel()
+        parameter_bytes += count * weight.element_size()
+        if weight.requires_grad:
+            parameters += count
+            gradient_bytes += count * weight.element_size()
     optimizer_bytes = gradient_bytes * optimizer_state_factor(optimizer, **optimizer_kwargs)
     buffers = sum(b.numel() * b.element_size() for b in model.buffers())
     batch = batch_size * math.prod(input_shape) * torch.get_default_dtype().itemsize
@@ -114,12 +119,17 @@ def measure_on_meta(descriptor: NeuralDescriptor, input_shape: Sequence[int], nu
     return need, model
 
 
-class _QuickMeta(TorchFunctionMode):
-    """Answers an out-of-place ReLU or a linear layer of meta tensors with an empty tensor of
-    the result's shape, strides and dtype, and leaves out drawing initial weights into meta
-    tensors: torch's meta kernels for these are Python decompositions taking a few tenths of
-    a millisecond a call, for nothing but a shape. Anything else (an input the op would
-    refuse included) goes to torch."""
+class _QuickMeta(DeviceContext):
+    """``with torch.device("meta")``, answering an out-of-place ReLU, a linear layer, a 2-d
+    convolution or max pooling of meta tensors with an empty tensor of the result's shape,
+    strides and dtype, and leaving out drawing initial weights into meta tensors: torch's
+    meta kernels for these are Python code taking tens to hundreds of microseconds a call,
+    for nothing but a shape. Anything else (an input the op would refuse included) goes to
+    torch. One mode, not a device context under a second mode: every torch call of a meta
+    build passes through it."""
+
+    def __init__(self):
+        super().__init__("meta")
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
@@ -128,8 +138,10 @@ class _QuickMeta(TorchFunctionMode):
             if _all_meta(tensor) and tensor.dim() >= _INITIALISERS[func]:
                 return tensor       # a meta tensor has no values to draw
         elif func is F.relu and len(args) == 1 and not kwargs.get("inplace", False):
-            if _all_meta(args[0]):
-                return torch.empty_like(args[0])
+            x = args[0]
+            if _all_meta(x):        # torch.empty is a C call, empty_like a decomposition
+                return (torch.empty(x.shape, dtype=x.dtype, device="meta")
+                        if x.is_contiguous() else torch.empty_like(x))
         elif func is F.linear and len(args) in (2, 3) and not kwargs:
             x, weight, bias = (tuple(args) + (None,))[:3]
             if (_all_meta(x, weight) and x.dim() >= 1 and weight.dim() == 2
@@ -138,7 +150,78 @@ class _QuickMeta(TorchFunctionMode):
                                           and tuple(bias.shape) == (weight.shape[0],)))):
                 return torch.empty(tuple(x.shape[:-1]) + (weight.shape[0],), dtype=x.dtype,
                                    device="meta")
-        return func(*args, **kwargs)
+        elif func is torch.conv2d and not kwargs:
+            shape = _conv2d_shape(*args)
+            if shape is not None:
+                return torch.empty(shape, dtype=args[0].dtype, device="meta")
+        elif func is F.max_pool2d:
+            shape = _max_pool2d_shape(*args, **kwargs)
+            if shape is not None:
+                return torch.empty(shape, dtype=args[0].dtype, device="meta")
+        return super().__torch_function__(func, types, args, kwargs)
+
+
+def _conv2d_shape(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """The output shape of ``torch.conv2d`` for contiguous, batched, floating-point meta
+    tensors with numeric padding and arguments torch accepts; else None (torch answers)."""
+    if not (_plain_meta(x, weight) and x.dim() == 4 and weight.dim() == 4
+            and x.dtype == weight.dtype and type(groups) is int and groups >= 1):
+        return None
+    out_channels, group_channels = weight.shape[0], weight.shape[1]
+    if (bias is not None and not (_all_meta(bias) and bias.dtype == x.dtype
+                                  and tuple(bias.shape) == (out_channels,))):
+        return None
+    if x.shape[1] != group_channels * groups or out_channels % groups or not out_channels:
+        return None
+    size = _window_output(tuple(x.shape[2:]), tuple(weight.shape[2:]), stride, padding,
+                          dilation)
+    return None if size is None else (x.shape[0], out_channels) + size
+
+
+def _max_pool2d_shape(x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+                      return_indices=False):
+    """The output shape of ``F.max_pool2d`` for a contiguous, batched, floating-point meta
+    tensor, without ``ceil_mode`` or indices, with padding torch accepts; else None."""
+    if ceil_mode or return_indices or not (_plain_meta(x) and x.dim() == 4):
+        return None
+    kernel = _pair(kernel_size)
+    if kernel is None or stride is None or (isinstance(stride, (list, tuple)) and not stride):
+        stride = kernel                               # torch's default: the kernel
+    pads = _pair(padding)
+    if kernel is None or pads is None or any(p > k // 2 for p, k in zip(pads, kernel)):
+        return None
+    size = _window_output(tuple(x.shape[2:]), kernel, stride, padding, dilation)
+    return None if size is None else tuple(x.shape[:2]) + size
+
+
+def _window_output(lengths, kernel, stride, padding, dilation) -> Optional[Tuple[int, ...]]:
+    """Each spatial length after a sliding window, or None where an argument is not a
+    number or a pair of numbers torch accepts, or the window does not fit."""
+    stride, padding, dilation = _pair(stride), _pair(padding), _pair(dilation)
+    if None in (stride, padding, dilation) or min(kernel) < 1 or min(stride) < 1 or (
+            min(dilation) < 1 or min(padding) < 0 or min(lengths) < 1):
+        return None
+    room = [n + 2 * p - d * (k - 1) - 1
+            for n, k, p, d in zip(lengths, kernel, padding, dilation)]
+    if min(room) < 0:
+        return None
+    return tuple(r // s + 1 for r, s in zip(room, stride))
+
+
+def _pair(value) -> Optional[Tuple[int, int]]:
+    """``value`` as two ints (an int, or a list or tuple of two), else None."""
+    if type(value) is int:
+        return value, value
+    if (isinstance(value, (list, tuple)) and len(value) == 2
+            and all(type(v) is int for v in value)):
+        return tuple(value)
+    return None
+
+
+def _plain_meta(*tensors) -> bool:
+    """Meta, floating point, contiguous and non-empty: the case whose answer is a plain shape."""
+    return all(isinstance(t, torch.Tensor) and t.is_meta and t.dtype.is_floating_point
+               and t.is_contiguous() and t.numel() > 0 for t in tensors)
 
 
 # initialiser -> the fewest dimensions it accepts (fans need two)
@@ -156,18 +239,26 @@ class _Activations:
     in-place result shares its input's storage and is counted once."""
 
     def __init__(self):
-        self.outputs = {}
+        self.outputs = []
         self.hooks = []
 
     def watch(self, module: nn.Module) -> None:
+        """Before ``module`` runs: the leaves inside it hooked, if it has any (a leaf's own
+        output comes to ``seen``, without a hook's cost)."""
+        if next(module.children(), None) is None:
+            return
         for leaf in module.modules():
             if not next(leaf.children(), None):
                 self.hooks.append(leaf.register_forward_hook(self._keep))
 
+    def seen(self, module: nn.Module, output) -> None:
+        """After ``module`` ran: a leaf's output kept (a composite's came through hooks)."""
+        if next(module.children(), None) is None:
+            self._keep(module, None, output)
+
     def _keep(self, module, inputs, output) -> None:
         if isinstance(output, torch.Tensor):
-            storage = output.untyped_storage()
-            self.outputs[storage._cdata] = (storage, storage.nbytes())   # alive: ids unique
+            self.outputs.append(output)    # its storage read in bytes(), outside the mode
 
     def stop(self) -> None:
         for hook in self.hooks:
@@ -175,7 +266,11 @@ class _Activations:
         self.hooks = []
 
     def bytes(self) -> int:
-        return sum(size for _, size in self.outputs.values())
+        storages = {}
+        for output in self.outputs:        # kept alive here: a storage's id is unique
+            storage = output.untyped_storage()
+            storages[storage._cdata] = storage.nbytes()
+        return sum(storages.values())
 
 
 def available_memory(device: torch.device) -> Tuple[Optional[int], str]:
@@ -205,10 +300,9 @@ def available_memory(device: torch.device) -> Tuple[Optional[int], str]:
 
 def _meminfo_available(path: str = "/proc/meminfo") -> Optional[int]:
     try:
-        with open(path) as lines:
-            for line in lines:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
+        text = _read(path)
+        start = text.index(b"MemAvailable:") + len(b"MemAvailable:")
+        return int(text[start:text.index(b"\n", start)].split()[0]) * 1024
     except (OSError, ValueError, IndexError):
         pass
     try:
@@ -219,20 +313,40 @@ def _meminfo_available(path: str = "/proc/meminfo") -> Optional[int]:
 
 def _cgroup_room(root: str = "/sys/fs/cgroup") -> Optional[int]:
     """The cgroup (v2, else v1) limit less the usage; None without a limit."""
+    files = _cgroup_files(root)
+    if files is None:
+        return None
+    try:
+        limit = _read(files[0]).strip()
+        usage = int(_read(files[1]).strip())
+    except (OSError, ValueError):
+        return None
+    if limit == b"max" or not limit.isdigit() or int(limit) >= 1 << 60:
+        return None
+    return max(0, int(limit) - usage)
+
+
+@functools.lru_cache(maxsize=None)
+def _cgroup_files(root: str) -> Optional[Tuple[str, str]]:
+    """The (limit, usage) files of ``root``'s cgroup version, looked for once: a process's
+    cgroup layout does not change while it runs, and each failed open costs an exception."""
     for limit_file, usage_file in (("memory.max", "memory.current"),
                                    ("memory/memory.limit_in_bytes",
                                     "memory/memory.usage_in_bytes")):
-        try:
-            with open(os.path.join(root, limit_file)) as f:
-                limit = f.read().strip()
-            with open(os.path.join(root, usage_file)) as f:
-                usage = int(f.read().strip())
-        except (OSError, ValueError):
-            continue
-        if limit == "max" or not limit.isdigit() or int(limit) >= 1 << 60:
-            return None
-        return max(0, int(limit) - usage)
+        files = (os.path.join(root, limit_file), os.path.join(root, usage_file))
+        if all(os.path.isfile(path) for path in files):
+            return files
     return None
+
+
+def _read(path: str, size: int = 1 << 16) -> bytes:
+    """A small /proc or /sys file's bytes, without the text layer of ``open``: the free
+    memory is read before every candidate."""
+    descriptor = os.open(path, os.O_RDONLY)
+    try:
+        return os.read(descriptor, size)
+    finally:
+        os.close(descriptor)
 
 
 def check_fits(need: MemoryEstimate, device: torch.device,

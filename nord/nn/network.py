@@ -22,6 +22,14 @@ from nord.nn.modules import Merge
 
 _PROBE_BATCH = 2  # > 1 so that batch-norm layers can run in a shape probe
 
+# Layers whose construction draws its initial weights (and sets its buffers) in
+# ``reset_parameters`` alone, after allocating them: allocated anew on a device and reset, they
+# hold what constructing them there would give. Exact classes: a subclass may initialise
+# otherwise.
+_RESET_BY_RESET_PARAMETERS = frozenset({
+    nn.Conv1d, nn.Conv2d, nn.Conv3d, nn.Linear, nn.BatchNorm1d, nn.BatchNorm2d,
+    nn.BatchNorm3d, nn.LayerNorm, nn.GroupNorm})
+
 
 @dataclass(frozen=True)
 class Probe:
@@ -29,14 +37,16 @@ class Probe:
 
     The default (a batch of 2, layers in eval mode) is what a real device needs: small, and
     no batch-norm statistics touched. On the meta device a probe costs nothing per sample,
-    so a memory estimate runs it at the training batch in train mode and has ``watch``
-    see every module (the head included) before it runs: the probes are then the training
-    forward pass, and no second pass is needed.
+    so a memory estimate runs it at the training batch in train mode, has ``watch`` see
+    every module (the head's layers included) before it runs and ``seen`` see each with its
+    output after: the probes are then the training forward pass, and no second pass is
+    needed.
     """
 
     batch: int = _PROBE_BATCH
     training: bool = False
     watch: Optional[Callable[[nn.Module], None]] = None
+    seen: Optional[Callable[[nn.Module, torch.Tensor], None]] = None
 
 
 class NeuralNet(nn.Module):
@@ -82,13 +92,13 @@ class NeuralNet(nn.Module):
             self._build_like(like)
         else:
             self._build_probing(probe)
-        # Not registered as a submodule: it holds the same layers, and a second registration
+        # Not a registered submodule: it holds the same layers, and a second registration
         # would duplicate every parameter in state_dict (and in Horovod's broadcasts).
         object.__setattr__(self, "_chain", self._as_chain())
         self._release = self._release_plan()
 
     def _build_probing(self, probe: Probe) -> None:
-        watch = probe.watch or _ignore
+        watch, seen = probe.watch or _ignore, probe.seen or _ignore
         with torch.no_grad():
             probes = self._build(self._order, probe)
             outputs = [probes[name] for name in self._outputs]
@@ -96,12 +106,15 @@ class NeuralNet(nn.Module):
             watch(self.output_merge)
             merged = _probe_merge(self.output_merge, outputs,
                                   f"the network outputs {self._outputs}")
+            seen(self.output_merge, merged)
         self._features = int(merged[0].numel())
         self.head = nn.Sequential(nn.Flatten(), nn.Linear(self._features, self.num_classes))
-        if probe.watch is not None:
-            watch(self.head)
+        if probe.watch is not None or probe.seen is not None:   # the head runs for them only
             with torch.no_grad():
-                self.head(merged)
+                for module in self.head:          # its leaves, one by one: no hooks needed
+                    watch(module)
+                    merged = module(merged)
+                    seen(module, merged)
 
     def _replayable(self, other: "NeuralNet") -> bool:
         """Whether ``other`` may be built from this network's plan without probing: the
@@ -133,6 +146,63 @@ class NeuralNet(nn.Module):
         self._features = other._features
         self.head = nn.Sequential(nn.Flatten(), nn.Linear(self._features, self.num_classes))
 
+    @classmethod
+    def on_device(cls, descriptor: NeuralDescriptor, input_shape: Sequence[int],
+                  num_classes: int, device: torch.device,
+                  meta: Optional["NeuralNet"] = None) -> "NeuralNet":
+        """The network built on ``device``, with the initial weights a build there draws.
+
+        ``meta``, this descriptor's build on the meta device (``nord.nn.memory`` measures
+        one), becomes the network itself where every layer holding weights is one whose
+        weights ``reset_parameters`` draws: its tensors are allocated on ``device`` and reset
+        in the order a build creates them, so no module is constructed twice. Otherwise the
+        network is built on ``device`` like ``meta`` (or, without one, probing its shapes).
+        ``meta`` may become the network: it is not to be used afterwards.
+        """
+        if meta is not None and meta._materialisable(descriptor, input_shape, num_classes):
+            return meta._materialise(device)
+        with device:
+            return cls(descriptor, input_shape, num_classes, like=meta)
+
+    def _materialisable(self, descriptor, input_shape, num_classes) -> bool:
+        """Whether this meta network is ``descriptor``'s for these shapes, and every module
+        holding tensors of its own is reset by ``reset_parameters`` alone (no module of
+        another kind may draw random numbers when constructed: torch's and nord's only)."""
+        if (self.input_shape, self.num_classes, self._outputs) != (
+                tuple(int(v) for v in input_shape), int(num_classes), descriptor.output_layers):
+            return False
+        if self._layers != descriptor.layers or any(
+                self._sources[name] != descriptor.inputs_of(name) for name in self._order):
+            return False
+        for module in self.modules():
+            kind = type(module)
+            if kind in _RESET_BY_RESET_PARAMETERS:
+                tensors = (*module._parameters.values(), *module._buffers.values())
+                if not all(t is None or t.is_meta for t in tensors):
+                    return False
+            elif module._parameters or module._buffers or not (    # a lazy one has tensors
+                    kind is NeuralNet or kind.__module__.startswith(("torch.nn.", "nord."))):
+                return False
+        return True
+
+    def _materialise(self, device: torch.device) -> "NeuralNet":
+        """This meta network's tensors allocated on ``device`` and reset, module by module in
+        the order a build constructs them (``modules()`` visits them so)."""
+        for module in self.modules():
+            if type(module) not in _RESET_BY_RESET_PARAMETERS:
+                continue
+            for key, weight in module._parameters.items():
+                if weight is not None:
+                    module._parameters[key] = nn.Parameter(
+                        torch.empty(weight.shape, dtype=weight.dtype, device=device),
+                        weight.requires_grad)
+            for key, buffer in module._buffers.items():
+                if buffer is not None:
+                    module._buffers[key] = torch.empty(buffer.shape, dtype=buffer.dtype,
+                                                       device=device)
+            module.reset_parameters()
+        return self
+
     @property
     def descriptor_hash(self) -> str:
         """The descriptor's ``hash``, computed on first use: building does not need it."""
@@ -145,7 +215,7 @@ class NeuralNet(nn.Module):
     def _build(self, order: List[str], probe: Probe) -> Dict[str, torch.Tensor]:
         probes: Dict[str, torch.Tensor] = {}
         network_input = torch.zeros((probe.batch,) + self.input_shape)
-        watch = probe.watch or _ignore
+        watch, seen = probe.watch or _ignore, probe.seen or _ignore
         layers = self._layers
         for name in order:
             layer = layers[name]
@@ -157,27 +227,32 @@ class NeuralNet(nn.Module):
                     watch(self.merges[name])
                     x = _probe_merge(self.merges[name], [probes[s] for s in sources],
                                      f"the inputs {sources} of layer '{name}'")
+                    seen(self.merges[name], x)
+                    shape = tuple(x.shape)
                 else:
-                    x = probes[sources[0]]
+                    x, shape = probes[sources[0]], (probe.batch,) + self.output_shapes[sources[0]]
             else:
-                x = network_input
+                x, shape = network_input, (probe.batch,) + self.input_shape
             where = f"layer '{name}' ({spec.name})"
-            if spec.input_kind == "flat" and x.dim() > 2:
+            # shapes read once as tuples and passed on: on the meta device every read of a
+            # tensor's shape passes through the estimate's torch-function mode
+            if spec.input_kind == "flat" and len(shape) > 2:
                 self.flattens.add(name)
                 x = x.flatten(1)
-            elif spec.input_kind == "spatial" and x.dim() != 4:
+                shape = tuple(x.shape)
+            elif spec.input_kind == "spatial" and len(shape) != 4:
                 raise ShapeError(
                     f"{where} needs a spatial input (channels, height, width) but receives "
                     f"shape {_shape(x)} from {sources or 'the network input'}; put spatial layers "
                     "before flat ones (linear), or use input_shape=(C, H, W)")
             kwargs = dict(layer.params)
             if spec.shape_param is not None:
-                actual = int(x.shape[1])
+                actual = int(shape[1])
                 given = kwargs.get(spec.shape_param)
                 if given is not None and given != actual:
                     raise ShapeError(
                         f"{where} was given {spec.shape_param}={given}, but its input has shape "
-                        f"{_shape(x)} ({actual} {'channels' if x.dim() == 4 else 'features'}); "
+                        f"{_shape(x)} ({actual} {'channels' if len(shape) == 4 else 'features'}); "
                         f"omit {spec.shape_param} to have it inferred, or set it to {actual}")
                 kwargs[spec.shape_param] = actual
             kwargs.update(dict(spec.forced))
@@ -199,25 +274,28 @@ class NeuralNet(nn.Module):
                     f"{where} cannot take its input of shape {_shape(x)} "
                     f"(network input {self.input_shape}) with parameters {layer.params}: "
                     f"{_first_line(error)}") from error
-            if not isinstance(out, torch.Tensor) or out.numel() == 0:
+            out_shape = tuple(out.shape) if isinstance(out, torch.Tensor) else None
+            if out_shape is None or 0 in out_shape:
                 raise ShapeError(
                     f"{where} turns its input of shape {_shape(x)} into an empty tensor "
                     f"{_shape(out) if isinstance(out, torch.Tensor) else type(out).__name__}; "
                     "reduce its kernel, stride or padding, or use a larger input")
-            if out.dim() < 2 or out.shape[0] != x.shape[0]:
+            if len(out_shape) < 2 or out_shape[0] != shape[0]:
                 raise ShapeError(
-                    f"{where} turns a batch of shape {tuple(x.shape)} into shape "
-                    f"{tuple(out.shape)}, which no longer keeps the batch in dimension 0; "
+                    f"{where} turns a batch of shape {shape} into shape "
+                    f"{out_shape}, which no longer keeps the batch in dimension 0; "
                     "every layer must map (batch, ...) to (batch, ...) (for flatten, keep "
                     "start_dim >= 1)")
+            seen(module, out)
             module.train()
             self.layer_modules[name] = module
             probes[name] = out
-            self.output_shapes[name] = tuple(out.shape[1:])
+            self.output_shapes[name] = out_shape[1:]
         return probes
 
-    def _as_chain(self) -> Optional[nn.Sequential]:
-        """A plain Sequential when the graph is a chain, so it runs as fast as hand-written code."""
+    def _as_chain(self) -> Optional[Tuple[nn.Module, ...]]:
+        """The modules in order when the graph is a chain, so that it runs as hand-written code
+        does: one module call each (not a Sequential, whose own call would be one more)."""
         if len(self._outputs) != 1 or self._merges_used():
             return None
         for previous, name in zip(self._order, self._order[1:]):
@@ -228,7 +306,7 @@ class NeuralNet(nn.Module):
             if name in self.flattens:
                 steps.append(nn.Flatten())
             steps.append(self.layer_modules[name])
-        return nn.Sequential(*steps)
+        return tuple(steps)
 
     def _merges_used(self) -> bool:
         return len(self.merges) > 0
@@ -248,7 +326,9 @@ class NeuralNet(nn.Module):
     # --- running ----------------------------------------------------------------------
     def forward(self, x):
         if self._chain is not None:
-            return self.head(self._chain(x))
+            for module in self._chain:
+                x = module(x)
+            return self.head(x)
         values = {}
         for name in self._order:
             sources = self._sources[name]
@@ -270,7 +350,7 @@ class NeuralNet(nn.Module):
         return sum(p.numel() for p in self.parameters() if p.requires_grad)
 
 
-def _ignore(module: nn.Module) -> None:
+def _ignore(*_module_and_output) -> None:
     """No watcher: the probes of a real build are seen by nobody."""
 
 

@@ -1,6 +1,7 @@
 """Networks measured on the meta device and refused before they are allocated: above
 ``max_params`` or larger than the free memory of the host (or GPU)."""
 import os
+import random
 
 import pytest
 import torch
@@ -211,3 +212,55 @@ def test_the_quick_meta_draws_no_weights_but_keeps_the_initialisers_refusals():
             torch.nn.init.kaiming_uniform_(torch.empty(3, device="meta"))
     need = estimate_memory(conv_net(), (1, 8, 8), 10, batch_size=16)
     assert need.parameters == NeuralNet(conv_net(), (1, 8, 8), 10).count_parameters()
+
+
+def test_the_quick_meta_is_the_meta_device_context_itself():
+    with memory._QuickMeta():
+        layer = torch.nn.Linear(3, 4)
+        assert torch.get_default_device() == torch.device("meta")
+        assert layer.weight.is_meta and torch.zeros(2).is_meta
+        sliced = torch.zeros((4, 6))[:, ::2]            # neither contiguous nor dense
+        assert torch.nn.functional.relu(sliced).stride() == torch.empty_like(sliced).stride()
+    assert not torch.zeros(2).is_meta
+
+
+def _window_cases(seed):
+    """Random 2-d convolutions and max poolings: sizes, strides, padding, dilation, groups,
+    bias, tuple or int arguments, and some that torch refuses (a window larger than its input,
+    channels that do not divide, too much padding)."""
+    rng = random.Random(seed)
+    pick = lambda *values: rng.choice(values)   # noqa: E731
+    size = (pick(1, 2, 3), pick(1, 2, 4, 6), pick(1, 3, 5, 8), pick(1, 4, 7))
+    kernel, stride = pick(1, 2, 3, (2, 3), 5), pick(1, 2, (1, 2), 3)
+    padding, dilation = pick(0, 1, (0, 1), 2, 3), pick(1, 2, (2, 1))
+    if rng.random() < 0.5:
+        groups = pick(1, 2)
+        weight = (pick(2, 4, 3), size[1] // groups if rng.random() < 0.9 else 5,
+                  *(kernel if isinstance(kernel, tuple) else (kernel, kernel)))
+        bias = (weight[0],) if rng.random() < 0.7 else None
+        return "conv", size, weight, bias, stride, padding, dilation, groups
+    return "pool", size, kernel, pick(None, stride), padding, dilation
+
+
+@pytest.mark.parametrize("seed", range(200))
+def test_the_quick_conv_and_pool_answers_are_what_torch_s_meta_kernels_give(seed):
+    case = _window_cases(seed)
+    x = torch.zeros(case[1], device="meta")
+    if case[0] == "conv":
+        _, _, weight, bias, stride, padding, dilation, groups = case
+        tensors = [x, torch.zeros(weight, device="meta"),
+                   None if bias is None else torch.zeros(bias, device="meta")]
+        call = lambda: torch.conv2d(*tensors, stride, padding, dilation, groups)   # noqa: E731
+    else:
+        _, _, kernel, stride, padding, dilation = case
+        call = lambda: torch.nn.functional.max_pool2d(x, kernel, stride, padding, dilation)  # noqa: E731
+    try:
+        expected = call()
+    except (RuntimeError, ValueError) as refusal:
+        with memory._QuickMeta(), pytest.raises(type(refusal)):
+            call()
+        return
+    with memory._QuickMeta():
+        quick = call()
+    assert (quick.shape, quick.stride(), quick.dtype, quick.untyped_storage().nbytes()) == (
+        expected.shape, expected.stride(), expected.dtype, expected.untyped_storage().nbytes())

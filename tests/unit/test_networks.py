@@ -383,9 +383,11 @@ def _same_weights(a, b):
     return list(sa) == list(sb) and all(torch.equal(sa[k], sb[k]) for k in sa)
 
 
-def test_a_network_built_like_its_meta_twin_has_the_weights_a_probing_build_gives():
-    """The real build reuses the meta build's inferred parameters and skips the probes: on
-    random graphs it draws the same initial weights, leaves the generator where a probing
+@pytest.mark.parametrize("way", ["like", "on_device"])
+def test_a_network_made_from_its_meta_twin_has_the_weights_a_probing_build_gives(way):
+    """Built like the meta build (its inferred parameters, no probes), or made of it (its
+    tensors allocated and reset in build order): on random graphs the network draws the
+    initial weights and buffers of a probing build, leaves the generator where a probing
     build leaves it, and computes the same function."""
     from nord.nn.memory import measure_on_meta
     from tests.unit.test_random_networks import random_descriptor
@@ -400,13 +402,19 @@ def test_a_network_built_like_its_meta_twin_has_the_weights_a_probing_build_give
         probed = NeuralNet(d, (3, 12, 12), 4)
         after_probed = torch.rand(2)
         torch.manual_seed(seed)
-        unprobed = NeuralNet(d, (3, 12, 12), 4, like=meta)
+        if way == "like":
+            made = NeuralNet(d, (3, 12, 12), 4, like=meta)
+        else:
+            made = NeuralNet.on_device(d, (3, 12, 12), 4, torch.device("cpu"), meta)
+            assert made is meta, seed                 # made real, not built a second time
+            assert not any(t.is_meta for t in made.state_dict().values())
         assert torch.equal(torch.rand(2), after_probed), seed
-        assert _same_weights(probed, unprobed), seed
-        assert unprobed.output_shapes == probed.output_shapes
+        assert _same_weights(probed, made), seed
+        assert [b.dtype for b in made.buffers()] == [b.dtype for b in probed.buffers()]
+        assert made.output_shapes == probed.output_shapes
         x = torch.randn(3, 3, 12, 12)
-        probed.eval(), unprobed.eval()
-        assert torch.equal(probed(x), unprobed(x)), seed
+        probed.eval(), made.eval()
+        assert torch.equal(probed(x), made(x)), seed
         compared += 1
     assert compared > 30
 
@@ -431,3 +439,25 @@ def test_a_user_layer_is_probed_anyway_so_its_random_draws_keep_the_weights(monk
     assert _same_weights(probed, NeuralNet(d, (1, 8, 8), 3, like=meta))
     other = chain(("conv2d", {"out_channels": 4, "kernel_size": 3}))
     assert not meta._replayable(NeuralNet(other, (1, 8, 8), 3))
+
+
+def test_a_meta_network_of_another_layer_kind_or_descriptor_is_built_like_instead(monkeypatch):
+    import nord.architecture.layers as layers
+    from nord.nn.memory import measure_on_meta
+    cpu = torch.device("cpu")
+    monkeypatch.setattr(layers, "LAYERS", layers.LAYERS.copy())
+    layers.register_layer("prelu_for_real", "torch.nn.PReLU")   # weights, outside the list
+    d = chain(("conv2d", {"out_channels": 4, "kernel_size": 3}), ("prelu_for_real", {}))
+    _, meta = measure_on_meta(d, (1, 8, 8), 3, batch_size=4)
+    torch.manual_seed(0)
+    probed = NeuralNet(d, (1, 8, 8), 3)
+    torch.manual_seed(0)
+    real = NeuralNet.on_device(d, (1, 8, 8), 3, cpu, meta)
+    assert real is not meta and _same_weights(probed, real)
+    other = chain(("conv2d", {"out_channels": 5, "kernel_size": 3}))
+    _, meta = measure_on_meta(d, (1, 8, 8), 3, batch_size=4)
+    assert NeuralNet.on_device(other, (1, 8, 8), 3, cpu, meta) is not meta
+    assert NeuralNet.on_device(d, (1, 9, 9), 3, cpu, meta) is not meta
+    conv = chain(("conv2d", {"out_channels": 4, "kernel_size": 3}))
+    trained = NeuralNet(conv, (1, 8, 8), 3)             # already real: never reset
+    assert NeuralNet.on_device(conv, (1, 8, 8), 3, cpu, trained) is not trained

@@ -1,12 +1,15 @@
 """Training primitives: device choice per local rank, optimizers, NaN detection, test counts."""
 import io
+import math
 
 import pytest
 import torch
 from torch import nn
+from torch.nn import functional as F
 
 from nord.errors import ConfigurationError
-from nord.nn.training import NonFiniteLossError, ProgressBar, make_optimizer, resolve_device, train_epoch
+from nord.nn.training import (NonFiniteLossError, ProgressBar, make_optimizer, resolve_device,
+                              seed_generators, train_epoch)
 from nord.nn.training import test_counts as count_correct  # not a test itself
 
 
@@ -91,3 +94,29 @@ def test_test_counts_are_sums():
     with torch.no_grad():
         expected = sum(int((model(x).argmax(1) == y).sum()) for x, y in data)
     assert (correct, seen) == (expected, 15) and loss_sum > 0
+
+
+def test_the_summed_loss_is_the_one_summed_from_zero_in_double():
+    """Started from the first batch, the sum is bit for bit the one started from a float64
+    zero: the same additions in the same order, and a -0.0 reads 0.0 as it did."""
+    model = nn.Linear(3, 2)
+    data = batches(n=4, size=5)
+    expected = torch.zeros((), dtype=torch.float64)
+    with torch.no_grad():
+        for x, y in data:
+            expected += F.cross_entropy(model(x), y, reduction="sum").double()
+    assert count_correct(model, data, torch.device("cpu"))[2] == float(expected)
+    negative_zero = count_correct(model, data, torch.device("cpu"),
+                                  loss_fn=lambda *_, reduction: torch.tensor(-0.0))[2]
+    assert math.copysign(1.0, negative_zero) == 1.0
+    assert count_correct(model, [], torch.device("cpu")) == (0, 0, 0.0)
+
+
+def test_seeding_for_the_cpu_leaves_the_cpu_generator_as_torch_manual_seed_does():
+    torch.manual_seed(7)
+    expected = torch.get_rng_state()
+    torch.manual_seed(123)
+    seed_generators(7, torch.device("cpu"))
+    assert torch.equal(torch.get_rng_state(), expected)
+    seed_generators(7, torch.device("meta"))             # any other device: every generator
+    assert torch.equal(torch.get_rng_state(), expected)
