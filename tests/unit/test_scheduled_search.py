@@ -52,6 +52,39 @@ def test_asha_told_every_candidate_once_and_trained_few_to_the_end(tmp_path):
     assert not os.path.exists(f"{tmp_path / 'r.db'}.checkpoints")   # deleted when finished
 
 
+class Failing(ToyCurves):
+    """Fails the run (not a candidate) once a few legs have trained."""
+
+    def evaluate_task(self, task):
+        if self.epochs_trained > 6:
+            raise KeyboardInterrupt
+        return super().evaluate_task(task)
+
+
+@pytest.mark.parametrize("evaluator", [ToyCurves(max_epochs=9), Failing(max_epochs=9)],
+                         ids=["finished", "interrupted"])
+def test_a_run_without_a_journal_leaves_no_checkpoint_folder(tmp_path, monkeypatch, evaluator):
+    """Its paused candidates wait in a temporary folder, which nothing can resume: it goes
+    with the run, however the run ends."""
+    import tempfile
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    seen = []
+    real = evaluator.evaluate_task
+
+    def watching(task):
+        seen.append(os.path.dirname(task.checkpoint))
+        return real(task)
+
+    evaluator.evaluate_task = watching
+    try:
+        run_search(random(), evaluator, budget=12, mode="async",
+                   scheduler=make_scheduler("asha", min_epochs=1, max_epochs=9, eta=3))
+    except KeyboardInterrupt:
+        pass
+    assert seen and os.path.basename(seen[0]).startswith("nord-checkpoints-")
+    assert os.listdir(tmp_path) == []
+
+
 def test_the_journal_knows_the_final_results_of_promoted_candidates(tmp_path):
     """In async mode a candidate is told when it first pauses; a later promotion trains it
     on. The journal's final results and best follow it to its furthest leg, and agree with

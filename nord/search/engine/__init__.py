@@ -1,6 +1,7 @@
 """The search engine: one loop for every search nord runs (see :mod:`~nord.search.engine.run`).
 
-Rooms, each importing only those listed before it: ``outcomes`` (the records a run produces),
+Rooms, each importing only those listed before it: ``checkpoints`` (where candidates in
+training leave their checkpoints, if anywhere), ``outcomes`` (the records a run produces),
 ``loop`` (:class:`Search`, ask/identify/evaluate/tell), ``replay`` (resuming from a journal),
 ``legs`` (a scheduler's legs of training), ``run`` (:func:`run_search`, which picks and drives
 the loop)::

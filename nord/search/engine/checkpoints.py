@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import tempfile
 from pathlib import Path
-from typing import Optional
+from typing import Optional, Set, Union
 
 from nord.errors import ConfigurationError
 
-__all__ = ["checkpoint_folder"]
+__all__ = ["checkpoint_folder", "Checkpoints", "NoCheckpoints", "CheckpointStore"]
 
 
 def checkpoint_folder(journal_path: Optional[os.PathLike], fresh: bool = False) -> Path:
@@ -45,3 +46,76 @@ def checkpoint_folder(journal_path: Optional[os.PathLike], fresh: bool = False) 
             with contextlib.suppress(OSError):
                 stale.unlink()
     return folder
+
+
+class Checkpoints:
+    """The checkpoint folder of one run, as the engine uses it: it names each candidate's
+    file, deletes it once the candidate ends, and measures the folder's peak size.
+
+    Args:
+        folder: made by :func:`checkpoint_folder`.
+        temporary: nothing can resume the run (it has no journal): the folder goes with it.
+    """
+
+    def __init__(self, folder: Path, temporary: bool):
+        self.folder = folder
+        self.temporary = temporary
+        self.deleted: Set[int] = set()       # candidates whose file is gone for good
+        self.peak_bytes: Optional[int] = 0
+
+    def path(self, number: int) -> str:
+        return str(self.folder / f"candidate-{number}.pt")
+
+    def attach(self, task, every: int) -> None:
+        """A candidate trained whole goes on from its file, writes it every ``every``
+        epochs and leaves none when it ends."""
+        task.checkpoint = self.path(task.number)
+        task.checkpoint_every, task.keep_at_end = every, False
+
+    def delete(self, number: int) -> None:
+        if number in self.deleted:
+            return
+        self.deleted.add(number)
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(self.path(number))
+
+    def measure(self) -> None:
+        """Note the folder's size (as each evaluation ends) for the peak."""
+        try:
+            size = sum(entry.stat().st_size for entry in os.scandir(self.folder))
+        except OSError:
+            return
+        self.peak_bytes = max(self.peak_bytes, size)
+
+    def close(self) -> None:
+        """The run stops: a temporary folder goes; a journal's stays while it holds
+        checkpoints a resume goes on from."""
+        if self.temporary:
+            shutil.rmtree(self.folder, ignore_errors=True)
+        else:
+            with contextlib.suppress(OSError):
+                self.folder.rmdir()
+
+
+class NoCheckpoints:
+    """A run that keeps no checkpoints (no journal to resume from, ``checkpoint_every=0``,
+    or an evaluator that does not train in legs): every candidate trains from scratch."""
+
+    folder = None
+    peak_bytes = None
+
+    def attach(self, task, every: int) -> None:
+        """The task keeps its defaults: no checkpoint."""
+
+    def delete(self, number: int) -> None:
+        """Nothing to delete."""
+
+    def measure(self) -> None:
+        """Nothing to measure."""
+
+    def close(self) -> None:
+        """Nothing to remove."""
+
+
+CheckpointStore = Union[Checkpoints, NoCheckpoints]
+"""Where a run's candidates keep their checkpoints, if anywhere."""

@@ -11,8 +11,6 @@ themselves: docs/schedulers.md.
 from __future__ import annotations
 
 import logging
-import shutil
-from pathlib import Path
 from typing import Callable, Dict, Hashable, List, Optional, Set, Union
 
 from nord.evaluators.result import EvaluationResult
@@ -20,6 +18,7 @@ from nord.evaluators.stop_rules import stopped_by_rule
 from nord.journal import Journal, LegRecord
 from nord.journal.recorder import NoJournal
 from nord.search.algorithms.base import Candidate, SearchAlgorithm
+from nord.search.engine.checkpoints import Checkpoints
 from nord.search.engine.loop import Search, killed_result
 from nord.search.engine.outcomes import Outcome, SearchProgress
 from nord.search.engine.stopping import Stopping
@@ -39,12 +38,12 @@ class ScheduledSearch(Search):
     def __init__(self, algorithm: SearchAlgorithm, executor: Executor,
                  journal: Union[Journal, NoJournal], budget: int, mode: str, batch_size: int,
                  on_result: Optional[Callable[[SearchProgress], None]], scheduler: Scheduler,
-                 folder: Path, temporary: bool, checkpoint_every: int = 0,
+                 checkpoints: Checkpoints, checkpoint_every: int = 0,
                  stopping: Optional[Stopping] = None):
         super().__init__(algorithm, executor, journal, budget, mode, batch_size, on_result,
-                         folder=folder, checkpoint_every=checkpoint_every, stopping=stopping)
+                         checkpoints=checkpoints, checkpoint_every=checkpoint_every,
+                         stopping=stopping)
         self.scheduler = scheduler
-        self.temporary = temporary
         self.event = 0                             # orders leg hand-outs and ends
         self.leg_count = 0
         self.legs: Dict[int, LegRecord] = {}       # candidate -> its leg in flight
@@ -64,7 +63,7 @@ class ScheduledSearch(Search):
         ``again``: the journal's record of a leg that was in flight when the run stopped, which
         runs again under its own number and hand-out event."""
         basis = self.basis.get(number) or self._rebuild_basis(number)
-        path = self.checkpoint(number)
+        path = self.checkpoints.path(number)
         task = Task(number, basis.genome, basis.key, self.space, basis._descriptor,
                     basis._json, epochs=target, resume_from=path if start > 0 else None,
                     checkpoint=path, checkpoint_every=self.checkpoint_every,
@@ -149,7 +148,7 @@ class ScheduledSearch(Search):
         if decision == CONTINUE:
             self.queue_leg(number, leg.target_epochs, self.scheduler.next_epochs(number))
         elif decision in (STOP, DONE):
-            self.delete_checkpoint(number)
+            self.checkpoints.delete(number)
         if self.mode == "async" and decision != CONTINUE and number not in self.told_numbers:
             self.release(number)
         self.track_disk()
@@ -178,7 +177,7 @@ class ScheduledSearch(Search):
 
     def track_disk(self) -> None:
         for number in self.scheduler.releasable():
-            self.delete_checkpoint(number)
+            self.checkpoints.delete(number)
         super().track_disk()
 
     def promote(self, free: int) -> int:
@@ -247,16 +246,10 @@ class ScheduledSearch(Search):
         return outcome.candidate, outcome.result
 
     def finish_run(self) -> None:
-        """The run is over: no checkpoint can be promoted any more."""
-        if self.temporary:
-            shutil.rmtree(self.folder, ignore_errors=True)
-        else:
-            for number in list(self.scheduler.epochs):
-                self.delete_checkpoint(number)
-            try:
-                self.folder.rmdir()
-            except OSError:
-                pass
+        """The run is over: no checkpoint can be promoted any more (the folder itself goes
+        when the run closes it)."""
+        for number in list(self.scheduler.epochs):
+            self.checkpoints.delete(number)
 
     def summary(self):
         summary = super().summary()

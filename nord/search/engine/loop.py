@@ -5,14 +5,11 @@
 """
 from __future__ import annotations
 
-import contextlib
 import logging
-import os
 import time
 import traceback
 from collections import deque
-from pathlib import Path
-from typing import Any, Callable, Deque, Dict, Hashable, List, Optional, Set, Union
+from typing import Any, Callable, Deque, Dict, Hashable, List, Optional, Union
 
 from nord.architecture.descriptor import NeuralDescriptor
 from nord.errors import NordError
@@ -20,6 +17,7 @@ from nord.evaluators.result import EvaluationResult
 from nord.journal import Journal
 from nord.journal.recorder import NoJournal, recorder_for
 from nord.search.algorithms.base import Candidate, SearchAlgorithm
+from nord.search.engine.checkpoints import CheckpointStore, NoCheckpoints
 from nord.search.engine.outcomes import NO_KEY, Outcome, SearchProgress, SearchSummary
 from nord.search.engine.stopping import Stopping
 from nord.search.executors import Executor, Task
@@ -63,7 +61,7 @@ class Search:
                  journal: Union[Journal, NoJournal],
                  budget: int, mode: str, batch_size: int,
                  on_result: Optional[Callable[[SearchProgress], None]],
-                 folder: Optional[Path] = None, checkpoint_every: int = 0,
+                 checkpoints: CheckpointStore = NoCheckpoints(), checkpoint_every: int = 0,
                  stopping: Optional[Stopping] = None):
         self.algorithm = algorithm
         self.space = algorithm.space
@@ -95,10 +93,8 @@ class Search:
         self.evaluated = self.cached = self.undecodable = self.failed = self.replayed = 0
         self.busy_time = 0.0
         self.time_budget_spent = False
-        self.folder = folder                           # the checkpoints (None: none)
+        self.checkpoints = checkpoints
         self.checkpoint_every = checkpoint_every
-        self.deleted: Set[int] = set()                 # candidates whose checkpoint is gone
-        self.peak_bytes = 0
         self.resumed_epochs: Dict[int, int] = {}       # candidate -> epochs its checkpoint kept
         self.stopping = stopping if stopping is not None else Stopping(budget)
         self.limited = self.stopping.limited           # a limit besides the budget is set
@@ -147,9 +143,7 @@ class Search:
             self.give_up(candidate, key)
             return
         task = Task(candidate.number, candidate.genome, key, self.space, descriptor)
-        if self.folder is not None:   # the candidate goes on from, and leaves, checkpoints
-            task.checkpoint = self.checkpoint(candidate.number)
-            task.checkpoint_every, task.keep_at_end = self.checkpoint_every, False
+        self.checkpoints.attach(task, self.checkpoint_every)
         self.tasks[candidate.number] = task
         self.queue.append(task)
 
@@ -162,30 +156,12 @@ class Search:
                           key, started=now, ended=now)
         del self.evaluating[key]
         self.cache.setdefault(key, outcome)
-        self.delete_checkpoint(candidate.number)
+        self.checkpoints.delete(candidate.number)
         self.finish(outcome)
-
-    # --- checkpoints ---------------------------------------------------------------------
-    def checkpoint(self, number: int) -> Optional[str]:
-        """Candidate ``number``'s checkpoint file (None when the run keeps none)."""
-        return None if self.folder is None else str(self.folder / f"candidate-{number}.pt")
-
-    def delete_checkpoint(self, number: int) -> None:
-        if self.folder is None or number in self.deleted:
-            return
-        self.deleted.add(number)
-        with contextlib.suppress(FileNotFoundError):
-            os.remove(self.checkpoint(number))
 
     def track_disk(self) -> None:
         """The checkpoints' peak size, measured as each evaluation ends."""
-        if self.folder is None:
-            return
-        try:
-            size = sum(entry.stat().st_size for entry in os.scandir(self.folder))
-        except OSError:
-            return
-        self.peak_bytes = max(self.peak_bytes, size)
+        self.checkpoints.measure()
 
     def _check_same(self, key: Hashable, descriptor, earlier: Outcome) -> None:
         """A key that is a digest of the canonical form (the default) is checked against the
@@ -278,10 +254,9 @@ class Search:
                           done.started, done.ended)
         del self.evaluating[key]
         self.cache.setdefault(key, outcome)
-        if self.folder is not None:
-            self._note_resumed(done.number, done.result)
-            self.track_disk()
-            self.delete_checkpoint(done.number)
+        self._note_resumed(done.number, done.result)
+        self.track_disk()
+        self.checkpoints.delete(done.number)
         self.finish(outcome)
         for waiter in self.waiting.pop(key, ()):
             self.reuse(waiter, outcome)
@@ -478,7 +453,7 @@ class Search:
             stopped_by=self.stopping.ended_by(self.told, self.algorithm.finished,
                                               self.time_budget_spent),
             running_time=self.stopping.running_time(),
-            checkpoint_peak_bytes=None if self.folder is None else self.peak_bytes,
+            checkpoint_peak_bytes=self.checkpoints.peak_bytes,
             resumed_candidates=len(self.resumed_epochs),
             resumed_epochs=sum(self.resumed_epochs.values()))
 

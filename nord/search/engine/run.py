@@ -16,10 +16,8 @@ Details (budget, identity, sync and async modes, journal, time budget, resume): 
 """
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
-import shutil
 from typing import Any, Callable, List, Optional, Union
 
 from nord.checks import MAX_BUDGET, check_int
@@ -28,7 +26,8 @@ from nord.journal import Journal, RunRecord
 from nord.journal.recorder import NoJournal
 from nord.parallel import interruptible
 from nord.search.algorithms.base import SearchAlgorithm
-from nord.search.engine.checkpoints import checkpoint_folder
+from nord.search.engine.checkpoints import (CheckpointStore, Checkpoints, NoCheckpoints,
+                                             checkpoint_folder)
 from nord.search.engine.legs import ScheduledSearch, replay_scheduler
 from nord.search.engine.loop import MAX_ATTEMPTS, Search
 from nord.search.engine.outcomes import MODES, RunInfo, SearchProgress, SearchSummary
@@ -165,7 +164,7 @@ def _drive(algorithm, evaluator, stopping, path, mode, executor, resume, on_resu
 
     journal = NoJournal() if path is None else Journal(path)
     search: Optional[Search] = None
-    folder = None
+    checkpoints: CheckpointStore = NoCheckpoints()
     failed = True
     try:
         effective_batch = (batch_size or executor.n_workers) if mode == "sync" else None
@@ -183,19 +182,20 @@ def _drive(algorithm, evaluator, stopping, path, mode, executor, resume, on_resu
         # before the first write (a folder that cannot be written leaves the journal untouched)
         if scheduler is not None or (checkpoint_every and journal.keeps_records
                                      and _trains_in_legs(evaluator)):
-            folder = checkpoint_folder(journal.path, fresh=not resume)
+            checkpoints = Checkpoints(checkpoint_folder(journal.path, fresh=not resume),
+                                      temporary=journal.path is None)
         journal.claim(record, stored)
         if stored is not None and mode == "sync" and batch_size is None:
             effective_batch = stored.batch_size
         stopping.start(spent_before=journal.spent_before)
         if scheduler is None:
             search = Search(algorithm, executor, journal, budget, mode, effective_batch or 1,
-                            on_result, folder=folder, checkpoint_every=checkpoint_every,
-                            stopping=stopping)
+                            on_result, checkpoints=checkpoints,
+                            checkpoint_every=checkpoint_every, stopping=stopping)
         else:
             search = ScheduledSearch(
                 algorithm, executor, journal, budget, mode, effective_batch or 1, on_result,
-                scheduler=scheduler, temporary=journal.path is None, folder=folder,
+                scheduler=scheduler, checkpoints=checkpoints,
                 checkpoint_every=checkpoint_every, stopping=stopping)
         search.on_epoch = on_epoch
         if journal.keeps_records or on_epoch is not None:   # someone keeps the learning curves
@@ -252,11 +252,7 @@ def _drive(algorithm, evaluator, stopping, path, mode, executor, resume, on_resu
         executor.on_epoch = None   # the search is done: no cycle keeps it alive
         executor.close(failed=failed)
         journal.close()
-        if folder is not None and journal.path is None:   # nothing can resume it
-            shutil.rmtree(folder, ignore_errors=True)
-        elif folder is not None:
-            with contextlib.suppress(OSError):   # kept while it holds checkpoints to resume
-                folder.rmdir()
+        checkpoints.close()
 
 
 def _trains_in_legs(evaluator) -> bool:
