@@ -34,6 +34,7 @@ class ScheduledSearch(Search):
     """A :class:`~nord.search.engine.loop.Search` whose candidates a scheduler trains in legs."""
 
     promotes = True
+    trains_told = True
 
     def __init__(self, algorithm: SearchAlgorithm, executor: Executor,
                  journal: Union[Journal, NoJournal], budget: int, mode: str, batch_size: int,
@@ -223,6 +224,12 @@ class ScheduledSearch(Search):
         return sorted(self.pending) if self.mode == "sync" else []
 
     resumed_legs: Dict[int, Dict] = {}
+
+    def resume_training(self) -> Set[int]:
+        """After the algorithm's replay: the scheduler rebuilt from the journal's legs; the
+        candidates whose leg was in training when the run stopped (promoted ones too)."""
+        replay_scheduler(self)
+        return set(self.resumed_legs)
 
     def give_up_leg(self, number: int, leg: LegRecord) -> None:
         """A leg whose training killed the run's process ``max_attempts`` times ends as a

@@ -9,7 +9,7 @@ import logging
 import time
 import traceback
 from collections import deque
-from typing import Any, Callable, Deque, Dict, Hashable, List, Optional, Union
+from typing import Any, Callable, Deque, Dict, Hashable, List, Optional, Set, Union
 
 from nord.architecture.descriptor import NeuralDescriptor
 from nord.errors import NordError
@@ -56,6 +56,10 @@ class Search:
 
     promotes = False
     """Whether :meth:`promote` can hand out anything (a scheduler's searches)."""
+
+    trains_told = False
+    """Whether a candidate already told may still be in training (a scheduler's later legs),
+    so that the journal's attempts of told candidates count on resume."""
 
     def __init__(self, algorithm: SearchAlgorithm, executor: Executor,
                  journal: Union[Journal, NoJournal],
@@ -379,6 +383,15 @@ class Search:
             self.collect()
 
     # --- what a scheduler changes in the two loops -------------------------------------------
+    def resume_training(self) -> Set[int]:
+        """After the algorithm's replay (:func:`~nord.search.engine.replay.replay`): make
+        ready what trains (nothing more without a scheduler); the candidates that were in
+        training when the run stopped."""
+        return set(self.pending) - set(self.ready)
+
+    def finish_run(self) -> None:
+        """The run is over (without a scheduler nothing waits for a promotion)."""
+
     def requeue_in_flight(self) -> List[int]:
         """After a replay: the candidates asked but not evaluated when the run stopped are
         prepared again, in order (each goes on from its checkpoint); in sync mode, returns

@@ -28,7 +28,7 @@ from nord.parallel import interruptible
 from nord.search.algorithms.base import SearchAlgorithm
 from nord.search.engine.checkpoints import (CheckpointStore, Checkpoints, NoCheckpoints,
                                              checkpoint_folder)
-from nord.search.engine.legs import ScheduledSearch, replay_scheduler
+from nord.search.engine.legs import ScheduledSearch
 from nord.search.engine.loop import MAX_ATTEMPTS, Search
 from nord.search.engine.outcomes import MODES, RunInfo, SearchProgress, SearchSummary
 from nord.search.engine.replay import replay
@@ -202,14 +202,10 @@ def _drive(algorithm, evaluator, stopping, path, mode, executor, resume, on_resu
             executor.on_epoch = search.epoch_finished
         if resume:
             replay(search)
-            if scheduler is not None:
-                replay_scheduler(search)
-                unfinished = set(search.resumed_legs)   # legs in flight, promoted ones too
-            else:
-                unfinished = set(search.pending) - set(search.ready)
+            unfinished = search.resume_training()
             # candidates whose evaluation kept killing the process are given up
             search.killed = {number: deaths for number, deaths
-                             in journal.attempts(told=scheduler is not None).items()
+                             in journal.attempts(told=search.trains_told).items()
                              if deaths >= max_attempts and number in unfinished}
         try:
             if mode == "sync":
@@ -221,8 +217,7 @@ def _drive(algorithm, evaluator, stopping, path, mode, executor, resume, on_resu
             search.flush()
             logger.debug("%s; %d results told, %d in flight abandoned", spent, search.told,
                          search.executor.in_flight)
-        if scheduler is not None:
-            search.finish_run()
+        search.finish_run()
         summary = search.summary()
         journal.finish("finished", summary.stopped_by)
         logger.debug("search done: %s in %.1f s", summary.counts(), summary.wall_time)
