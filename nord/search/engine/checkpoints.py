@@ -12,7 +12,8 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Optional, Set, Union
+from types import MappingProxyType
+from typing import Dict, Iterable, Mapping, Optional, Set, Union
 
 from nord.errors import ConfigurationError
 
@@ -62,6 +63,7 @@ class Checkpoints:
         self.temporary = temporary
         self.deleted: Set[int] = set()       # candidates whose file is gone for good
         self.peak_bytes: Optional[int] = 0
+        self.resumed: Dict[int, int] = {}    # candidate -> epochs an earlier session's file kept
 
     def path(self, number: int) -> str:
         return str(self.folder / f"candidate-{number}.pt")
@@ -78,6 +80,27 @@ class Checkpoints:
         self.deleted.add(number)
         with contextlib.suppress(FileNotFoundError):
             os.remove(self.path(number))
+
+    def note_resumed(self, number: int, metrics: Mapping, start: int = 0) -> None:
+        """Remember a candidate that went on from a checkpoint an interrupted run left
+        (``epochs_resumed`` in its result's ``metrics`` beyond its leg's ``start``)."""
+        kept = int(metrics.get("epochs_resumed", 0) or 0) - start
+        if kept > 0:
+            self.resumed[number] = kept
+
+    def ended(self, number: int, metrics: Mapping) -> None:
+        """A candidate trained whole is back: noted if it resumed, the folder measured, its
+        file deleted."""
+        self.note_resumed(number, metrics)
+        self.measure()
+        self.delete(number)
+
+    def release(self, numbers: Iterable[int]) -> None:
+        """The run is over: none of ``numbers`` can go on any more. Their files go (a
+        temporary folder goes whole when it is closed)."""
+        if not self.temporary:
+            for number in numbers:
+                self.delete(number)
 
     def measure(self) -> None:
         """Note the folder's size (as each evaluation ends) for the peak."""
@@ -103,9 +126,13 @@ class NoCheckpoints:
 
     folder = None
     peak_bytes = None
+    resumed: Mapping[int, int] = MappingProxyType({})
 
     def attach(self, task, every: int) -> None:
         """The task keeps its defaults: no checkpoint."""
+
+    def ended(self, number: int, metrics: Mapping) -> None:
+        """Nothing was kept."""
 
     def delete(self, number: int) -> None:
         """Nothing to delete."""

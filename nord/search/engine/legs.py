@@ -129,7 +129,7 @@ class ScheduledSearch(Search):
         self.busy_time += max(0.0, done.ended - done.started)
         result = done.result
         resumed = int(result.metrics.get("epochs_resumed", leg.start_epochs) or 0)
-        self._note_resumed(number, result, leg.start_epochs)
+        self.checkpoints.note_resumed(number, result.metrics, leg.start_epochs)
         reached = min(leg.target_epochs, result.epochs or leg.target_epochs)
         self.epochs_trained += max(0, reached - resumed) if result.ok else 0
         outcome = Outcome(self.pending_or_told(number), result, task.key, task,
@@ -177,9 +177,10 @@ class ScheduledSearch(Search):
             self.reuse(waiter, outcome)
 
     def track_disk(self) -> None:
+        """Checkpoints no promotion can reach any more go; the folder's peak is measured."""
         for number in self.scheduler.releasable():
             self.checkpoints.delete(number)
-        super().track_disk()
+        self.checkpoints.measure()
 
     def promote(self, free: int) -> int:
         """Queue up to ``free`` promotions of paused candidates; how many were queued (none
@@ -255,8 +256,7 @@ class ScheduledSearch(Search):
     def finish_run(self) -> None:
         """The run is over: no checkpoint can be promoted any more (the folder itself goes
         when the run closes it)."""
-        for number in list(self.scheduler.epochs):
-            self.checkpoints.delete(number)
+        self.checkpoints.release(list(self.scheduler.epochs))
 
     def summary(self):
         summary = super().summary()

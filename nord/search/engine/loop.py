@@ -99,7 +99,6 @@ class Search:
         self.time_budget_spent = False
         self.checkpoints = checkpoints
         self.checkpoint_every = checkpoint_every
-        self.resumed_epochs: Dict[int, int] = {}       # candidate -> epochs its checkpoint kept
         self.stopping = stopping if stopping is not None else Stopping(budget)
         self.limited = self.stopping.limited           # a limit besides the budget is set
         self.now = executor.now   # the journal's clock: wall-clock or simulated seconds
@@ -162,10 +161,6 @@ class Search:
         self.cache.setdefault(key, outcome)
         self.checkpoints.delete(candidate.number)
         self.finish(outcome)
-
-    def track_disk(self) -> None:
-        """The checkpoints' peak size, measured as each evaluation ends."""
-        self.checkpoints.measure()
 
     def _check_same(self, key: Hashable, descriptor, earlier: Outcome) -> None:
         """A key that is a digest of the canonical form (the default) is checked against the
@@ -258,19 +253,10 @@ class Search:
                           done.started, done.ended)
         del self.evaluating[key]
         self.cache.setdefault(key, outcome)
-        self._note_resumed(done.number, done.result)
-        self.track_disk()
-        self.checkpoints.delete(done.number)
+        self.checkpoints.ended(number, done.result.metrics)
         self.finish(outcome)
         for waiter in self.waiting.pop(key, ()):
             self.reuse(waiter, outcome)
-
-    def _note_resumed(self, number: int, result: EvaluationResult, start: int = 0) -> None:
-        """Remember a candidate that went on from a checkpoint an interrupted run left
-        (``epochs_resumed`` beyond its leg's ``start``)."""
-        kept = int(result.metrics.get("epochs_resumed", 0) or 0) - start
-        if kept > 0:
-            self.resumed_epochs[number] = kept
 
     def finish(self, outcome: Outcome) -> None:
         """Record an outcome; in async mode tell it at once, in sync mode keep it for the batch."""
@@ -467,6 +453,6 @@ class Search:
                                               self.time_budget_spent),
             running_time=self.stopping.running_time(),
             checkpoint_peak_bytes=self.checkpoints.peak_bytes,
-            resumed_candidates=len(self.resumed_epochs),
-            resumed_epochs=sum(self.resumed_epochs.values()))
+            resumed_candidates=len(self.checkpoints.resumed),
+            resumed_epochs=sum(self.checkpoints.resumed.values()))
 
