@@ -16,7 +16,6 @@ import logging
 import numbers
 import os
 import tempfile
-import zipfile
 from contextlib import suppress
 from importlib import metadata
 from pathlib import Path
@@ -105,8 +104,10 @@ class Digits(DataCurator):
 _SPLIT = ("x_train", "y_train", "x_test", "y_test")
 
 
-def _digest(split: Tuple[np.ndarray, ...]) -> str:
-    digest = hashlib.sha256()
+def _digest(split: Tuple[np.ndarray, ...], key: str) -> str:
+    """SHA-256 of the arrays and of the split they are (the file's name: seed, fraction,
+    stratification, scikit-learn version), so that another split's file renamed is refused."""
+    digest = hashlib.sha256(key.encode())
     for array in split:
         digest.update(f"{array.dtype.str}{array.shape}".encode())
         digest.update(np.ascontiguousarray(array).tobytes())
@@ -115,18 +116,28 @@ def _digest(split: Tuple[np.ndarray, ...]) -> str:
 
 def _read_split(path: Path) -> Optional[Tuple[np.ndarray, ...]]:
     """The kept split at ``path``; None where there is none, or where what is there is not
-    the split it was written as (damaged, or written by other code)."""
+    the split it was written as (damaged, another split's file, or written by other code)."""
     try:
-        with np.load(path, allow_pickle=False) as kept:
+        kept = np.load(path, allow_pickle=False)
+    except FileNotFoundError:
+        return None
+    except Exception as error:  # noqa: BLE001 - whatever a damaged file raises: split anew
+        logger.debug("the kept Digits split %s is unreadable (%s): splitting anew", path, error)
+        return None
+    try:
+        if not isinstance(kept, np.lib.npyio.NpzFile):
+            raise ValueError(f"it holds a {type(kept).__name__}, not the split's archive")
+        with kept:
             split = tuple(kept[name] for name in _SPLIT)
             digest = str(kept["sha256"])
-    except (OSError, EOFError, ValueError, KeyError, zipfile.BadZipFile) as error:
-        if path.exists():
-            logger.debug("the kept Digits split %s is unreadable (%s): splitting anew", path, error)
+        x_train, y_train, x_test, y_test = split
+        whole = (digest == _digest(split, path.stem) and x_train.dtype == np.float32
+                 and y_train.dtype == np.int64 and x_train.shape[1:] == (8, 8)
+                 and len(x_train) + len(x_test) == 1797)
+    except Exception as error:  # noqa: BLE001 - whatever a damaged file raises: split anew
+        logger.debug("the kept Digits split %s is unreadable (%s): splitting anew", path, error)
         return None
-    x_train, y_train, x_test, y_test = split
-    if (digest != _digest(split) or x_train.dtype != np.float32 or y_train.dtype != np.int64
-            or x_train.shape[1:] != (8, 8) or len(x_train) + len(x_test) != 1797):
+    if not whole:
         logger.debug("the kept Digits split %s holds other arrays: splitting anew", path)
         return None
     return split
@@ -140,7 +151,8 @@ def _keep_split(path: Path, split: Tuple[np.ndarray, ...]) -> None:
         with tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.name}.",
                                          suffix=".part", delete=False) as file:
             part = file.name
-            np.savez(file, **dict(zip(_SPLIT, split)), sha256=np.array(_digest(split)))
+            np.savez(file, **dict(zip(_SPLIT, split)),
+                     sha256=np.array(_digest(split, path.stem)))
         os.chmod(part, 0o644)       # readable by whoever shares the data root, as downloads are
         os.replace(part, path)
     except OSError as error:

@@ -149,6 +149,9 @@ def check_idx_layout(path: PathLike, shape: Tuple[int, ...]) -> None:
         handle.seek(0, os.SEEK_END)
         length = handle.tell()
     magic = 0x0800 + rank
+    if not header:
+        raise CorruptDataError(f"{path}: the file is empty (0 bytes); delete it and fetch the "
+                               "official .gz")
     if len(header) < 4 or int.from_bytes(header[:4], "big") != magic:
         raise CorruptDataError(
             f"{path}: the magic number must be {magic} (0x{magic:08x}: unsigned bytes in {rank} "

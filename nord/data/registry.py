@@ -64,7 +64,8 @@ def get_curator(name: str, **kwargs: Any):
 
 for _name, _path, _description in (
         ("digits", "nord.data.builtin.Digits",
-         "scikit-learn's 8x8 digits, built in (no download; splits kept in digits/)"),
+         "scikit-learn's 8x8 digits, built in (no download; its splits are kept in "
+         "$NORD_DATA_ROOT/digits, else ~/.cache/nord/data/digits)"),
         ("mnist", "nord.data.datasets.MNIST", "MNIST, official IDX files"),
         ("fashion-mnist", "nord.data.datasets.FashionMNIST", "Fashion-MNIST, official IDX files"),
         ("cifar10", "nord.data.datasets.CIFAR10", "CIFAR-10, official python pickles")):

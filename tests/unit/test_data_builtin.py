@@ -92,11 +92,20 @@ def test_each_seed_fraction_and_stratification_keeps_its_own_split(data_root):
     assert all(name.endswith(f"-sklearn{__version__}.npz") for name in names)
 
 
-@pytest.mark.parametrize("content", [b"", b"not a numpy file", "other arrays", "a changed pixel"])
+@pytest.mark.parametrize("content", [b"", b"not a numpy file", "other arrays", "a changed pixel",
+                                     "another split's file", "one array"])
 def test_an_unreadable_or_foreign_kept_split_is_made_anew_and_replaced(data_root, content):
     expected = splits(Digits(seed=2))
     kept = Digits(seed=2).kept_split()
-    if content == "other arrays":
+    if content == "another split's file":   # a whole, valid file, of seed 1
+        other = Digits(seed=1)
+        other.load()
+        kept.write_bytes(other.kept_split().read_bytes())
+        other.kept_split().unlink()
+    elif content == "one array":
+        with open(kept, "wb") as file:
+            np.save(file, np.zeros(3))
+    elif content == "other arrays":
         np.savez(kept, x_train=np.zeros((3, 8, 8), np.float32), y_train=np.zeros(3, np.int64),
                  x_test=np.zeros((1, 8, 8), np.float32), y_test=np.zeros(1, np.int64))
     elif content == "a changed pixel":
@@ -110,6 +119,26 @@ def test_an_unreadable_or_foreign_kept_split_is_made_anew_and_replaced(data_root
     with np.load(kept) as arrays:
         assert len(arrays["x_train"]) + len(arrays["x_test"]) == 1797
     assert [path.name for path in kept.parent.iterdir()] == [kept.name]   # no part left
+
+
+def test_no_damage_to_a_kept_split_gets_past_its_reader(data_root):
+    """Every one-bit flip of the file's first 64 bytes and of its zip directory: the reader
+    gives the split it was written as, or None (split anew); it never raises."""
+    from nord.data.builtin import _read_split
+    expected = [array.copy() for array in Digits(seed=5)._split()]
+    Digits(seed=5).load()
+    kept = Digits(seed=5).kept_split()
+    whole = kept.read_bytes()
+    places = list(range(64)) + list(range(len(whole) - 200, len(whole)))
+    damaged = data_root / "digits" / kept.name
+    for place in places:
+        for bit in range(8):
+            flipped = bytearray(whole)
+            flipped[place] ^= 1 << bit
+            damaged.write_bytes(bytes(flipped))
+            split = _read_split(damaged)
+            assert split is None or all(np.array_equal(a, b) for a, b in zip(split, expected)), (
+                place, bit)
 
 
 def test_digits_load_where_the_data_root_cannot_be_written(tmp_path, monkeypatch):

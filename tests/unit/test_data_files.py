@@ -289,6 +289,7 @@ def test_cifar_folder_checksums_are_verified(tmp_path):
     (idx_bytes(np.zeros((6, 28, 28))) + b"\0", "it is 4721: it has trailing bytes"),
     (gzip.compress(idx_bytes(np.zeros((6, 28, 28))), mtime=0), "the file starts with 0x1f8b"),
     (b"\0\0\x08", "the file starts with 0x000008"),
+    (b"", "the file is empty (0 bytes)"),
     (idx_bytes(np.zeros((6, 28, 28)))[:10], "truncated inside the IDX header (10 of 16 bytes)"),
 ])
 def test_an_idx_file_of_another_layout_is_refused_naming_it_and_the_rule(tmp_path, content, rule):
