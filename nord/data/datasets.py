@@ -130,6 +130,8 @@ class FileCurator(DataCurator):
                     self.name, ", ".join(sorted(self.default_checksums)), got)
             return
         if got != expected.lower() and not self._official_content(path):
+            if not self.own_checksums:
+                self._refuse_another_data_set(path, got)
             if self.own_checksums:
                 what = (f"differs from {expected}, its MD5 in the checksums given (--data-checksums, "
                         "checksums= in Python); the file is damaged or not the one they describe")
@@ -142,6 +144,21 @@ class FileCurator(DataCurator):
                 + ("" if self.own_checksums else " Files from a mirror whose files differ are checked "
                    "against its MD5s with --data-checksums FILE (checksums= in Python).")
             )
+
+    def _refuse_another_data_set(self, path: Path, got: str) -> None:
+        """Raise CorruptDataError if ``path`` is another data set's official file (MNIST's
+        and Fashion-MNIST's share their names): it is not to be deleted but moved."""
+        found = _official_file(got)
+        if found is None and path.suffix == ".gz":
+            found = _official_file(gunzipped_md5(path) or "")
+        if found is None or found[0] is type(self):
+            return
+        other = found[0](root=self.root)
+        place = other.directories()[0] if hasattr(other, "directories") else self.root
+        raise CorruptDataError(
+            f"{path} holds {other.name}'s official {found[1]}, not {self.name}'s: the folder "
+            f"holds {other.name}. Do not delete it: move {other.name}'s files to {place} (where "
+            f"{other.name} looks first), then {self._fetch_hint()}")
 
     def _official_content(self, path: Path) -> bool:
         """Whether a ``.gz`` that is not the official archive unpacks to the official file (a
@@ -309,3 +326,12 @@ class CIFAR10(FileCurator):
         x_train, y_train, x_test, y_test, classes = read_cifar10(source, num_classes=len(CIFAR10_CLASSES))
         logger.info("cifar10: read %d train and %d test images from %s", len(x_train), len(x_test), source)
         return RawData(x_train, y_train, x_test, y_test, classes=classes, scale=1 / 255)
+
+
+def _official_file(md5: str):
+    """``(curator class, file name)`` of the official file with this MD5, or None."""
+    for cls in (MNIST, FashionMNIST, CIFAR10):
+        for name, known in cls.default_checksums.items():
+            if known == md5:
+                return cls, name
+    return None

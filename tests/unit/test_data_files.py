@@ -372,6 +372,20 @@ def test_a_real_copy_with_one_changed_pixel_is_refused(unpacked_fashion_mnist, t
 
 
 @needs_debian_copy
+@pytest.mark.parametrize("packed", [False, True], ids=["unpacked", "recompressed"])
+def test_another_data_sets_official_files_are_named_and_not_to_be_deleted(
+        unpacked_fashion_mnist, packed):
+    """MNIST and Fashion-MNIST share file names: MNIST finding Fashion-MNIST's files says
+    whose they are and where they go, instead of telling the user to delete them."""
+    folder = DEBIAN_FASHION_MNIST if packed else unpacked_fashion_mnist
+    with pytest.raises(CorruptDataError) as error:
+        MNIST(folder, valid_fraction=0).load()
+    message = str(error.value)
+    assert "holds fashion-mnist's official train-images-idx3-ubyte, not mnist's" in message
+    assert f"Do not delete it: move fashion-mnist's files to {folder}/FashionMNIST/raw" in message
+
+
+@needs_debian_copy
 def test_a_recompressed_gz_is_read_when_it_unpacks_to_the_official_file(caplog):
     """A packager's .gz (other bytes than the official archive) holds the official file: it is
     accepted for its content, and the run records the MD5 of the file it read."""
