@@ -42,9 +42,9 @@ class Digits(DataCurator):
     The split is kept in the data root (``$NORD_DATA_ROOT``, else ``~/.cache/nord/data``),
     under ``digits/``, one small file per seed, fraction and scikit-learn version: a process
     that finds it there loads the same arrays without importing scikit-learn, which costs
-    each rank and worker of a run most of a second of CPU. A file that is damaged (its
-    arrays no longer match their SHA-256) is replaced; where the root cannot be written,
-    every process splits anew.
+    each rank and worker of a run most of a second of CPU. A file that is damaged or is
+    another split's (its SHA-256 covers its arrays and its name) is replaced; where the root
+    cannot be written, every process splits anew.
 
     Args:
         test_fraction: share of the images held out for testing, in (0, 1).
@@ -118,22 +118,15 @@ def _read_split(path: Path) -> Optional[Tuple[np.ndarray, ...]]:
     """The kept split at ``path``; None where there is none, or where what is there is not
     the split it was written as (damaged, another split's file, or written by other code)."""
     try:
-        kept = np.load(path, allow_pickle=False)
-    except FileNotFoundError:
-        return None
-    except Exception as error:  # noqa: BLE001 - whatever a damaged file raises: split anew
-        logger.debug("the kept Digits split %s is unreadable (%s): splitting anew", path, error)
-        return None
-    try:
-        if not isinstance(kept, np.lib.npyio.NpzFile):
-            raise ValueError(f"it holds a {type(kept).__name__}, not the split's archive")
-        with kept:
+        with np.load(path, allow_pickle=False) as kept:   # a lone array has no `with`: refused
             split = tuple(kept[name] for name in _SPLIT)
             digest = str(kept["sha256"])
         x_train, y_train, x_test, y_test = split
         whole = (digest == _digest(split, path.stem) and x_train.dtype == np.float32
                  and y_train.dtype == np.int64 and x_train.shape[1:] == (8, 8)
                  and len(x_train) + len(x_test) == 1797)
+    except FileNotFoundError:
+        return None
     except Exception as error:  # noqa: BLE001 - whatever a damaged file raises: split anew
         logger.debug("the kept Digits split %s is unreadable (%s): splitting anew", path, error)
         return None

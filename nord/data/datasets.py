@@ -129,29 +129,34 @@ class FileCurator(DataCurator):
                     "a run records its MD5 %s. Check it with --data-checksums FILE", path,
                     self.name, ", ".join(sorted(self.default_checksums)), got)
             return
-        if got != expected.lower() and not self._official_content(path):
-            if not self.own_checksums:
-                self._refuse_another_data_set(path, got)
-            if self.own_checksums:
-                what = (f"differs from {expected}, its MD5 in the checksums given (--data-checksums, "
-                        "checksums= in Python); the file is damaged or not the one they describe")
-            else:
-                what = (f"differs from the expected {expected}; the file is damaged or not the {self.name} "
-                        "file")
-            raise CorruptDataError(
-                f"{path}: MD5 {got} {what}. Delete it and {self._fetch_hint()}; or load it as it is with "
-                "verify=False (Python only: the command line always verifies)."
-                + ("" if self.own_checksums else " Files from a mirror whose files differ are checked "
-                   "against its MD5s with --data-checksums FILE (checksums= in Python).")
-            )
+        if got == expected.lower():
+            return
+        if self.own_checksums:
+            what = (f"differs from {expected}, its MD5 in the checksums given (--data-checksums, "
+                    "checksums= in Python); the file is damaged or not the one they describe")
+        else:
+            unpacked = gunzipped_md5(path) if path.suffix == ".gz" else None
+            if unpacked is not None and unpacked == self.checksums.get(path.stem, "").lower():
+                # a packager's recompressed copy (Debian's): its content is the official file
+                logger.info("%s is not the official archive but unpacks to the official %s "
+                            "(MD5 %s)", path, path.stem, unpacked)
+                return
+            self._refuse_another_data_set(path, got, unpacked)
+            what = (f"differs from the expected {expected}; the file is damaged or not the {self.name} "
+                    "file")
+        raise CorruptDataError(
+            f"{path}: MD5 {got} {what}. Delete it and {self._fetch_hint()}; or load it as it is with "
+            "verify=False (Python only: the command line always verifies)."
+            + ("" if self.own_checksums else " Files from a mirror whose files differ are checked "
+               "against its MD5s with --data-checksums FILE (checksums= in Python).")
+        )
 
-    def _refuse_another_data_set(self, path: Path, got: str) -> None:
-        """Raise CorruptDataError if ``path`` is another data set's official file (MNIST's
-        and Fashion-MNIST's share their names): it is not to be deleted but moved."""
-        found = _official_file(got)
-        if found is None and path.suffix == ".gz":
-            found = _official_file(gunzipped_md5(path) or "")
-        if found is None or found[0] is type(self):
+    def _refuse_another_data_set(self, path: Path, got: str, unpacked: Optional[str]) -> None:
+        """Raise CorruptDataError if ``path`` (MD5 ``got``; ``unpacked``: what a ``.gz``
+        unpacks to) is another data set's official file (MNIST's and Fashion-MNIST's share
+        their names): it is not to be deleted but moved."""
+        found = _official_file(got) or (unpacked and _official_file(unpacked))
+        if not found or found[0] is type(self):
             return
         other = found[0](root=self.root)
         place = other.directories()[0] if hasattr(other, "directories") else self.root
@@ -159,17 +164,6 @@ class FileCurator(DataCurator):
             f"{path} holds {other.name}'s official {found[1]}, not {self.name}'s: the folder "
             f"holds {other.name}. Do not delete it: move {other.name}'s files to {place} (where "
             f"{other.name} looks first), then {self._fetch_hint()}")
-
-    def _official_content(self, path: Path) -> bool:
-        """Whether a ``.gz`` that is not the official archive unpacks to the official file (a
-        packager's recompressed copy, such as Debian's): its content is what is checked."""
-        unpacked = None if self.own_checksums or path.suffix != ".gz" else (
-            self.checksums.get(path.stem))
-        if not unpacked or gunzipped_md5(path) != unpacked.lower():
-            return False
-        logger.info("%s is not the official archive but unpacks to the official %s (MD5 %s)",
-                    path, path.stem, unpacked)
-        return True
 
     def _fetch(self, names: Sequence[str], directory: Path) -> None:
         try:

@@ -181,25 +181,26 @@ def _join(base: str, file_name: str) -> str:
     return base if base.endswith(file_name) else base.rstrip("/") + "/" + file_name
 
 
+def _stream_md5(stream: BinaryIO) -> str:
+    digest = hashlib.md5(usedforsecurity=False)
+    for chunk in iter(lambda: stream.read(_CHUNK), b""):
+        digest.update(chunk)
+    return digest.hexdigest()
+
+
 def file_md5(path: PathLike) -> str:
     """Hex MD5 of a file, read in chunks (the official checksums are MD5: integrity, not security)."""
-    digest = hashlib.md5(usedforsecurity=False)
     with open(path, "rb") as stream:
-        for chunk in iter(lambda: stream.read(_CHUNK), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
+        return _stream_md5(stream)
 
 
 def gunzipped_md5(path: PathLike) -> Optional[str]:
     """Hex MD5 of what a ``.gz`` file unpacks to; None when it is not a whole gzip file."""
-    digest = hashlib.md5(usedforsecurity=False)
     try:
         with gzip.open(path, "rb") as stream:
-            for chunk in iter(lambda: stream.read(_CHUNK), b""):
-                digest.update(chunk)
+            return _stream_md5(stream)
     except (OSError, EOFError, zlib.error):
         return None
-    return digest.hexdigest()
 
 
 def read_checksums(path: PathLike) -> Dict[str, str]:

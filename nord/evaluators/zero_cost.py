@@ -29,7 +29,7 @@ from nord.evaluators.base import Evaluator, Leg
 from nord.evaluators.result import EvaluationResult
 from nord.nn.network import NeuralNet
 from nord.nn.proxies import PROXIES, check_proxy, score
-from nord.nn.training import resolve_device
+from nord.nn.training import resolve_device, seed_generators
 
 
 def proxy_signal(value: float) -> float:
@@ -90,7 +90,7 @@ class ZeroCostEvaluator(Evaluator):
         device = resolve_device(self.device)
         curator = self.get_curator()
         inputs, targets = self._inputs(curator)
-        torch.manual_seed(self.seed)   # equal initial weights for equal seeds
+        seed_generators(self.seed, device)   # equal initial weights for equal seeds
         net = NeuralNet(descriptor, curator.input_shape, curator.num_classes)
         started = time.perf_counter()
         value = score(self.proxy, net, inputs, targets, device=str(device))

@@ -62,8 +62,13 @@ class Checkpoints:
         self.folder = folder
         self.temporary = temporary
         self.deleted: Set[int] = set()       # candidates whose file is gone for good
-        self.peak_bytes: Optional[int] = 0
+        self.peak_bytes = 0
         self.resumed: Dict[int, int] = {}    # candidate -> epochs an earlier session's file kept
+
+    @classmethod
+    def beside(cls, journal_path: Optional[os.PathLike], fresh: bool = False) -> "Checkpoints":
+        """The folder :func:`checkpoint_folder` makes, temporary where there is no journal."""
+        return cls(checkpoint_folder(journal_path, fresh), temporary=journal_path is None)
 
     def path(self, number: int) -> str:
         return str(self.folder / f"candidate-{number}.pt")
@@ -124,7 +129,6 @@ class NoCheckpoints:
     """A run that keeps no checkpoints (no journal to resume from, ``checkpoint_every=0``,
     or an evaluator that does not train in legs): every candidate trains from scratch."""
 
-    folder = None
     peak_bytes = None
     resumed: Mapping[int, int] = MappingProxyType({})
 
@@ -136,9 +140,6 @@ class NoCheckpoints:
 
     def delete(self, number: int) -> None:
         """Nothing to delete."""
-
-    def measure(self) -> None:
-        """Nothing to measure."""
 
     def close(self) -> None:
         """Nothing to remove."""

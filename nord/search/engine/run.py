@@ -26,8 +26,7 @@ from nord.journal import Journal, RunRecord
 from nord.journal.recorder import NoJournal
 from nord.parallel import interruptible
 from nord.search.algorithms.base import SearchAlgorithm
-from nord.search.engine.checkpoints import (CheckpointStore, Checkpoints, NoCheckpoints,
-                                             checkpoint_folder)
+from nord.search.engine.checkpoints import CheckpointStore, Checkpoints, NoCheckpoints
 from nord.search.engine.legs import ScheduledSearch
 from nord.search.engine.loop import MAX_ATTEMPTS, Search
 from nord.search.engine.outcomes import MODES, RunInfo, SearchProgress, SearchSummary
@@ -182,8 +181,7 @@ def _drive(algorithm, evaluator, stopping, path, mode, executor, resume, on_resu
         # before the first write (a folder that cannot be written leaves the journal untouched)
         if scheduler is not None or (checkpoint_every and journal.keeps_records
                                      and _trains_in_legs(evaluator)):
-            checkpoints = Checkpoints(checkpoint_folder(journal.path, fresh=not resume),
-                                      temporary=journal.path is None)
+            checkpoints = Checkpoints.beside(journal.path, fresh=not resume)
         journal.claim(record, stored)
         if stored is not None and mode == "sync" and batch_size is None:
             effective_batch = stored.batch_size
