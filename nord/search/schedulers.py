@@ -6,7 +6,8 @@ are made at *rungs*, epoch counts ``min_epochs * eta**k`` (the last one is ``max
     scheduler = make_scheduler("asha", min_epochs=1, max_epochs=27, eta=3)   # rungs 1, 3, 9, 27
     summary = run_search(algorithm, evaluator, budget=100, mode="async", scheduler=scheduler)
 
-Rules: ``median``, ``sha``, ``asha`` and ``hyperband``. Schedulers are plain objects: every
+Rules: ``median``, ``sha``, ``asha`` and ``hyperband``; without one (``scheduler=None``) the
+engine runs :class:`TrainToEnd`, no early stopping. Schedulers are plain objects: every
 decision follows from the reports they were given, in order. A new scheduler is a
 subclass of :class:`Scheduler` registered with :func:`register_scheduler`.
 Details (each rule, fairness at a rung, what the algorithm is told, disk): docs/schedulers.md.
@@ -21,7 +22,7 @@ from nord.checks import check_int
 from nord.errors import ConfigurationError
 from nord.registry import Registry
 
-__all__ = ["Scheduler", "MedianStopping", "SuccessiveHalving", "ASHA", "Hyperband",
+__all__ = ["Scheduler", "TrainToEnd", "MedianStopping", "SuccessiveHalving", "ASHA", "Hyperband",
            "SCHEDULERS", "register_scheduler", "list_schedulers", "make_scheduler",
            "check_settings", "rungs", "CONTINUE", "PAUSE", "STOP", "DONE", "RUNGS_METRIC"]
 
@@ -109,6 +110,9 @@ class Scheduler:
 
     name = "scheduler"
     modes: Tuple[str, ...] = ("sync", "async")
+    trains_in_legs = True
+    """Candidates train in legs (paused, resumed from checkpoints), so the engine runs its
+    leg loop and keeps a checkpoint folder; only :class:`TrainToEnd` says False."""
 
     def __init__(self, min_epochs: int = 1, max_epochs: int = 27, eta: int = 3):
         self.min_epochs, self.max_epochs, self.eta = check_settings(min_epochs, max_epochs, eta)
@@ -141,6 +145,11 @@ class Scheduler:
                 f"the {cls.name} scheduler works in {' and '.join(cls.modes)} mode, not in "
                 f"{mode} mode; use --mode {other}, or a scheduler for {mode} mode "
                 f"({', '.join(n for n in SCHEDULERS.names() if mode in SCHEDULERS.get(n).modes)})")
+
+    def check_algorithm(self, algorithm) -> None:
+        """Refuse, before anything runs, an algorithm that runs only under other schedulers
+        (``SearchAlgorithm.schedulers``, which names schedulers as registered)."""
+        algorithm.check_scheduler(self.name)
 
     def check_serves(self, algorithm, evaluator) -> None:
         """Refuse a search this scheduler would get wrong.
@@ -219,6 +228,41 @@ class Scheduler:
     def waiting(self) -> List[int]:
         """Paused candidates that may still be promoted."""
         return []
+
+
+class TrainToEnd:
+    """No early stopping: every candidate trains once, as far as its evaluator says.
+
+    What ``run_search(scheduler=None)`` runs, so that the engine always has a scheduler to ask.
+    Its answers to the engine's questions before a run: nothing to record, nothing to refuse,
+    the batch size given or one candidate per worker. It trains nothing in legs, so the engine
+    runs its plain loop: none of a :class:`Scheduler`'s decisions are asked and the journal
+    holds no legs. Not registered: ``--scheduler`` names early stopping rules only.
+    """
+
+    name = "train-to-end"
+    trains_in_legs = False
+
+    def check_algorithm(self, algorithm) -> None:
+        """Refuse an algorithm that runs only under a scheduler."""
+        algorithm.check_scheduler(None)   # the algorithms' rules know this run as no scheduler
+
+    def prepare(self, budget: int, mode: str) -> None:
+        """Nothing to prepare: both modes, any budget."""
+
+    def check_serves(self, algorithm, evaluator) -> None:
+        """Nothing to refuse: every algorithm and evaluator trains to the end."""
+
+    def parameters(self) -> Dict[str, object]:
+        """Nothing for the journal's run record: a run without early stopping records ``{}``."""
+        return {}
+
+    def batch_size(self, index: int, given: Optional[int], workers: int) -> int:
+        """Sync mode: the batch size ``given``, else one candidate per worker."""
+        return given or workers
+
+    def __repr__(self) -> str:
+        return "TrainToEnd()"
 
 
 class MedianStopping(Scheduler):

@@ -42,9 +42,8 @@ class ScheduledSearch(Search):
                  checkpoints: Checkpoints, checkpoint_every: int = 0,
                  stopping: Optional[Stopping] = None):
         super().__init__(algorithm, executor, journal, budget, mode, batch_size, on_result,
-                         checkpoints=checkpoints, checkpoint_every=checkpoint_every,
-                         stopping=stopping)
-        self.scheduler = scheduler
+                         scheduler=scheduler, checkpoints=checkpoints,
+                         checkpoint_every=checkpoint_every, stopping=stopping)
         self.event = 0                             # orders leg hand-outs and ends
         self.leg_count = 0
         self.legs: Dict[int, LegRecord] = {}       # candidate -> its leg in flight

@@ -21,6 +21,7 @@ from nord.search.engine.checkpoints import CheckpointStore, NoCheckpoints
 from nord.search.engine.outcomes import NO_KEY, Outcome, SearchProgress, SearchSummary
 from nord.search.engine.stopping import Stopping
 from nord.search.executors import Executor, Task
+from nord.search.schedulers import Scheduler, TrainToEnd
 
 __all__ = ["Search", "MAX_ATTEMPTS", "killed_result"]
 
@@ -65,9 +66,11 @@ class Search:
                  journal: Union[Journal, NoJournal],
                  budget: int, mode: str, batch_size: int,
                  on_result: Optional[Callable[[SearchProgress], None]],
+                 scheduler: Union[Scheduler, TrainToEnd] = TrainToEnd(),
                  checkpoints: CheckpointStore = NoCheckpoints(), checkpoint_every: int = 0,
                  stopping: Optional[Stopping] = None):
         self.algorithm = algorithm
+        self.scheduler = scheduler
         self.space = algorithm.space
         self.executor = executor
         self.journal = journal

@@ -33,13 +33,15 @@ from nord.search.engine.outcomes import MODES, RunInfo, SearchProgress, SearchSu
 from nord.search.engine.replay import replay
 from nord.search.engine.stopping import Stopping
 from nord.search.executors import Executor, SerialExecutor, TimeBudgetSpent
+from nord.search.schedulers import Scheduler, TrainToEnd
 
 __all__ = ["run_search", "run_record"]
 
 logger = logging.getLogger(__name__)
 
 
-def _check_settings(mode: str, budget: Any, batch_size: Any, journal: Any, resume: bool) -> None:
+def _check_settings(mode: str, budget: Any, batch_size: Any, journal: Any, resume: bool,
+                    scheduler: Any) -> None:
     if mode not in MODES:
         raise ConfigurationError(f"mode must be one of {MODES}; got {mode!r}")
     check_int(budget, "budget (number of evaluations)", 0, MAX_BUDGET)
@@ -54,11 +56,16 @@ def _check_settings(mode: str, budget: Any, batch_size: Any, journal: Any, resum
         raise ConfigurationError(
             "resume=True continues a run from its journal, and none was given; pass the "
             "journal's path (journal='runs/rea.db')")
+    if not isinstance(scheduler, (Scheduler, TrainToEnd, type(None))):
+        raise ConfigurationError(
+            f"scheduler must be a Scheduler or None (no early stopping); got "
+            f"{type(scheduler).__name__}: {scheduler!r:.80}. Make one by name with "
+            "nord.search.schedulers.make_scheduler('asha', min_epochs=1, max_epochs=9)")
 
 
 def run_record(algorithm: SearchAlgorithm, evaluator, executor: Executor, mode: str,
                budget: int, batch_size: Optional[int], info: RunInfo,
-               scheduler=None) -> RunRecord:
+               scheduler: Union[Scheduler, TrainToEnd] = TrainToEnd()) -> RunRecord:
     """The journal's record of a run, from the engine's parts and the caller's ``info``."""
     parameters = algorithm.parameters()
     evaluator_info = info.evaluator if info.evaluator is not None else (
@@ -68,7 +75,7 @@ def run_record(algorithm: SearchAlgorithm, evaluator, executor: Executor, mode: 
         seed=algorithm.seed, space=algorithm.space.describe(), evaluator=evaluator_info,
         dataset=info.dataset, mode=mode, batch_size=batch_size, budget=budget,
         execution={**executor.describe(), **info.execution}, config=info.config,
-        extra=info.extra, scheduler=scheduler.parameters() if scheduler is not None else {})
+        extra=info.extra, scheduler=scheduler.parameters())
 
 
 def run_search(algorithm: Optional[SearchAlgorithm], evaluator=None, budget: int = 100,
@@ -76,7 +83,7 @@ def run_search(algorithm: Optional[SearchAlgorithm], evaluator=None, budget: int
                executor: Optional[Executor] = None, resume: bool = False,
                on_result: Optional[Callable[[SearchProgress], None]] = None,
                batch_size: Optional[int] = None,
-               info: Optional[RunInfo] = None, scheduler=None,
+               info: Optional[RunInfo] = None, scheduler: Optional[Scheduler] = None,
                on_epoch: Optional[Callable[[int, Any], None]] = None,
                max_attempts: int = MAX_ATTEMPTS, checkpoint_every: int = 1,
                time_budget: Optional[float] = None,
@@ -105,8 +112,9 @@ def run_search(algorithm: Optional[SearchAlgorithm], evaluator=None, budget: int
         info: what the journal records besides the engine's own knowledge (:class:`RunInfo`).
         scheduler: a :class:`~nord.search.schedulers.Scheduler` that decides how far each
             candidate trains (early stopping; see :mod:`nord.search.engine.legs`), fresh from
-            ``make_scheduler``: the engine prepares it for this run's budget and mode. None:
-            every candidate trains as far as its evaluator says.
+            ``make_scheduler``: the engine prepares it for this run's budget and mode. None: no
+            early stopping, every candidate trains once, as far as its evaluator says (the
+            engine runs :class:`~nord.search.schedulers.TrainToEnd` for it).
         on_epoch: called with ``(candidate number, EpochRecord)`` as each epoch of training
             ends (on the engine's rank).
         max_attempts: how often a candidate's evaluation may kill the run's process (``kill
@@ -129,17 +137,18 @@ def run_search(algorithm: Optional[SearchAlgorithm], evaluator=None, budget: int
     Raises:
         ConfigurationError: a bad ``mode``, ``budget``, ``batch_size``, ``journal``,
             ``time_budget`` or ``target``, or
-            neither evaluator nor executor, or a scheduler the algorithm cannot run under
-            (``SearchAlgorithm.schedulers``).
+            neither evaluator nor executor, a ``scheduler`` that is not one, or a scheduler
+            the algorithm cannot run under (``SearchAlgorithm.schedulers``).
         JournalError: the journal cannot be started or resumed by this run (nothing is then
             written), or cannot be written.
         RunInterrupted: SIGINT or SIGTERM stopped the run (journaled as ``interrupted``).
     """
-    _check_settings(mode, budget, batch_size, journal, resume)
+    _check_settings(mode, budget, batch_size, journal, resume, scheduler)
     check_int(max_attempts, "max_attempts", 1)
     check_int(checkpoint_every, "checkpoint_every (epochs between checkpoints; 0: none)", 0)
+    scheduler = scheduler or TrainToEnd()   # the engine always has a scheduler to ask
     if algorithm is not None:
-        algorithm.check_scheduler(None if scheduler is None else scheduler.name)
+        scheduler.check_algorithm(algorithm)
     if executor is None:
         if evaluator is None:
             raise ConfigurationError("run_search needs an evaluator, or an executor that has one")
@@ -166,10 +175,8 @@ def _drive(algorithm, evaluator, stopping, path, mode, executor, resume, on_resu
     checkpoints: CheckpointStore = NoCheckpoints()
     failed = True
     try:
-        effective_batch = (batch_size or executor.n_workers) if mode == "sync" else None
-        if scheduler is not None:
-            effective_batch = _prepare_scheduler(scheduler, algorithm, evaluator, budget, mode,
-                                                 batch_size, executor.n_workers)
+        effective_batch = _prepare_scheduler(scheduler, algorithm, evaluator, budget, mode,
+                                             batch_size, executor.n_workers)
         record = None
         if journal.keeps_records:   # describing the run can load its data: only to keep it
             recorded_batch = None if mode == "async" else (
@@ -179,22 +186,17 @@ def _drive(algorithm, evaluator, stopping, path, mode, executor, resume, on_resu
         stored = journal.check_start(record, resume=resume)   # the one check: nothing written
         # the checkpoint folder comes after the check (a refused start leaves none behind) and
         # before the first write (a folder that cannot be written leaves the journal untouched)
-        if scheduler is not None or (checkpoint_every and journal.keeps_records
-                                     and _trains_in_legs(evaluator)):
+        if scheduler.trains_in_legs or (checkpoint_every and journal.keeps_records
+                                        and _trains_in_legs(evaluator)):
             checkpoints = Checkpoints.beside(journal.path, fresh=not resume)
         journal.claim(record, stored)
         if stored is not None and mode == "sync" and batch_size is None:
             effective_batch = stored.batch_size
         stopping.start(spent_before=journal.spent_before)
-        if scheduler is None:
-            search = Search(algorithm, executor, journal, budget, mode, effective_batch or 1,
-                            on_result, checkpoints=checkpoints,
-                            checkpoint_every=checkpoint_every, stopping=stopping)
-        else:
-            search = ScheduledSearch(
-                algorithm, executor, journal, budget, mode, effective_batch or 1, on_result,
-                scheduler=scheduler, checkpoints=checkpoints,
-                checkpoint_every=checkpoint_every, stopping=stopping)
+        loop = ScheduledSearch if scheduler.trains_in_legs else Search
+        search = loop(algorithm, executor, journal, budget, mode, effective_batch or 1,
+                      on_result, scheduler=scheduler, checkpoints=checkpoints,
+                      checkpoint_every=checkpoint_every, stopping=stopping)
         search.on_epoch = on_epoch
         if journal.keeps_records or on_epoch is not None:   # someone keeps the learning curves
             executor.on_epoch = search.epoch_finished
