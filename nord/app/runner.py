@@ -24,8 +24,8 @@ import sys
 from dataclasses import replace
 from typing import Any, Dict, Optional, Tuple
 
-from nord.app.assembly import (assemble, layout, ranks_per_network, recorded_data_settings,
-                               shared_gpu_refusal_of_run, worker_line)
+from nord.app.assembly import assemble, layout, recorded_data_settings
+from nord.app.evaluation import Evaluation, evaluation_of
 from nord.app.settings import EXECUTION_FIELDS, RESUME_CHANGES, RunConfig
 from nord.errors import ConfigurationError, JournalError, NordError, RunInterrupted
 
@@ -65,7 +65,7 @@ def release_default_journal(path: str) -> None:
         os.rmdir(f"{path}.checkpoints")
 
 
-def _check_journal(config: RunConfig, resume: bool,
+def _check_journal(config: RunConfig, way: Evaluation, resume: bool,
                    world_size: int = 1) -> Tuple[Optional[str], Optional[str]]:
     """Rank 0, before the data is read: why the journal cannot be used (or None), and why
     there is nothing to do (or None): a resume of a finished run that is given no larger
@@ -84,7 +84,7 @@ def _check_journal(config: RunConfig, resume: bool,
         with Journal(config.journal) as journal:
             stored = journal.check_start(known, resume, compare=("config",))
             if stored is not None:
-                refusal = _ranks_refusal(config, stored.evaluator or {}, world_size)
+                refusal = _ranks_refusal(config, way, stored.evaluator or {}, world_size)
                 if refusal is not None:
                     return refusal, None
             if resume and stored is not None and journal.state() == "finished":
@@ -128,19 +128,15 @@ def _nothing_left(config: RunConfig, stored, journal) -> Optional[str]:
     return None
 
 
-def _ranks_refusal(config: RunConfig, stored: Dict[str, Any], world_size: int) -> Optional[str]:
+def _ranks_refusal(config: RunConfig, way: Evaluation, stored: Dict[str, Any],
+                   world_size: int) -> Optional[str]:
     """Why this launch cannot resume a run whose networks trained on another number of ranks
     (the global batch would change), in the words of mpirun; None when it can."""
     ranks = stored.get("ranks_per_network")
-    mine = ranks_per_network(config, world_size)
+    mine = way.ranks_per_network(world_size)
     if not ranks or ranks == mine:
         return None
-    if config.evaluation == "data-parallel":
-        launch = f"mpirun -np {ranks}"
-    elif ranks > 1:
-        launch = f"mpirun -np {1 + ranks} (rank 0 dispatches; or 1 + any multiple of {ranks})"
-    else:
-        launch = "mpirun with groups of one rank (--group-size 1), or without mpirun"
+    launch = way.launch_for(ranks)
     return (f"cannot resume '{config.journal}': this run trained each network on {ranks} "
             f"rank{'s' if ranks > 1 else ''}, and this launch ({world_size} rank"
             f"{'s' if world_size > 1 else ''}) would train each on {mine}, which changes what "
@@ -169,7 +165,8 @@ def _run_with_environment(config: RunConfig, resume: bool, progress: bool, strea
                           record_data: bool):
     from nord.parallel import Environment, launcher_world_size
 
-    groups, dedicated = layout(config, launcher_world_size() or 1)   # before MPI starts
+    way = evaluation_of(config)
+    groups, dedicated = layout(config, way, launcher_world_size() or 1)   # before MPI starts
     with Environment(group_size=groups, dedicated_root=dedicated) as env:
         journal = config.journal
         claimed = env.is_root and journal is None
@@ -183,7 +180,7 @@ def _run_with_environment(config: RunConfig, resume: bool, progress: bool, strea
         # the caller's config stays as given
         config = replace(config, journal=env.bcast(journal))
         try:
-            summary, refused = _search(config, env, resume, progress, stream, record_data)
+            summary, refused = _search(config, way, env, resume, progress, stream, record_data)
         finally:
             if claimed:
                 release_default_journal(journal)
@@ -192,13 +189,16 @@ def _run_with_environment(config: RunConfig, resume: bool, progress: bool, strea
     return summary if env.is_root else None
 
 
-def _search(config: RunConfig, env, resume: bool, progress: bool, stream, record_data: bool):
+def _search(config: RunConfig, way: Evaluation, env, resume: bool, progress: bool, stream,
+            record_data: bool):
     """Every rank: the checks before the journal, then the search; ``(summary, refused)``,
-    where ``refused`` is the error to raise once the ranks have left MPI."""
+    where ``refused`` is the error to raise once the ranks have left MPI. ``way`` was chosen
+    before the journal's path and the data's recorded settings were settled, which no way
+    of evaluating reads."""
     from nord.search.engine import run_search
-    from nord.app.search_progress import SearchProgressView
+    from nord.app.search_progress import SearchProgressView, worker_line
 
-    sharing = shared_gpu_refusal_of_run(config, env)        # collective, before the journal
+    sharing = way.placement_refusal(env)        # collective, before the journal
     refusal = None
     if record_data:   # rank 0 reads the checksums file; every rank gets its MD5s
         settled, refusal = env.from_root(lambda: recorded_data_settings(config),
@@ -206,7 +206,7 @@ def _search(config: RunConfig, env, resume: bool, progress: bool, stream, record
         if refusal is not None:
             raise ConfigurationError(refusal)
         config = settled
-    refusal, done = env.bcast(_check_journal(config, resume, env.size)
+    refusal, done = env.bcast(_check_journal(config, way, resume, env.size)
                               if env.is_root and sharing is None else (None, None))
     summary = None
     if sharing is not None:
@@ -218,7 +218,7 @@ def _search(config: RunConfig, env, resume: bool, progress: bool, stream, record
         refused = JournalError(refusal)
     else:
         refused = None
-        parts = assemble(config, env)
+        parts = assemble(config, way, env)
         view = None
         if progress and env.is_root:
             view = SearchProgressView(parts.budget, config.mode, parts.signal,

@@ -17,7 +17,7 @@ from typing import Callable, Mapping, Optional, TextIO
 
 from nord.progress import ProgressDisplay
 
-__all__ = ["SearchProgressView", "closing_line"]
+__all__ = ["SearchProgressView", "closing_line", "worker_line"]
 
 
 class SearchProgressView:
@@ -139,6 +139,14 @@ def resumed_line(kept: Mapping[int, int]) -> str:
     more = f", and {len(kept) - 8} more" if len(kept) > 8 else ""
     return (f"went on from checkpoints after a stop: candidate{'s' if len(kept) > 1 else ''} "
             f"{shown}{more}; {sum(kept.values())} epochs not trained again")
+
+
+def worker_line(executor) -> str:
+    """The closing line's companion: where the workers ran and how they shared it."""
+    devices = sorted(set(executor.devices))
+    count = executor.n_workers
+    return (f"{count} worker process{'es' if count > 1 else ''} on {', '.join(devices)}; "
+            f"device sharing: {executor.sharing}")
 
 
 def _size(count: int) -> str:

@@ -387,6 +387,13 @@ class RunConfig:
                 f"{flag} points at a data set's files, but digits is built in (it comes with "
                 "scikit-learn); leave it out, or choose a data set read from files (mnist, "
                 "fashion-mnist, cifar10)")
+        elif self.data_checksums is not None:
+            from nord.data import FileCurator   # loads torch: only where checksums are given
+            from nord.data.registry import curator_class
+            if not issubclass(curator_class(self.dataset), FileCurator):
+                raise ConfigurationError(
+                    f"data_checksums (--data-checksums) checks a data set's files, and "
+                    f"{self.dataset!r} is not read from files; leave it out")
 
     def _check_scheduler(self) -> None:
         """A scheduler's name and settings, its mode and evaluation, checked now without

@@ -11,7 +11,7 @@ import pytest
 
 from nord.report import write_report
 from nord.report.protocol import protocol_of
-from nord.app.assembly import TEST_SELECTION, selection_of
+from nord.app.evaluation import TEST_SELECTION, evaluation_of
 from nord.app.settings import RunConfig
 from tests.helpers.journals import ev, write_journal
 
@@ -105,9 +105,9 @@ def test_runs_record_the_split_they_select_on():
             self.n_valid = n_valid
 
     config = RunConfig()
-    assert selection_of(config, Curator(0)) == "test"
-    assert selection_of(config, Curator(10)) == "validation"
-    assert selection_of(RunConfig(evaluation="zero-cost"), Curator(0)) == "proxy"
+    assert evaluation_of(config).selection(Curator(0)) == "test"
+    assert evaluation_of(config).selection(Curator(10)) == "validation"
+    assert evaluation_of(RunConfig(evaluation="zero-cost")).selection(Curator(0)) == "proxy"
 
 
 def test_a_benchmark_signal_keeps_its_own_words():

@@ -11,7 +11,7 @@ import pytest
 
 from nord.report import write_report
 from nord.report.page import Page
-from nord.app.assembly import TEST_SELECTION
+from nord.app.evaluation import TEST_SELECTION
 from tests.helpers.journals import ev, write_journal
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
