@@ -5,7 +5,8 @@ evaluated is the way's own: nord.app.evaluation).
     from nord.app.assembly import assemble, layout
     way = evaluation_of(config)                           # nord.app.evaluation
     groups, dedicated = layout(config, way, world_size)   # before MPI starts; refuses bad ones
-    parts = assemble(config, way, env)                    # every rank (collective)
+    curator, space = load_data(config, way)
+    parts = assemble(config, way, env, curator, space)    # every rank (collective)
     parts.executor, parts.algorithm, parts.info      # what run_search is given
 
 nord.app.runner runs them.
@@ -131,15 +132,16 @@ def build_worker_executor(config: RunConfig, evaluator):
                            mps=config.mps)
 
 
-def describe_data(config: RunConfig, curator) -> Tuple[Dict[str, Any], List[str]]:
+def describe_data(config: RunConfig, curator,
+                  selection: str) -> Tuple[Dict[str, Any], List[str]]:
     """What the journal records about the data (name, folder, split sizes and how the
     validation split was made: a resumed run must get the same one), and the run's warnings
-    about it. Loads the data set."""
+    about it, given the split the search selects on. Loads the data set."""
     described = curator.describe()
     described.pop("classes", None)
     dataset = {"name": config.dataset, "root": config.data_root, **described}
     dataset["name"] = config.dataset
-    warnings = [TEST_SELECTION] if curator.n_valid == 0 else []
+    warnings = [TEST_SELECTION] if selection == "test" else []
     if curator.n_valid > curator.n_train:
         warnings.append(
             f"valid_fraction={config.valid_fraction} holds out {curator.n_valid} of the "
@@ -176,16 +178,25 @@ class RunParts:
     reported: str
 
 
-def assemble(config: RunConfig, way: Evaluation, env) -> RunParts:
-    """Every rank (collective): the data and space, the algorithm and scheduler of rank 0, the
-    evaluator and executor of this rank, the budget, and what the journal records; the data's
-    warnings are printed."""
+def load_data(config: RunConfig, way: Evaluation):
+    """This rank's data set (None where the way needs none) and the run's search space, which
+    takes the data's input shape.
+
+    Raises:
+        NordError: the data set cannot be read (missing or damaged files, checksums).
+    """
+    curator = build_curator(config) if way.needs_data else None
+    return curator, build_space(config, curator)
+
+
+def assemble(config: RunConfig, way: Evaluation, env, curator, space) -> RunParts:
+    """Every rank (collective), given this rank's data and the space (:func:`load_data`):
+    the algorithm and scheduler of rank 0, the evaluator and executor of this rank, the
+    budget, and what the journal records; the data's warnings are printed."""
     from nord.search.algorithms.registry import make_algorithm
     from nord.search.engine import RunInfo
     from nord.search.executors import MPIExecutor
     from nord.search.schedulers import make_scheduler
-    curator = build_curator(config) if way.needs_data else None
-    space = build_space(config, curator)
     algorithm = scheduler = None
     if env.is_root:   # only the engine's rank asks, tells and schedules
         algorithm = make_algorithm(config.algorithm, space, seed=config.seed,
@@ -201,15 +212,15 @@ def assemble(config: RunConfig, way: Evaluation, env) -> RunParts:
         executor = MPIExecutor(evaluator, env, space=space,
                                prefetch=1 if config.mode == "async" else 0)
     budget = env.bcast(run_budget(config, algorithm) if env.is_root else None)
+    selection = way.selection(curator)
     dataset, warnings = {"name": config.dataset, "root": config.data_root}, []
     if env.is_root and curator is not None:
-        dataset, warnings = describe_data(config, curator)
+        dataset, warnings = describe_data(config, curator, selection)
         for warning in warnings:
             env.print(f"warning: {warning}", file=sys.stderr)
     info = RunInfo(evaluator=way.describe(env.size, evaluator), dataset=dataset,
                    config=config.measured(), execution=config.execution(),
                    extra={"warnings": warnings} if warnings else {})
-    selection = way.selection(curator)
     signal, reported = way.accuracy_names(info.evaluator, selection)
     info.evaluator.update(signal=signal, reported=reported, selection=selection)
     return RunParts(executor, algorithm, scheduler, budget, info, signal, reported)

@@ -28,7 +28,7 @@ TEST_SELECTION = ("there is no validation split (valid_fraction=0 and the data s
 
 class Evaluation:
     """What every way of evaluating answers. The defaults are those of a way in which each
-    rank, or each group of ``group_size`` ranks, evaluates candidates of its own."""
+    rank evaluates candidates of its own."""
 
     needs_data = True
     """Whether the run loads its data set (the benchmark's tables hold their own)."""
@@ -38,7 +38,7 @@ class Evaluation:
 
     def group_size(self) -> Optional[int]:
         """Ranks per group (None: all of them)."""
-        return self.config.group_size or 1
+        return 1
 
     def dedicated_root(self) -> bool:
         """Whether rank 0 only dispatches (and holds no evaluator)."""
@@ -46,6 +46,11 @@ class Evaluation:
 
     def check_layout(self, world_size: int) -> None:
         """Refuse, on every rank before MPI starts, ranks that this way cannot group."""
+
+    def launch_refusal(self, world_size: int) -> Optional[str]:
+        """Why a launch of ``world_size`` ranks cannot resume this way's run as it ran (in
+        mpirun's words), or None; ranks per network that differ are the journal's to refuse."""
+        return None
 
     def ranks_per_network(self, world_size: int) -> int:
         """How many ranks train each network (it changes the global batch: recorded)."""
@@ -163,8 +168,8 @@ class Scoring(_NamesItsSignal):
 
 
 class Training(Evaluation):
-    """Each candidate is trained with the run's settings: on one rank each, or data-parallel
-    on its group's ranks (``group_size``)."""
+    """Each candidate is trained with the run's settings, on one rank (the subclasses: on
+    several, data-parallel)."""
 
     def build(self, env, curator=None):
         if env.group is None:
@@ -223,6 +228,17 @@ class DataParallelTraining(Training):
 class GroupTraining(Training):
     """Groups of ``group_size`` ranks each train a candidate together, side by side; rank 0
     only dispatches when the groups hold several ranks."""
+
+    def group_size(self) -> Optional[int]:
+        return self.config.group_size or 1
+
+    def launch_refusal(self, world_size: int) -> Optional[str]:
+        k = self.group_size()
+        if k <= 1 or (world_size > k and (world_size - 1) % k == 0):
+            return None
+        return (f"this run trained each network on a group of {k} ranks, and a launch of "
+                f"{world_size} rank{'s' if world_size > 1 else ''} cannot make such groups: "
+                f"resume it under {self.launch_for(k)}")
 
     def dedicated_root(self) -> bool:
         """Otherwise the other ranks of rank 0's group would have nobody to train with."""

@@ -7,9 +7,9 @@
     summary = run(config)           # under mpirun: every rank calls it; rank 0 gets the summary
     summary = resume("runs/exp3.db", budget=80)   # extended; None if nothing is left to do
 
-``evaluation`` is ``'local'``, ``'data-parallel'``, ``'distributed'`` or ``'benchmark'``. A
-configuration is checked when it is made, and stored in the run's journal, so that
-``resume(journal)`` needs nothing else.
+``evaluation`` is ``'local'``, ``'data-parallel'``, ``'distributed'``, ``'benchmark'`` or
+``'zero-cost'`` (each a way of nord.app.evaluation). A configuration is checked when it is
+made, and stored in the run's journal, so that ``resume(journal)`` needs nothing else.
 
 Details (how each evaluation uses the MPI ranks, the checks before a start): docs/running.md.
 """
@@ -24,7 +24,7 @@ import sys
 from dataclasses import replace
 from typing import Any, Dict, Optional, Tuple
 
-from nord.app.assembly import assemble, layout, recorded_data_settings
+from nord.app.assembly import assemble, layout, load_data, recorded_data_settings
 from nord.app.evaluation import Evaluation, evaluation_of
 from nord.app.settings import EXECUTION_FIELDS, RESUME_CHANGES, RunConfig
 from nord.errors import ConfigurationError, JournalError, NordError, RunInterrupted
@@ -199,56 +199,56 @@ def _search(config: RunConfig, way: Evaluation, env, resume: bool, progress: boo
     from nord.app.search_progress import SearchProgressView, worker_line
 
     sharing = way.placement_refusal(env)        # collective, before the journal
-    refusal = None
+    if sharing is not None:
+        return None, ConfigurationError(sharing)
     if record_data:   # rank 0 reads the checksums file; every rank gets its MD5s
         settled, refusal = env.from_root(lambda: recorded_data_settings(config),
                                          (ConfigurationError,))
         if refusal is not None:
-            raise ConfigurationError(refusal)
+            return None, ConfigurationError(refusal)
         config = settled
     refusal, done = env.bcast(_check_journal(config, way, resume, env.size)
-                              if env.is_root and sharing is None else (None, None))
-    summary = None
-    if sharing is not None:
-        refused = ConfigurationError(sharing)
-    elif done is not None:
-        refused = None
+                              if env.is_root else (None, None))
+    if done is not None:
         env.print(done)
-    elif refusal is not None:
-        refused = JournalError(refusal)
-    else:
-        refused = None
-        parts = assemble(config, way, env)
-        view = None
-        if progress and env.is_root:
-            view = SearchProgressView(parts.budget, config.mode, parts.signal,
-                                      parts.reported, stream or sys.stdout)
-        try:
-            summary = run_search(parts.algorithm, budget=parts.budget,
-                                 journal=config.journal, mode=config.mode,
-                                 executor=parts.executor, resume=resume,
-                                 on_result=view and view.result,
-                                 on_epoch=view and view.epoch, info=parts.info,
-                                 scheduler=parts.scheduler,
-                                 max_attempts=config.max_attempts,
-                                 checkpoint_every=config.checkpoint_every,
-                                 time_budget=config.time_budget, target=config.target)
-        except RunInterrupted as stop:
-            if env.is_root:
-                env.print(f"interrupted by {stop.signal_name}: the journal {config.journal} "
-                          "keeps every finished evaluation; continue with 'nord resume "
-                          f"{config.journal}'", file=sys.stderr)
-            raise
-        finally:
-            if parts.algorithm is not None:
-                parts.algorithm.close()
-            if view is not None:
-                view.close()
-        if view is not None and summary is not None:
-            view.close(summary)
-            if config.worker_processes is not None:
-                view.display.write(worker_line(parts.executor))
-    return summary, refused
+        return None, None
+    if refusal is not None:
+        return None, JournalError(refusal)
+    # every rank reads the data, and all refuse alike when one cannot
+    data, unreadable = env.on_every_rank(lambda: load_data(config, way), (NordError,))
+    if unreadable is not None:
+        return None, unreadable
+    parts = assemble(config, way, env, *data)
+    view = None
+    if progress and env.is_root:
+        view = SearchProgressView(parts.budget, config.mode, parts.signal,
+                                  parts.reported, stream or sys.stdout)
+    try:
+        summary = run_search(parts.algorithm, budget=parts.budget,
+                             journal=config.journal, mode=config.mode,
+                             executor=parts.executor, resume=resume,
+                             on_result=view and view.result,
+                             on_epoch=view and view.epoch, info=parts.info,
+                             scheduler=parts.scheduler,
+                             max_attempts=config.max_attempts,
+                             checkpoint_every=config.checkpoint_every,
+                             time_budget=config.time_budget, target=config.target)
+    except RunInterrupted as stop:
+        if env.is_root:
+            env.print(f"interrupted by {stop.signal_name}: the journal {config.journal} "
+                      "keeps every finished evaluation; continue with 'nord resume "
+                      f"{config.journal}'", file=sys.stderr)
+        raise
+    finally:
+        if parts.algorithm is not None:
+            parts.algorithm.close()
+        if view is not None:
+            view.close()
+    if view is not None and summary is not None:
+        view.close(summary)
+        if config.worker_processes is not None:
+            view.display.write(worker_line(parts.executor))
+    return summary, None
 
 
 def resume(journal: str, progress: bool = True, stream=None, budget: Optional[int] = None,
@@ -284,6 +284,10 @@ def resume(journal: str, progress: bool = True, stream=None, budget: Optional[in
         changes["budget"] = budget
     if changes:
         stored = replace(stored, **changes)   # checked like any setting
+    from nord.parallel import launcher_world_size
+    refusal = evaluation_of(stored).launch_refusal(launcher_world_size() or 1)
+    if refusal is not None:   # before the layout, whose advice (another group size) a resume cannot take
+        raise JournalError(f"cannot resume '{journal}': {refusal}")
     # the settings as recorded: a journal from before runs recorded MD5s and absolute
     # folders resumes with what it holds
     return _run(stored, True, progress, stream, record_data=False)
@@ -311,4 +315,11 @@ def stored_config(journal: str) -> RunConfig:
             f"'{journal}' was not written by 'nord run' (no stored configuration), so it cannot "
             "be resumed from the command line; call run_search(..., resume=True) with the same "
             "algorithm, seed and space instead")
+    from nord.parallel import launcher_world_size
+    workers, ranks = values.get("worker_processes"), launcher_world_size() or 1
+    if workers and ranks > 1:   # in the words of a resume, which cannot drop them
+        raise JournalError(
+            f"cannot resume '{journal}' under mpirun ({ranks} ranks): its run evaluates "
+            f"candidates on worker processes of one machine (--workers {workers}), one way to "
+            f"parallelise at a time; resume it without mpirun: nord resume {journal}")
     return RunConfig.from_dict(values)

@@ -202,6 +202,7 @@ class RunConfig:
         for name, minimum in (("group_size", 1), ("threads", 1), ("max_params", 1)):
             if getattr(self, name) is not None:
                 check_int(getattr(self, name), name, minimum)
+        self._check_group_size()
         if self.budget is not None and check_int(self.budget, "budget", 1) > MAX_BUDGET:
             raise ConfigurationError(
                 f"budget must be at most {MAX_BUDGET:,} evaluations (the journal stores it as a "
@@ -280,6 +281,20 @@ class RunConfig:
                 + why.get(self.evaluation, "trains each network on several MPI ranks: launch "
                                            "it with mpirun instead of --workers"))
         check_worker_count(self.worker_processes, usable_cpus())
+
+    def _check_group_size(self) -> None:
+        """``group_size`` shapes only 'distributed' runs; given with another evaluation it would
+        be recorded as if it had (or, under mpirun, end every rank)."""
+        if self.group_size is None or self.evaluation == "distributed":
+            return
+        why = {"local": "trains each network on one rank",
+               "data-parallel": "trains each network on all the ranks of the launch",
+               "benchmark": "looks results up in a table",
+               "zero-cost": "scores each untrained network on one rank"}[self.evaluation]
+        raise ConfigurationError(
+            f"--group-size {self.group_size} (group_size=) sets how many ranks train each "
+            f"network together under --evaluation distributed, but evaluation="
+            f"{self.evaluation!r} {why}; drop --group-size, or use --evaluation distributed")
 
     def _load_plugins(self) -> None:
         """Import the run's plug-in modules (a comma-separated string is split)."""

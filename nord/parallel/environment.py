@@ -22,7 +22,8 @@ import traceback
 from typing import Any, Callable, List, Optional, Tuple
 
 from nord.checks import check_int
-from nord.errors import ConfigurationError, DistributedError, MissingDependencyError, RunInterrupted
+from nord.errors import (ConfigurationError, DistributedError, MissingDependencyError, NordError,
+                         RunInterrupted)
 from nord.parallel.groups import GroupAssignment, group_assignment, group_layout
 from nord.parallel.launcher import (launched_by_mpi, launcher_local_rank, launcher_world_size,
                                     refuse_srun_without_mpi, yield_where_cores_are_shared)
@@ -77,6 +78,23 @@ class _Collectives:
             except errors as failure:
                 message = str(failure)
         return self.bcast((value, message))
+
+    def on_every_rank(self, compute: Callable[[], Any],
+                      errors: Tuple[type, ...] = ()) -> Tuple[Any, Optional[Exception]]:
+        """``compute()`` run on every rank: ``(value, None)``, or ``(None, error)`` on every
+        rank when any rank raised one of ``errors``: the rank's own error, or on a rank that
+        did not fail, a NordError with the first failure's message. Every rank thus refuses
+        alike, and none is left waiting in a collective for a rank that gave up."""
+        value = error = None
+        try:
+            value = compute()
+        except errors as failure:
+            error = failure
+        first = next((message for message in self.allgather(
+            None if error is None else str(error)) if message is not None), None)
+        if first is None:
+            return value, None
+        return None, error if error is not None else NordError(first)
 
     def gather(self, obj: Any, root: int = 0) -> Optional[List[Any]]:
         """Every rank's ``obj`` as a list in rank order on ``root``; None on the other ranks."""

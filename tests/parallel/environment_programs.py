@@ -59,8 +59,22 @@ def world(outdir):
             "allgather": env.allgather(env.rank ** 2),
             "n_groups": env.n_groups, "group_roots": list(env.group_roots),
             "group": _group_record(env),
+            "every_rank": _every_rank_record(env),
         }
     _write(outdir, record["rank"], record)
+
+
+def _every_rank_record(env):
+    """``on_every_rank`` where no rank fails, then where only the last one does."""
+    def last_fails():
+        if env.rank == env.size - 1:
+            raise ValueError(f"rank {env.rank} cannot read its file")
+        return env.rank
+
+    value, error = env.on_every_rank(lambda: 3 * env.rank, (ValueError,))
+    failed_value, failed = env.on_every_rank(last_fails, (ValueError,))
+    return {"value": value, "error": error, "failed_value": failed_value,
+            "failed": [type(failed).__name__, str(failed)]}
 
 
 def groups(outdir, group_size, dedicated):

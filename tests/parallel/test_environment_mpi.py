@@ -129,6 +129,16 @@ def test_allgather_gives_every_rank_the_list(np):
 
 
 @pytest.mark.parametrize("np", SIZES)
+def test_a_failure_on_one_rank_is_a_refusal_on_every_rank(np):
+    """on_every_rank: the failing rank keeps its own error, the others get its message."""
+    records = [r["every_rank"] for r in records_of(np, "world")]
+    assert [(r["value"], r["error"]) for r in records] == [(3 * rank, None) for rank in range(np)]
+    message = f"rank {np - 1} cannot read its file"
+    assert [(r["failed_value"], r["failed"]) for r in records] == (
+        [(None, ["NordError", message])] * (np - 1) + [(None, ["ValueError", message])])
+
+
+@pytest.mark.parametrize("np", SIZES)
 def test_default_is_one_group_of_all_ranks(np):
     records = records_of(np, "world")
     assert ([(r["n_groups"], r["group_roots"], r["group"]["members"]) for r in records] ==

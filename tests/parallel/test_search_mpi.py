@@ -247,6 +247,62 @@ def test_groups_that_do_not_divide_the_training_ranks_are_refused_before_any_wor
     assert not (tmp_path / "run.db").exists()
 
 
+@pytest.mark.parametrize("data", ["missing files", "checksums not in md5sum's format"])
+def test_data_that_cannot_be_read_is_refused_in_one_line_on_every_rank(tmp_path, data):
+    """Every rank reads the data: when they cannot, the job ends with the refusal, said once,
+    rather than with a traceback from each rank and MPI_Abort."""
+    options = ["--data-root", tmp_path / "empty"]
+    (tmp_path / "empty").mkdir()
+    if data != "missing files":
+        (tmp_path / "sums.md5").write_text("abc\n")
+        options += ["--data-checksums", tmp_path / "sums.md5"]
+    run = run_mpi(["-m", "nord", "run", "--evaluation", "data-parallel", "--dataset", "mnist",
+                   "--budget", "1", "--threads", "1", *options,
+                   "--journal", tmp_path / "run.db"], np=2, timeout=120)
+    assert not run.timed_out and run.returncode == 2, run.output
+    said = [line for line in run.output.splitlines() if line.startswith("nord run: ")]
+    assert len(said) == 1, run.output
+    assert ("line 1: expected '<md5> <file name>'" in said[0] if "checksums" in data
+            else "train-images-idx3-ubyte" in said[0]), said
+    assert "Traceback" not in run.output and "MPI_Abort" not in run.output
+
+
+def test_a_run_of_groups_resumed_under_a_launch_that_cannot_make_them_names_one(tmp_path):
+    journal = tmp_path / "run.db"
+    run = run_mpi(["-m", "nord", "run", "--evaluation", "distributed", "--group-size", "2",
+                   "--budget", "1", "--epochs", "1", "--threads", "1", "--space-params",
+                   '{"layers": 1, "channels": [2, 4]}', "--journal", journal], np=3, timeout=180)
+    assert run.returncode == 0, run.output
+    before = journal.read_bytes()
+    done = subprocess.run([sys.executable, "-m", "nord", "resume", str(journal), "--budget", "2"],
+                          capture_output=True, text=True, timeout=120, cwd=str(REPO),
+                          env=dict(os.environ, PYTHONPATH=str(REPO)))
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert ("this run trained each network on a group of 2 ranks, and a launch of 1 rank cannot "
+            "make such groups: resume it under mpirun -np 3 (rank 0 dispatches; or 1 + any "
+            "multiple of 2)") in done.stderr, done.stderr
+    assert "--group-size" not in done.stderr   # a resume cannot change it: no such advice
+    assert journal.read_bytes() == before
+
+
+def test_a_run_on_worker_processes_resumed_under_mpirun_is_told_to_resume_without(tmp_path):
+    journal = tmp_path / "run.db"
+    done = subprocess.run([sys.executable, "-m", "nord", "run", "--workers", "2", "--budget", "2",
+                           "--epochs", "1", "--threads", "1", "--space-params",
+                           '{"layers": 1, "channels": [2, 4]}', "--journal", str(journal)],
+                          capture_output=True, text=True, timeout=180, cwd=str(REPO),
+                          env=dict(os.environ, PYTHONPATH=str(REPO)))
+    assert done.returncode == 0, done.stdout + done.stderr
+    before = journal.read_bytes()
+    run = run_mpi(["-m", "nord", "resume", journal, "--budget", "3"], np=2, timeout=120)
+    assert not run.timed_out and run.returncode == 2, run.output
+    assert run.output.count("its run evaluates candidates on worker processes of one machine "
+                            "(--workers 2)") == 1, run.output
+    assert f"resume it without mpirun: nord resume {journal}" in run.output
+    assert "drop --workers" not in run.output and "Traceback" not in run.output
+    assert journal.read_bytes() == before
+
+
 def test_a_data_parallel_run_resumed_without_mpirun_says_how_to_launch_it(tmp_path):
     journal = tmp_path / "run.db"
     run = run_mpi(["-m", "nord", "run", "--evaluation", "data-parallel", "--budget", "1",

@@ -31,13 +31,42 @@ def test_only_the_ways_that_train_or_score_load_the_data():
 
 @pytest.mark.parametrize("settings, world_size, ranks", [
     ({}, 4, 1),
-    ({"group_size": 2}, 4, 2),
+    ({"evaluation": "zero-cost"}, 4, 1),
     ({"evaluation": "data-parallel"}, 4, 4),
-    ({"space": "nasbench201", "group_size": 2}, 4, 1),   # a table look-up is never shared
+    ({"space": "nasbench201"}, 4, 1),
+    ({"evaluation": "distributed", "group_size": 2}, 4, 2),
     ({"evaluation": "distributed", "group_size": 4}, 3, 3),   # no more than the ranks
 ])
 def test_ranks_per_network(settings, world_size, ranks):
     assert evaluation_of(RunConfig(**settings)).ranks_per_network(world_size) == ranks
+
+
+@pytest.mark.parametrize("settings, why", [
+    ({}, "'local' trains each network on one rank"),
+    ({"evaluation": "data-parallel"}, "trains each network on all the ranks of the launch"),
+    ({"space": "nasbench201"}, "'benchmark' looks results up in a table"),
+    ({"evaluation": "zero-cost"}, "scores each untrained network on one rank"),
+])
+def test_a_group_size_is_refused_where_no_group_trains_a_network(settings, why):
+    """Under mpirun it used to end every rank with a traceback; with data-parallel it was
+    recorded beside a run that trained on all ranks."""
+    with pytest.raises(ConfigurationError) as refused:
+        RunConfig(group_size=2, **settings)
+    assert why in str(refused.value)
+    assert "drop --group-size, or use --evaluation distributed" in str(refused.value)
+
+
+@pytest.mark.parametrize("world_size, refused", [(1, True), (2, True), (3, False), (4, True),
+                                                 (5, False)])
+def test_a_run_of_groups_resumes_only_under_a_launch_that_makes_them(world_size, refused):
+    way = evaluation_of(RunConfig(evaluation="distributed", group_size=2))
+    refusal = way.launch_refusal(world_size)
+    assert (refusal is not None) == refused
+    if refused:
+        assert refusal.endswith("resume it under mpirun -np 3 (rank 0 dispatches; or 1 + any "
+                                "multiple of 2)")
+    assert evaluation_of(RunConfig(evaluation="distributed")).launch_refusal(world_size) is None
+    assert evaluation_of(RunConfig(evaluation="data-parallel")).launch_refusal(world_size) is None
 
 
 def test_groups_of_several_ranks_leave_rank_0_to_dispatch_under_a_launcher(monkeypatch):
@@ -55,7 +84,7 @@ def test_groups_that_do_not_split_the_training_ranks_are_refused_with_launches_t
         way.check_layout(4)
     assert "--group-size 2 does not divide the 3 ranks" in str(refused.value)
     assert "mpirun -np 3 or -np 5" in str(refused.value)
-    evaluation_of(RunConfig(group_size=2)).check_layout(4)   # only distributed groups split
+    evaluation_of(RunConfig(evaluation="distributed")).check_layout(4)   # groups of one
 
 
 @pytest.mark.parametrize("settings, ranks, launch", [

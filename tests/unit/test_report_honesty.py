@@ -110,6 +110,21 @@ def test_runs_record_the_split_they_select_on():
     assert evaluation_of(RunConfig(evaluation="zero-cost")).selection(Curator(0)) == "proxy"
 
 
+def test_a_zero_cost_search_without_a_validation_split_is_not_said_to_select_on_test(tmp_path):
+    """The proxy scores untrained networks on a training batch: no split selects, so the
+    journal and the report carry no warning about selecting on the test split."""
+    from nord.app.runner import run
+    from nord.journal import Journal
+    run(RunConfig(evaluation="zero-cost", valid_fraction=0, budget=2, seed=0,
+                  space_params={"layers": 1, "channels": [2, 4]},
+                  journal=str(tmp_path / "zc.db")), progress=False)
+    with Journal(tmp_path / "zc.db") as journal:
+        meta = journal.metadata()
+    assert meta["evaluator"]["selection"] == "proxy"
+    assert TEST_SELECTION not in (meta.get("extra") or {}).get("warnings", [])
+    assert protocol_of(meta).selected_on_test is False
+
+
 def test_a_benchmark_signal_keeps_its_own_words():
     protocol = protocol_of({"evaluator": {"signal": "validation accuracy after 12 epochs",
                                           "reported": "test accuracy after 200 epochs"}})
