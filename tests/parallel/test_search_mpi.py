@@ -247,6 +247,15 @@ def test_groups_that_do_not_divide_the_training_ranks_are_refused_before_any_wor
     assert not (tmp_path / "run.db").exists()
 
 
+def resumed_without_mpirun(journal):
+    """``nord resume JOURNAL --budget 2`` in one process, which must be refused."""
+    done = subprocess.run([sys.executable, "-m", "nord", "resume", str(journal), "--budget", "2"],
+                          capture_output=True, text=True, timeout=120, cwd=str(REPO),
+                          env=dict(os.environ, PYTHONPATH=str(REPO)))
+    assert done.returncode == 2, done.stdout + done.stderr
+    return done
+
+
 @pytest.mark.parametrize("data", ["missing files", "checksums not in md5sum's format"])
 def test_data_that_cannot_be_read_is_refused_in_one_line_on_every_rank(tmp_path, data):
     """Every rank reads the data: when they cannot, the job ends with the refusal, said once,
@@ -274,10 +283,7 @@ def test_a_run_of_groups_resumed_under_a_launch_that_cannot_make_them_names_one(
                    '{"layers": 1, "channels": [2, 4]}', "--journal", journal], np=3, timeout=180)
     assert run.returncode == 0, run.output
     before = journal.read_bytes()
-    done = subprocess.run([sys.executable, "-m", "nord", "resume", str(journal), "--budget", "2"],
-                          capture_output=True, text=True, timeout=120, cwd=str(REPO),
-                          env=dict(os.environ, PYTHONPATH=str(REPO)))
-    assert done.returncode == 2, done.stdout + done.stderr
+    done = resumed_without_mpirun(journal)
     assert ("this run trained each network on a group of 2 ranks, and a launch of 1 rank cannot "
             "make such groups: resume it under mpirun -np 3 (rank 0 dispatches; or 1 + any "
             "multiple of 2)") in done.stderr, done.stderr
@@ -311,10 +317,7 @@ def test_a_data_parallel_run_resumed_without_mpirun_says_how_to_launch_it(tmp_pa
                   timeout=180)
     assert run.returncode == 0, run.output
     before = journal.read_bytes()
-    done = subprocess.run([sys.executable, "-m", "nord", "resume", str(journal), "--budget", "2"],
-                          capture_output=True, text=True, timeout=120, cwd=str(REPO),
-                          env=dict(os.environ, PYTHONPATH=str(REPO)))
-    assert done.returncode == 2, done.stdout + done.stderr
+    done = resumed_without_mpirun(journal)
     assert ("this run trained each network on 2 ranks, and this launch (1 rank) would train "
             "each on 1" in done.stderr and "resume it under mpirun -np 2" in done.stderr)
     assert journal.read_bytes() == before
