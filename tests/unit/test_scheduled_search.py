@@ -261,6 +261,59 @@ def test_a_resume_takes_a_fresh_scheduler_and_refuses_the_one_its_session_used(t
     assert summary.evaluations == 10 and summary.replayed > 0
 
 
+def _whole_journal(path):
+    import sqlite3
+    connection = sqlite3.connect(path)
+    try:
+        return [connection.execute(f"SELECT * FROM {table}").fetchall()
+                for table in ("run", "candidates", "evaluations", "legs", "epochs")]
+    finally:
+        connection.close()
+
+
+@pytest.mark.parametrize("first, then", [("asha", None), (None, "asha")],
+                         ids=["scheduled-resumed-without", "plain-resumed-with"])
+def test_resuming_with_or_without_a_scheduler_unlike_the_run_says_so_in_users_words(
+        tmp_path, first, then):
+    """The run record of a run without a scheduler is empty: the refusal names the
+    scheduler and what to pass, not the first setting that differs from nothing."""
+    def scheduler(name):
+        return name and make_scheduler(name, min_epochs=1, max_epochs=2, eta=2)
+
+    path = tmp_path / "asha.db"
+    run_search(random(), ToyCurves(max_epochs=2), budget=4, mode="async", journal=path,
+               scheduler=scheduler(first))
+    before = _whole_journal(path)
+    with pytest.raises(JournalError) as refused:
+        run_search(random(), ToyCurves(max_epochs=2), budget=8, mode="async", journal=path,
+                   resume=True, scheduler=scheduler(then))
+    settings = "min_epochs 1, max_epochs 2, eta 2, brackets 1"
+    if first:
+        assert str(refused.value) == (
+            f"cannot resume '{path}': its run trained under the asha scheduler ({settings}); "
+            "this one has no scheduler. Pass the same scheduler (scheduler=make_scheduler("
+            "'asha', min_epochs=1, max_epochs=2, eta=2, brackets=1)), or give a new journal "
+            "path; the journal was left untouched")
+    else:
+        assert str(refused.value) == (
+            f"cannot resume '{path}': its run trained every candidate to the end, without a "
+            f"scheduler; this one has the asha scheduler ({settings}). Resume it without one "
+            "(scheduler=None), or give a new journal path; the journal was left untouched")
+    assert _whole_journal(path) == before
+    assert not os.path.exists(f"{path}.checkpoints")
+
+
+def test_a_resume_under_other_scheduler_settings_names_the_setting(tmp_path):
+    path = tmp_path / "asha.db"
+    run_search(random(), ToyCurves(max_epochs=4), budget=4, mode="async", journal=path,
+               scheduler=make_scheduler("asha", min_epochs=1, max_epochs=4, eta=2))
+    with pytest.raises(JournalError, match=r"its run has scheduler.eta=2, this one "
+                                           r"scheduler.eta=4\. Resume with the settings"):
+        run_search(random(), ToyCurves(max_epochs=4), budget=8, mode="async", journal=path,
+                   resume=True,
+                   scheduler=make_scheduler("asha", min_epochs=1, max_epochs=4, eta=4))
+
+
 @pytest.mark.parametrize("name,mode,cut", [("asha", "async", 11), ("asha", "async", 4),
                                            ("sha", "sync", 7), ("sha", "sync", 20),
                                            ("hyperband", "sync", 13),
