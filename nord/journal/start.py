@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Any, Dict, Optional, Sequence, Tuple
 
 from nord.errors import JournalError, JournalInUseError
 from nord.journal.connection import read_only
@@ -91,6 +91,9 @@ class StartChecks(JournalReader):
             name, theirs, mine = differences[0]
             if name.startswith("dataset.files"):
                 raise JournalError(_data_changed(self.path, name, theirs, mine))
+            if name.split(".")[0] == "scheduler" and not (stored.scheduler and record.scheduler):
+                raise JournalError(_scheduler_changed(self.path, stored.scheduler,
+                                                      record.scheduler))
             raise JournalError(
                 f"cannot resume '{self.path}': its run has {name}={dumps(theirs)}, this one "
                 f"{name}={dumps(mine)}. Resume with the settings the run was started with (only "
@@ -137,6 +140,30 @@ def _data_changed(path: Path, name: str, theirs: Any, mine: Any) -> str:
             "journal must not mix two data sets: put the run's files back (its journal records "
             "their MD5s in the run's dataset), or start a new journal; the journal was left "
             "untouched")
+
+
+def _scheduler_changed(path: Path, theirs: Dict[str, Any], mine: Dict[str, Any]) -> str:
+    """Why a resume with a scheduler where the run had none, or the reverse, is refused, in
+    the words a user gives a scheduler (its record is empty without one)."""
+    def described(settings: Dict[str, Any]) -> Tuple[str, str, str]:
+        first = ("min_epochs", "max_epochs", "eta")   # every scheduler's, in rung order
+        keys = [key for key in first if key in settings] + sorted(
+            key for key in settings if key not in first and key != "scheduler")
+        rest = {key: settings[key] for key in keys}
+        name = settings.get("scheduler", "?")
+        return (name, ", ".join(f"{key} {dumps(value)}" for key, value in rest.items()),
+                ", ".join(f"{key}={value!r}" for key, value in rest.items()))
+
+    if theirs:
+        name, settings, call = described(theirs)
+        return (f"cannot resume '{path}': its run trained under the {name} scheduler "
+                f"({settings}); this one has no scheduler. Pass the same scheduler "
+                f"(scheduler=make_scheduler({name!r}, {call})), or give a new journal path; "
+                "the journal was left untouched")
+    name, settings, _ = described(mine)
+    return (f"cannot resume '{path}': its run trained every candidate to the end, without a "
+            f"scheduler; this one has the {name} scheduler ({settings}). Resume it without one "
+            "(scheduler=None), or give a new journal path; the journal was left untouched")
 
 
 def _ago(moment: Optional[float]) -> str:

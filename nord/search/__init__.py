@@ -1,9 +1,10 @@
 """Search: spaces (genome -> descriptor), ask/tell algorithms, executors and the one engine.
 
-    from nord.search import ConvSpace, make_algorithm, run_search
+    from nord.search import ConvSpace, make_algorithm, make_scheduler, run_search
     space = ConvSpace(input_shape=(1, 8, 8))
     algorithm = make_algorithm('regularized_evolution', space, seed=0)
     summary = run_search(algorithm, evaluator, budget=50, journal='runs/rea.db')
+    scheduler = make_scheduler('asha', min_epochs=1, max_epochs=9)   # early stopping
 
 Rooms: :mod:`~nord.search.spaces`, :mod:`~nord.search.algorithms`,
 :mod:`~nord.search.schedulers` (early stopping), :mod:`~nord.search.executors` (where
@@ -14,6 +15,7 @@ from nord.search.algorithms import (ALGORITHMS, Candidate, GeneticAlgorithm, Loc
                                     PygmoAlgorithm, RandomSearch, RegularizedEvolution,
                                     SearchAlgorithm, get_algorithm, list_algorithms,
                                     make_algorithm, register_algorithm)
+from nord.search.schedulers import list_schedulers, make_scheduler, register_scheduler
 from nord.search.spaces import (SPACES, ConvSpace, SearchSpace, list_spaces, make_space,
                                 register_space)
 
@@ -32,6 +34,7 @@ __all__ = ["Candidate", "SearchAlgorithm", "SearchSpace", "ConvSpace", "SPACES",
            "list_spaces", "register_space",
            "RandomSearch", "RegularizedEvolution", "GeneticAlgorithm", "LocalSearch",
            "PygmoAlgorithm", "ALGORITHMS", "make_algorithm", "list_algorithms", "get_algorithm",
-           "register_algorithm", *_LAZY]
+           "register_algorithm", "make_scheduler", "list_schedulers", "register_scheduler",
+           *_LAZY]
 
 __getattr__, __dir__ = lazy_exports(__name__, _LAZY, __all__)

@@ -126,8 +126,18 @@ class Scheduler:
         """Start of a run of ``budget`` candidates in ``mode``.
 
         Raises:
-            ConfigurationError: a mode this scheduler cannot serve.
+            ConfigurationError: a mode this scheduler cannot serve, or a scheduler that has
+                already decided for a run (its rungs would mix two runs' candidates).
         """
+        if self.epochs:
+            settings = ", ".join(f"{key}={value!r}" for key, value in self.parameters().items()
+                                 if key != "scheduler")
+            raise ConfigurationError(
+                f"a scheduler serves one run: this {self.name} scheduler has already decided "
+                f"for another run ({len(self.epochs)} candidates), and its rungs would mix "
+                f"both runs' candidates. Make a fresh one with "
+                f"make_scheduler({self.name!r}, {settings}) for each run (a resume too: the "
+                "engine rebuilds it from the journal)")
         self.check_mode(mode)
         self.budget, self.mode = budget, mode
 

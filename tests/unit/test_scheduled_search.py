@@ -208,6 +208,112 @@ def test_a_refused_start_leaves_no_checkpoint_folder(tmp_path):
     assert sorted(os.listdir(tmp_path)) == before and "r.db.checkpoints" not in before
 
 
+@pytest.mark.parametrize("name,mode", [("asha", "async"), ("sha", "sync"),
+                                       ("hyperband", "async"), ("median", "sync")])
+def test_a_scheduler_that_served_a_run_is_refused_by_the_next_before_anything_is_written(
+        tmp_path, name, mode):
+    """Its rungs hold the first run's candidates (ASHA would promote them in the second):
+    the second run is refused, naming the fix, and leaves no journal and no checkpoints."""
+    scheduler = make_scheduler(name, min_epochs=1, max_epochs=2, eta=2)
+    first = run_search(random(), ToyCurves(max_epochs=2), budget=4, mode=mode,
+                       journal=tmp_path / "r1.db", scheduler=scheduler)
+    assert first.evaluations == 4 and first.stopped_by.startswith("the evaluation budget")
+    before = sorted(os.listdir(tmp_path))
+    with pytest.raises(ConfigurationError) as refused:
+        run_search(random(1), ToyCurves(max_epochs=2), budget=4, mode=mode,
+                   journal=tmp_path / "r2.db", scheduler=scheduler)
+    assert str(refused.value).startswith(
+        f"a scheduler serves one run: this {name} scheduler has already decided for another "
+        "run (")
+    assert f"Make a fresh one with make_scheduler('{name}', min_epochs=1, max_epochs=2, eta=2" \
+        in str(refused.value)
+    assert sorted(os.listdir(tmp_path)) == before     # no r2.db, no r2.db.checkpoints
+
+
+def test_a_resume_takes_a_fresh_scheduler_and_refuses_the_one_its_session_used(tmp_path):
+    """A scheduler that decided for the interrupted session would replay the journal onto
+    its own rungs; a fresh one is rebuilt from the journal. A start refused before any
+    decision leaves the scheduler as fresh as it was."""
+    def scheduler():
+        return make_scheduler("asha", min_epochs=1, max_epochs=9, eta=3)
+
+    class Interrupting(ToyCurves):
+        def evaluate_task(self, task):
+            if self.epochs_trained >= 5:
+                raise KeyboardInterrupt
+            return super().evaluate_task(task)
+
+    used = scheduler()
+    with pytest.raises(KeyboardInterrupt):
+        run_search(random(), Interrupting(max_epochs=9), budget=10, mode="async",
+                   journal=tmp_path / "r.db", scheduler=used)
+    state = journal_rows(tmp_path / "r.db", TIMES), legs_of(tmp_path / "r.db")
+    with pytest.raises(ConfigurationError, match="a scheduler serves one run"):
+        run_search(random(), ToyCurves(max_epochs=9), budget=10, mode="async",
+                   journal=tmp_path / "r.db", resume=True, scheduler=used)
+    assert (journal_rows(tmp_path / "r.db", TIMES), legs_of(tmp_path / "r.db")) == state
+    unused = scheduler()
+    with pytest.raises(JournalError, match="already holds a run"):   # resume=True forgotten
+        run_search(random(), ToyCurves(max_epochs=9), budget=10, mode="async",
+                   journal=tmp_path / "r.db", scheduler=unused)
+    summary = run_search(random(), ToyCurves(max_epochs=9), budget=10, mode="async",
+                         journal=tmp_path / "r.db", resume=True, scheduler=unused)
+    assert summary.evaluations == 10 and summary.replayed > 0
+
+
+def _whole_journal(path):
+    import sqlite3
+    connection = sqlite3.connect(path)
+    try:
+        return [connection.execute(f"SELECT * FROM {table}").fetchall()
+                for table in ("run", "candidates", "evaluations", "legs", "epochs")]
+    finally:
+        connection.close()
+
+
+@pytest.mark.parametrize("first, then", [("asha", None), (None, "asha")],
+                         ids=["scheduled-resumed-without", "plain-resumed-with"])
+def test_resuming_with_or_without_a_scheduler_unlike_the_run_says_so_in_users_words(
+        tmp_path, first, then):
+    """The run record of a run without a scheduler is empty: the refusal names the
+    scheduler and what to pass, not the first setting that differs from nothing."""
+    def scheduler(name):
+        return name and make_scheduler(name, min_epochs=1, max_epochs=2, eta=2)
+
+    path = tmp_path / "asha.db"
+    run_search(random(), ToyCurves(max_epochs=2), budget=4, mode="async", journal=path,
+               scheduler=scheduler(first))
+    before = _whole_journal(path)
+    with pytest.raises(JournalError) as refused:
+        run_search(random(), ToyCurves(max_epochs=2), budget=8, mode="async", journal=path,
+                   resume=True, scheduler=scheduler(then))
+    settings = "min_epochs 1, max_epochs 2, eta 2, brackets 1"
+    if first:
+        assert str(refused.value) == (
+            f"cannot resume '{path}': its run trained under the asha scheduler ({settings}); "
+            "this one has no scheduler. Pass the same scheduler (scheduler=make_scheduler("
+            "'asha', min_epochs=1, max_epochs=2, eta=2, brackets=1)), or give a new journal "
+            "path; the journal was left untouched")
+    else:
+        assert str(refused.value) == (
+            f"cannot resume '{path}': its run trained every candidate to the end, without a "
+            f"scheduler; this one has the asha scheduler ({settings}). Resume it without one "
+            "(scheduler=None), or give a new journal path; the journal was left untouched")
+    assert _whole_journal(path) == before
+    assert not os.path.exists(f"{path}.checkpoints")
+
+
+def test_a_resume_under_other_scheduler_settings_names_the_setting(tmp_path):
+    path = tmp_path / "asha.db"
+    run_search(random(), ToyCurves(max_epochs=4), budget=4, mode="async", journal=path,
+               scheduler=make_scheduler("asha", min_epochs=1, max_epochs=4, eta=2))
+    with pytest.raises(JournalError, match=r"its run has scheduler.eta=2, this one "
+                                           r"scheduler.eta=4\. Resume with the settings"):
+        run_search(random(), ToyCurves(max_epochs=4), budget=8, mode="async", journal=path,
+                   resume=True,
+                   scheduler=make_scheduler("asha", min_epochs=1, max_epochs=4, eta=4))
+
+
 @pytest.mark.parametrize("name,mode,cut", [("asha", "async", 11), ("asha", "async", 4),
                                            ("sha", "sync", 7), ("sha", "sync", 20),
                                            ("hyperband", "sync", 13),

@@ -32,6 +32,17 @@ def test_a_mode_the_scheduler_cannot_serve_is_refused_with_the_alternatives(name
     assert "--mode" in str(refused.value)
 
 
+def test_make_scheduler_comes_from_nord_search_beside_run_search():
+    """Where make_algorithm and run_search come from, and where the refusals send people."""
+    import nord.search
+    from nord.search import list_schedulers, make_scheduler as made_here, register_scheduler
+    from nord.search import schedulers
+    assert made_here is make_scheduler
+    assert list_schedulers is schedulers.list_schedulers
+    assert register_scheduler is schedulers.register_scheduler
+    assert {"make_scheduler", "list_schedulers", "register_scheduler"} <= set(nord.search.__all__)
+
+
 def test_an_unknown_scheduler_lists_the_valid_ones():
     with pytest.raises(ConfigurationError, match="asha.*hyperband.*median.*sha"):
         make_scheduler("bohb")

@@ -123,6 +123,46 @@ def test_a_target_ends_the_run_once_a_told_result_reaches_it(tmp_path):
     assert rows[-1]["accuracy"] >= target     # nothing was asked after it (serial, sync)
 
 
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_a_target_reached_by_the_result_that_spends_the_budget_is_said(tmp_path, mode):
+    """No ask comes between that result and the end of the run, yet the target reached is
+    what the run says (and the budget too), and what its journal keeps."""
+    target = toy_accuracy(5, 1)
+    unlimited = run_search(RandomSearch(ToySpace(), seed=0), ToyEvaluator(), budget=1000,
+                           target=target, mode=mode)
+    budget = unlimited.evaluations          # the result that reaches the target is the last
+    summary = run_search(RandomSearch(ToySpace(), seed=0), ToyEvaluator(), budget=budget,
+                         target=target, mode=mode, journal=tmp_path / "r.db")
+    assert summary.evaluations == budget and summary.best_result.accuracy >= target
+    assert summary.stopped_by == (f"the target accuracy {target:g} was reached by candidate "
+                                  f"{summary.best.number} (and the evaluation budget of "
+                                  f"{budget} was spent)")
+    with Journal(tmp_path / "r.db") as journal:
+        assert journal.metadata()["status_detail"] == summary.stopped_by
+
+
+def test_nord_resume_of_a_run_whose_last_result_reached_the_target_has_nothing_left(
+        tmp_path, capsys):
+    """Its closing line names the target; resuming it asks for a higher target (the same
+    one: nothing to do, the journal untouched), then for a larger budget."""
+    journal = str(tmp_path / "r.db")
+    run = ["run", "--space", "nasbench201", "--target", "0.84", "--journal"]
+    assert main(run + [str(tmp_path / "long.db"), "--budget", "100"]) == 0
+    with Journal(str(tmp_path / "long.db")) as record:
+        budget = record.count()             # the target ended it after this many
+    capsys.readouterr()
+    assert main(run + [journal, "--budget", str(budget)]) == 0
+    assert (f"stopped: the target accuracy 0.84 was reached by candidate {budget - 1} (and the "
+            f"evaluation budget of {budget} was spent)") in capsys.readouterr().out
+    before = _row(journal)
+    assert main(["resume", journal]) == 0
+    assert "reached the target accuracy 0.84" in capsys.readouterr().out
+    assert main(["resume", journal, "--target", "0.99"]) == 0
+    assert f"To evaluate more, extend it: nord resume {journal} --budget N" in (
+        capsys.readouterr().out)
+    assert _row(journal) == before
+
+
 def test_no_promotion_starts_once_the_time_budget_is_spent(tmp_path, clock):
     class Curves(ToyCurves):
         def evaluate_task(self, task):

@@ -112,7 +112,9 @@ def run_search(algorithm: Optional[SearchAlgorithm], evaluator=None, budget: int
         info: what the journal records besides the engine's own knowledge (:class:`RunInfo`).
         scheduler: a :class:`~nord.search.schedulers.Scheduler` that decides how far each
             candidate trains (early stopping; see :mod:`nord.search.engine.legs`), fresh from
-            ``make_scheduler``: the engine prepares it for this run's budget and mode. None: no
+            ``make_scheduler`` (one that has decided for another run is refused; a resume
+            too takes a fresh one, which the engine rebuilds from the journal): the engine
+            prepares it for this run's budget and mode. None: no
             early stopping, every candidate trains once, as far as its evaluator says (the
             engine runs :class:`~nord.search.schedulers.TrainToEnd` for it).
         on_epoch: called with ``(candidate number, EpochRecord)`` as each epoch of training
@@ -137,8 +139,9 @@ def run_search(algorithm: Optional[SearchAlgorithm], evaluator=None, budget: int
     Raises:
         ConfigurationError: a bad ``mode``, ``budget``, ``batch_size``, ``journal``,
             ``time_budget`` or ``target``, or
-            neither evaluator nor executor, a ``scheduler`` that is not one, or a scheduler
-            the algorithm cannot run under (``SearchAlgorithm.schedulers``).
+            neither evaluator nor executor, a ``scheduler`` that is not one or has served
+            another run, or a scheduler the algorithm cannot run under
+            (``SearchAlgorithm.schedulers``).
         JournalError: the journal cannot be started or resumed by this run (nothing is then
             written), or cannot be written.
         RunInterrupted: SIGINT or SIGTERM stopped the run (journaled as ``interrupted``).

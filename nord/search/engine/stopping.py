@@ -97,9 +97,15 @@ class Stopping:
         return self.reason
 
     def ended_by(self, told: int, algorithm_finished: bool, clock_spent: bool) -> str:
-        """What ended the run, in words, for its closing line and summary."""
+        """What ended the run, in words, for its closing line and summary. A target reached
+        is said even where the same result spent the budget (no ask came between to note
+        it): it is the more telling of the two."""
         if clock_spent:
             return "the simulated clock's time budget was spent"
+        if self.reason is None and self.target_reached_by is not None:
+            self.limit()
+            if told >= self.budget:
+                self.reason += f" (and the evaluation budget of {self.budget} was spent)"
         if self.reason is not None:
             return self.reason
         if told >= self.budget:
