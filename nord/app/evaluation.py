@@ -222,7 +222,7 @@ class DataParallelTraining(Training):
         return world_size
 
     def launch_for(self, ranks: int) -> str:
-        return f"mpirun -np {ranks}"
+        return f"mpirun -np {ranks}" if ranks > 1 else "one process, without mpirun"
 
 
 class GroupTraining(Training):

@@ -89,6 +89,7 @@ def test_groups_that_do_not_split_the_training_ranks_are_refused_with_launches_t
 
 @pytest.mark.parametrize("settings, ranks, launch", [
     ({"evaluation": "data-parallel"}, 4, "mpirun -np 4"),
+    ({"evaluation": "data-parallel"}, 1, "one process, without mpirun"),
     ({"evaluation": "distributed", "group_size": 2}, 2, "mpirun -np 3 (rank 0 dispatches"),
     ({"evaluation": "distributed"}, 1, "groups of one rank (--group-size 1)"),
 ])
