@@ -128,6 +128,9 @@ def test_a_group_of_two_ranks_is_one_worker_led_by_its_root(tmp_path):
     trained = [row for row in rows if row["descriptor"] and not row["cached"]]
     assert summary["workers"] == 1 and {row["worker_rank"] for row in trained} == {1}
     assert Counter(int(rank) for rank, _ in log) == {1: len(trained), 2: len(trained)}
+    with Journal(journal) as record:   # the groups' size, though rank 0 is in none
+        execution = record.metadata()["execution"]
+    assert (execution["groups"], execution["group_size"]) == (1, 2)
 
 
 def test_async_overlaps_slow_evaluations(tmp_path):

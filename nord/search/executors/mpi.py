@@ -128,7 +128,10 @@ class MPIExecutor(Executor):
         self.n_groups = view.n_groups
         group = view.group
         self._group = group
-        largest = max((len(members) for members in getattr(view, "group_layout", ())), default=1)
+        layout = getattr(view, "group_layout", ())
+        largest = max((len(members) for members in layout), default=1)
+        # what the training groups hold, recorded: a rank 0 that only dispatches has none
+        self._group_size = largest if layout else (None if group is None else group.size)
         if largest > 1 and not (hasattr(self.evaluator, "serve") or group is None):
             raise ConfigurationError(
                 f"groups of {largest} ranks train each network together, which needs a "
@@ -280,10 +283,9 @@ class MPIExecutor(Executor):
         self._active = False
 
     def describe(self) -> Dict[str, Any]:
-        group = self._group
         return {"ranks": self.size, "groups": self.n_groups, "workers": self.n_workers,
                 "worker_ranks": list(self.worker_ranks),
-                "group_size": None if group is None else group.size,
+                "group_size": self._group_size,
                 "dispatcher_evaluates": self._local, "prefetch": self.prefetch}
 
     # --- the workers' side ------------------------------------------------------------
