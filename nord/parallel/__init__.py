@@ -11,8 +11,9 @@ from nord.parallel.environment import Environment, Group
 from nord.parallel.groups import GroupAssignment, derive_seed, group_assignment, group_layout
 from nord.parallel.launcher import (import_mpi, launched_by_mpi, launcher_local_rank,
                                     launcher_rank, launcher_world_size, wait_for_message)
-from nord.parallel.signals import interruptible
+from nord.parallel.signals import interruptible, on_stop_signal
 
 __all__ = ["Environment", "Group", "GroupAssignment", "group_layout", "group_assignment",
            "derive_seed", "launched_by_mpi", "launcher_world_size", "launcher_rank",
-           "launcher_local_rank", "import_mpi", "wait_for_message", "interruptible"]
+           "launcher_local_rank", "import_mpi", "wait_for_message", "interruptible",
+           "on_stop_signal"]

@@ -15,11 +15,11 @@ import contextlib
 import os
 import signal
 import threading
-from typing import Iterator
+from typing import Callable, Iterator
 
 from nord.errors import RunInterrupted
 
-__all__ = ["interruptible", "reclaim_signals"]
+__all__ = ["interruptible", "reclaim_signals", "on_stop_signal"]
 
 STOPPING = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP")
                  if hasattr(signal, name))   # no SIGHUP on Windows
@@ -73,3 +73,54 @@ def interruptible() -> Iterator[None]:
     finally:
         for number, handler in previous.items():
             signal.signal(number, handler)
+
+
+@contextlib.contextmanager
+def on_stop_signal(callback: Callable[[], None]) -> Iterator[None]:
+    """Inside, ``callback()`` runs once, in a thread of its own, as soon as SIGINT, SIGTERM or
+    SIGHUP arrives while a Python handler is set for it (``interruptible``).
+
+    Python runs its handlers in the main thread between bytecodes, so a main thread blocked
+    in C, such as a collective that waits for a rank that has already stopped, would not
+    answer until killed; the thread hears of the signal through ``signal.set_wakeup_fd``.
+    Outside the main thread, or where a wake-up descriptor is already set, this does nothing.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    readable, writable = os.pipe()
+    os.set_blocking(writable, False)
+    try:
+        previous = signal.set_wakeup_fd(writable, warn_on_full_buffer=False)
+    except ValueError:   # not the main interpreter
+        previous = None
+    if previous != -1:   # someone else listens (an event loop): leave it so
+        if previous is not None:
+            signal.set_wakeup_fd(previous)
+        os.close(readable)
+        os.close(writable)
+        yield
+        return
+    stopping = {int(number) for number in STOPPING}
+
+    def listen() -> None:
+        while True:
+            try:
+                data = os.read(readable, 64)
+            except OSError:
+                return
+            if not data:   # the write end closed: the block is over
+                return
+            if stopping & set(data):
+                callback()
+                return
+
+    listener = threading.Thread(target=listen, name="nord-stop-signal", daemon=True)
+    listener.start()
+    try:
+        yield
+    finally:
+        signal.set_wakeup_fd(-1)
+        os.close(writable)
+        listener.join(timeout=5)
+        os.close(readable)

@@ -228,9 +228,10 @@ def _drive(algorithm, evaluator, stopping, path, mode, executor, resume, on_resu
         return summary
     except KeyboardInterrupt as stop:   # RunInterrupted too
         signal_name = getattr(stop, "signal_name", "SIGINT")
-        # mpirun ends the other ranks with SIGTERM when one is killed: that may be the
-        # candidate's doing, so after a SIGTERM only the attempts of the candidates whose
-        # process is known to have survived are taken back (Ctrl-C, SIGHUP: all of them)
+        # mpirun ends the other ranks with SIGTERM when one is killed (and on Ctrl-C alike):
+        # that may be the candidate's doing, so after a SIGTERM only the attempts of the
+        # candidates whose processes are all known to have survived are taken back (SIGINT,
+        # SIGHUP, which reach this process itself: all of them)
         survivors = None
         if signal_name == "SIGTERM" and search is not None:
             try:

@@ -15,15 +15,17 @@ Details (who evaluates, the protocol, waiting, dispatch overhead): docs/executor
 """
 from __future__ import annotations
 
+import contextlib
 import logging
+import threading
 import time
 from collections import deque
-from typing import Any, Deque, Dict, List
+from typing import Any, Deque, Dict, List, Set
 
 from nord.checks import check_int
 from nord.errors import ConfigurationError
 from nord.evaluators.result import EpochRecord, EvaluationResult
-from nord.parallel import import_mpi, launched_by_mpi, wait_for_message
+from nord.parallel import import_mpi, launched_by_mpi, on_stop_signal, wait_for_message
 from nord.search.executors.base import Completion, Executor, Task, run_task
 
 __all__ = ["MPIExecutor", "TAG_TASK", "TAG_RESULT", "TAG_STOP", "TAG_SURVIVED"]
@@ -129,6 +131,8 @@ class MPIExecutor(Executor):
         group = view.group
         self._group = group
         layout = getattr(view, "group_layout", ())
+        # group root -> the world ranks that evaluate its candidates (all must survive a stop)
+        self._evaluators = {members[0]: tuple(members) for members in layout}
         largest = max((len(members) for members in layout), default=1)
         # what the training groups hold, recorded: a rank 0 that only dispatches has none
         self._group_size = largest if layout else (None if group is None else group.size)
@@ -215,32 +219,44 @@ class MPIExecutor(Executor):
         return Completion(number, EvaluationResult.from_dict(result), worker, started, ended)
 
     def survivors(self) -> List[int]:
-        """The candidates in flight on workers that said they got the SIGTERM too (waiting
-        up to ``SURVIVOR_WAIT`` seconds): mpirun ends every rank so when one dies, and only
-        the candidates of the rank that said nothing may have killed it.
+        """The candidates in flight whose every evaluating rank said it got the SIGTERM too
+        (waiting up to ``SURVIVOR_WAIT`` seconds): mpirun ends every rank so when one dies,
+        and only the candidates of a rank that said nothing may have killed it.
 
-        A worker that trains each network with a group of ranks says nothing (a member of
-        its group may be the one that died), nor does rank 0 when it trains with the other
-        ranks (``_local`` under mpirun): their candidates stay counted."""
+        A candidate trained by a group of ranks (a group worker and its members, or rank 0
+        with every other rank) is spared only when all of them spoke: any one of them may be
+        the one that died. Ctrl-C reaches only mpirun, which ends the ranks the same way, so
+        this is also what tells a user's stop from a killed rank."""
         if self._local:
-            return [task.number for task in self._local_tasks] if self.size == 1 else []
+            if self.size == 1 or self._world is None:
+                return [task.number for task in self._local_tasks]
+            in_flight = {0: [task.number for task in self._local_tasks]}
+            needed = {0: set(self._group.members) - {0}}
+        else:
+            in_flight = {rank: list(numbers) for rank, numbers in self._outstanding.items()
+                         if numbers}
+            needed = {rank: set(self._evaluators.get(rank, (rank,))) for rank in in_flight}
         MPI = import_mpi()
         status = MPI.Status()
-        waiting = {rank for rank, numbers in self._outstanding.items() if numbers}
-        spared: List[int] = []
+        heard: Set[int] = set()
         deadline = time.monotonic() + SURVIVOR_WAIT
-        while waiting and time.monotonic() < deadline:
+        while (any(not ranks <= heard for ranks in needed.values())
+               and time.monotonic() < deadline):
             if not self._world.Iprobe(source=MPI.ANY_SOURCE, tag=TAG_SURVIVED, status=status):
                 time.sleep(0.005)
                 continue
-            worker = status.Get_source()
-            self._world.recv(source=worker, tag=TAG_SURVIVED)
-            if worker in waiting:
-                waiting.discard(worker)
-                spared.extend(self._outstanding[worker])
-        if waiting:
-            logger.info("ranks %s did not say they survived the stop: their candidates count "
-                        "as having killed their process", sorted(waiting))
+            heard.add(status.Get_source())
+            self._world.recv(source=status.Get_source(), tag=TAG_SURVIVED)
+        spared: List[int] = []
+        silent: Set[int] = set()
+        for worker, numbers in in_flight.items():
+            if needed[worker] <= heard:
+                spared.extend(numbers)
+            else:
+                silent |= needed[worker] - heard
+        if silent:
+            logger.info("ranks %s did not say they survived the stop: the candidates they "
+                        "trained count as having killed their process", sorted(silent))
         return spared
 
     def close(self, failed: bool = False) -> None:
@@ -292,11 +308,27 @@ class MPIExecutor(Executor):
     def serve(self) -> None:
         """Evaluate tasks until rank 0 says stop (group roots), or follow the group root
         through the evaluator (group members)."""
-        if self.role == "worker":
-            self._serve_worker()
-        elif self._group is not None and self._group.size > 1:
-            self.evaluator.serve()
+        self._said_survived = threading.Lock()
+        with self._listening():
+            if self.role == "worker":
+                self._serve_worker()
+            elif self._group is not None and self._group.size > 1:
+                try:
+                    self.evaluator.serve()
+                except KeyboardInterrupt:   # this member lived to be stopped: see survivors
+                    self._say_survived()
+                    raise
         self._free()
+
+    def _listening(self):
+        """Say that this rank survived from a thread as soon as the stop signal comes: a rank
+        blocked in its group's collective (a member that stopped first leaves it waiting)
+        cannot run Python's handler until it is killed. Only where MPI may be called from
+        any thread (``MPI_THREAD_MULTIPLE``, mpi4py's default)."""
+        MPI = import_mpi()
+        if self._world is None or MPI.Query_thread() != MPI.THREAD_MULTIPLE:
+            return contextlib.nullcontext()
+        return on_stop_signal(self._say_survived)
 
     def _serve_worker(self) -> None:
         MPI = import_mpi()
@@ -314,15 +346,16 @@ class MPIExecutor(Executor):
                            0, TAG_RESULT)
                 served += 1
         except KeyboardInterrupt:   # RunInterrupted: this rank lived to be stopped
-            if self._group is None or self._group.size == 1:   # and it trains alone
-                self._say_survived()
+            self._say_survived()
             raise
         self._release_members()
         logger.debug("rank %d evaluated %d candidates", self.rank, served)
 
     def _say_survived(self) -> None:
-        """Tell rank 0 that this worker got the stop signal alive (see :meth:`survivors`),
-        waiting a little for the message to leave: rank 0 may be gone already."""
+        """Tell rank 0 that this rank got the stop signal alive (see :meth:`survivors`),
+        waiting a little for the message to leave: rank 0 may be gone already. Said once."""
+        if not self._said_survived.acquire(blocking=False):
+            return
         try:
             request = self._world.isend(self.rank, dest=0, tag=TAG_SURVIVED)
             deadline = time.monotonic() + SURVIVOR_WAIT
