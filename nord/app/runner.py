@@ -235,7 +235,9 @@ def _search(config: RunConfig, way: Evaluation, env, resume: bool, progress: boo
                              time_budget=config.time_budget, target=config.target)
     except RunInterrupted as stop:
         if env.is_root:
-            env.print(f"interrupted by {stop.signal_name}: the journal {config.journal} "
+            why = (" (mpirun ends its ranks so on Ctrl-C, or when one of them has died)"
+                   if stop.signal_name == "SIGTERM" and env.size > 1 else "")
+            env.print(f"interrupted by {stop.signal_name}{why}: the journal {config.journal} "
                       "keeps every finished evaluation; continue with 'nord resume "
                       f"{config.journal}'", file=sys.stderr)
         raise

@@ -69,6 +69,8 @@ def test_ctrl_c_of_mpirun_charges_no_attempt_to_the_network_in_training(tmp_path
     assert state == "interrupted", output
     assert attempts and set(attempts.values()) == {0}, (attempts, output)   # taken back
     assert "did not say they survived" not in output
+    assert ("interrupted by SIGTERM (mpirun ends its ranks so on Ctrl-C, or when one of them "
+            "has died)") in output
 
 
 def test_a_rank_killed_in_training_charges_the_network_an_attempt(tmp_path):
