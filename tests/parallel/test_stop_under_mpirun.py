@@ -62,7 +62,9 @@ def ctrl_c(process):
 
 def test_ctrl_c_of_mpirun_charges_no_attempt_to_the_network_in_training(tmp_path):
     journal, log = tmp_path / "run.db", tmp_path / "epochs.log"
-    output = stopped(3, [*NORD, *search(journal, *GROUPS)],
+    # 40 epochs: the first network is still training when mpirun's SIGTERM comes, 1 s after
+    # Ctrl-C, however busy the machine
+    output = stopped(3, [*NORD, *search(journal, *GROUPS, "--epochs", "40")],
                      lambda: log.exists() and log.read_text(),   # the first network trains
                      ctrl_c, env={"NORD_EPOCH_LOG": str(log)})
     state, attempts = untold_attempts(journal)
