@@ -40,6 +40,7 @@ from nord.nn.network import NeuralNet
 from nord.nn.training import (NonFiniteLossError, ProgressBar, make_optimizer,
                               optimizer_class, resolve_device, seed_generators, test_counts,
                               train_epoch)
+from nord.parallel.signals import uninterrupted
 
 logger = logging.getLogger(__name__)
 
@@ -252,19 +253,20 @@ class LocalEvaluator(Evaluator):
                     valid, valid_loss = self._accuracy(model, curator, "valid", device)
                 progress.last = {"train_loss": train_loss, "valid_accuracy": valid,
                                  "valid_loss": valid_loss}
-                extra, series = self._epoch_callbacks(watch, epoch + 1, len(loader),
-                                                      progress.last)
-                record = EpochRecord(epoch + 1, train_loss, valid, valid_loss,
-                                     time.perf_counter() - started, extra, series)
-                progress.records.append(record)
-                stopped = self._epoch_rule(epoch + 1, progress.last, extra, watch)
+                with uninterrupted():   # a stop signal after the callbacks and before the
+                    extra, series = self._epoch_callbacks(    # checkpoint: trained again
+                        watch, epoch + 1, len(loader), progress.last)
+                    record = EpochRecord(epoch + 1, train_loss, valid, valid_loss,
+                                         time.perf_counter() - started, extra, series)
+                    progress.records.append(record)
+                    stopped = self._epoch_rule(epoch + 1, progress.last, extra, watch)
+                    if stopped is None and leg.checkpoint is not None:
+                        self._save_progress(leg, descriptor, model, optimizer, epoch + 1,
+                                            target, device, progress)
                 if stopped is not None:   # no checkpoint: a resume trains the epoch again
                     if report is not None:
                         report(record)
                     break
-                if leg.checkpoint is not None:
-                    self._save_progress(leg, descriptor, model, optimizer, epoch + 1, target,
-                                        device, progress)
                 if report is not None:
                     report(record)
             started = time.perf_counter()
@@ -331,7 +333,8 @@ class LocalEvaluator(Evaluator):
             except Exception as failure:  # noqa: BLE001 - every rank must learn of it
                 error = failure
             self._agree(error)
-        elif not at_end and leg.checkpoint_every and epochs % leg.checkpoint_every == 0:
+        elif leg.checkpoint_every and epochs % leg.checkpoint_every == 0:
+            # the last epoch's too: a stop before the result is back would train it again
             if self._rank() == 0:
                 try:
                     save_checkpoint(leg.checkpoint, descriptor, model, optimizer, epochs,

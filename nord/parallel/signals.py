@@ -19,10 +19,17 @@ from typing import Callable, Iterator
 
 from nord.errors import RunInterrupted
 
-__all__ = ["interruptible", "reclaim_signals", "on_stop_signal"]
+__all__ = ["interruptible", "uninterrupted", "reclaim_signals", "on_stop_signal"]
 
 STOPPING = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP")
                  if hasattr(signal, name))   # no SIGHUP on Windows
+
+
+class _Held:
+    """The stop signal that came inside :func:`uninterrupted` blocks, for the end of the
+    outermost (the main thread's only: Python runs signal handlers there)."""
+    depth = 0
+    pending: "int | None" = None
 
 
 def reclaim_signals() -> None:
@@ -60,6 +67,10 @@ def interruptible() -> Iterator[None]:
     def stop(signum, frame):
         if os.getpid() != owner:   # a forked child (a pool's worker) not yet given its own
             os._exit(128 + signum)
+        if _Held.depth and not (_Held.pending is not None and signum == signal.SIGINT):
+            _Held.pending = signum   # a second Ctrl-C stops at once
+            return
+        _Held.pending = None
         signal.signal(signum, signal.SIG_IGN if signum == signal.SIGTERM else previous[signum])
         raise RunInterrupted(signal.Signals(signum).name)
 
@@ -73,6 +84,28 @@ def interruptible() -> Iterator[None]:
     finally:
         for number, handler in previous.items():
             signal.signal(number, handler)
+
+
+@contextlib.contextmanager
+def uninterrupted() -> Iterator[None]:
+    """Inside, a stop signal that :func:`interruptible` turns into RunInterrupted waits for
+    the block to end, then stops the run as it would have.
+
+    For what must not be cut in two, such as an epoch's callbacks and the checkpoint that
+    lets a resume go on after that epoch: cut between them, the epoch would be trained
+    again. A second Ctrl-C still stops at once, and ``kill -9`` cannot be held.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    _Held.depth += 1
+    try:
+        yield
+    finally:
+        _Held.depth -= 1
+        if _Held.depth == 0 and _Held.pending is not None:
+            signum, _Held.pending = _Held.pending, None
+            signal.raise_signal(signum)   # the handler runs now: RunInterrupted
 
 
 @contextlib.contextmanager

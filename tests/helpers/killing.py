@@ -9,7 +9,9 @@ finishing an epoch and checkpointing it: what is lost is exactly the epochs in p
 
 Environment: ``NORD_EPOCH_LOG`` (the log: ``<pid> <epoch> <train loss>`` a line),
 ``NORD_KILL_AFTER`` (unset: never kill), ``NORD_KILL_WAIT`` (seconds to wait for another
-process to be mid-epoch; 0 kills at once).
+process to be mid-epoch; 0 kills at once), ``NORD_PAUSE_AFTER`` (once the log holds that many
+epochs, the next epoch waits in its second step until the run is stopped, and
+``<log>.paused`` says so: a stop from outside then comes mid-epoch; once per log).
 """
 import os
 import signal
@@ -36,6 +38,13 @@ class EpochLog(TrainingCallback):
 
     def on_step(self, state):
         log = os.environ["NORD_EPOCH_LOG"]
+        pause = os.environ.get("NORD_PAUSE_AFTER")
+        if (pause is not None and state.step == 2 and _logged(log) >= int(pause)
+                and not os.path.exists(f"{log}.paused")):
+            open(f"{log}.paused", "w").close()
+            deadline = time.monotonic() + 120
+            while time.monotonic() < deadline:   # a stop signal raises here
+                time.sleep(0.01)
         pending = f"{log}.kill"
         if os.path.exists(pending):
             with open(pending) as file:

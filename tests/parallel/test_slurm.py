@@ -183,12 +183,14 @@ def test_a_slurm_job_cancelled_mid_candidate_is_resumed_by_a_new_job(slurm_clust
     code, output = run(search(tmp_path / "whole.db", *extra), tmp_path / "whole.log", mpi=2)
     assert code == 0, output
     journal, log = tmp_path / "cut.db", tmp_path / "cut.log"
-    env = slurm_cluster.env(**MPI_ENV, NORD_EPOCH_LOG=str(log))
+    # the second candidate waits in its third epoch (an epoch takes 30 ms: a scancel
+    # that a busy machine slows down could otherwise come after the candidate ended)
+    env = slurm_cluster.env(**MPI_ENV, NORD_EPOCH_LOG=str(log), NORD_PAUSE_AFTER="8")
     job = slurm_cluster.sbatch(["slurm/srun.sbatch", *NORD, *search(journal, *extra)], "-N", "1",
                                "-n", "2", "--ntasks-per-node=2", "-o", str(tmp_path / "1.out"),
                                env=env, cwd=REPO)
     deadline = time.monotonic() + 240
-    while not os.path.exists(log) or len(logged(log)) < 8:    # in the second candidate
+    while not os.path.exists(f"{log}.paused"):
         assert slurm_cluster.job(job)["JobState"] in ("PENDING", "RUNNING"), (
             (tmp_path / "1.out").read_text()[-3000:])
         assert time.monotonic() < deadline, "the search trained nothing in time"
@@ -197,7 +199,7 @@ def test_a_slurm_job_cancelled_mid_candidate_is_resumed_by_a_new_job(slurm_clust
     assert slurm_cluster.wait(job, timeout=60)["JobState"] == "CANCELLED"
     with Journal(journal) as record:
         assert record.state() == "interrupted"
-    assert os.listdir(f"{journal}.checkpoints")
+    assert os.listdir(f"{journal}.checkpoints") == ["candidate-1.pt"]
     job = slurm_cluster.sbatch(["slurm/srun.sbatch", *NORD, "resume", str(journal)], "-N", "1",
                                "-n", "2", "--ntasks-per-node=2", "-o", str(tmp_path / "2.out"),
                                env=env, cwd=REPO)

@@ -7,18 +7,20 @@ last epoch, and the journal's rows so far). Real kills of real processes are in
 tests/parallel/test_resume_in_flight.py.
 """
 import os
+import signal
 
 import pytest
 import torch
 
 from nord.app.search_progress import closing_line, resumed_line
 from nord.data import Digits
-from nord.errors import ConfigurationError
+from nord.errors import ConfigurationError, RunInterrupted
 from nord.evaluators.base import Leg
 from nord.evaluators.callbacks import TrainingCallback
 from nord.evaluators.checkpoints import LegProgress, load_checkpoint, save_checkpoint
 from nord.evaluators.local import LocalEvaluator
 from nord.journal import Journal
+from nord.parallel.signals import interruptible
 from nord.search.algorithms.random_search import RandomSearch
 from nord.search.engine import run_search
 from nord.search.schedulers import make_scheduler
@@ -115,6 +117,41 @@ def test_an_evaluation_stopped_mid_training_goes_on_from_its_last_epoch_exactly(
     assert reported[-1].metrics == {"epoch_seen": 5.0}
 
 
+class Terminated(TrainingCallback):
+    """Logs every epoch, and sends SIGTERM (scancel, mpirun) to this process once it has
+    logged epoch ``at``: the signal lands between an epoch's callbacks and its checkpoint."""
+
+    name = "terminated"
+
+    def __init__(self, at):
+        self.seen, self.at = [], at
+
+    def on_epoch_end(self, state):
+        self.seen.append(state.epoch)
+        if state.epoch == self.at:
+            os.kill(os.getpid(), signal.SIGTERM)   # Python runs the handler at once
+        return {}
+
+
+@pytest.mark.parametrize("at", [2, 3])
+def test_a_sigterm_after_an_epochs_callbacks_keeps_that_epoch(digits, tmp_path, at):
+    """The stop waits for the epoch's checkpoint, the last epoch's too: the resume trains
+    none of the epochs the callbacks were told of again."""
+    if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+        pytest.skip("SIGTERM has a handler in this test process: interruptible leaves it")
+    expected = evaluator(digits, epochs=3).descriptor_evaluate(net())
+    path = str(tmp_path / "candidate-0.pt")
+    log = Terminated(at)
+    leg = Leg(checkpoint=path, checkpoint_every=1, keep_at_end=False)
+    with pytest.raises(RunInterrupted), interruptible():
+        evaluator(digits, epochs=3, callbacks=[log]).descriptor_evaluate(net(), leg)
+    log.at = None
+    result = evaluator(digits, epochs=3, callbacks=[log]).descriptor_evaluate(net(), leg)
+    assert result.metrics["epochs_resumed"] == at
+    assert log.seen == [1, 2, 3]
+    same_result(result, expected)
+
+
 def test_no_checkpoint_is_left_within_a_leg_when_checkpoint_every_is_0(digits, tmp_path):
     path = str(tmp_path / "candidate-0.pt")
     with pytest.raises(Stop):
@@ -134,12 +171,14 @@ def test_checkpoints_every_two_epochs_keep_the_even_ones(digits, tmp_path):
     assert [record.epoch for record in progress.records] == [1, 2]
 
 
-def test_the_last_epoch_is_not_checkpointed_unless_the_leg_pauses(digits, tmp_path):
+def test_the_last_epoch_is_checkpointed_but_only_a_pause_marks_the_legs_end(digits, tmp_path):
+    """A run stopped before the result of its last epoch is back goes on from there."""
     path = str(tmp_path / "candidate-0.pt")
     evaluator(digits, epochs=2).descriptor_evaluate(
         net(), Leg(checkpoint=path, checkpoint_every=1, keep_at_end=False))
     model = LocalEvaluator(curator=digits)._build(net(), digits, torch.device("cpu"))
-    assert load_checkpoint(path, net(), *model)[0] == 1
+    epochs, progress = load_checkpoint(path, net(), *model)
+    assert (epochs, progress.leg_end) == (2, False)
     evaluator(digits, epochs=2).descriptor_evaluate(
         net(), Leg(epochs=3, checkpoint=str(tmp_path / "c.pt"), checkpoint_every=1))
     assert load_checkpoint(str(tmp_path / "c.pt"), net(), *model)[1].leg_end
