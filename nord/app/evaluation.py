@@ -6,35 +6,161 @@
     evaluator = way.build(env, curator)   # this rank's evaluator (None on a dedicated rank 0)
     way.describe(world_size, evaluator)   # what the journal records about it
 
-Each way answers for itself how the ranks make groups, whether a data set is loaded, how its
-evaluator is built and described, and which split selects architectures, so that the
-assembly of a run asks once instead of branching on ``config.evaluation`` at every step.
+Each way answers for itself which settings of a run it takes (RunConfig asks it when the
+configuration is made), how the ranks make groups, whether a data set is loaded, how its
+evaluator is built and described, and which split selects architectures, so that neither the
+configuration nor the assembly of a run branches on ``config.evaluation``. A new way is one
+class, registered under the name ``--evaluation`` gives (in a plug-in module, for example)::
+
+    class Distillation(Training):   # each candidate learns from a trained teacher
+        def trainer(self, curator, env=None): ...
+
+    register_way("distillation", Distillation)
 """
 from __future__ import annotations
 
-from typing import Any, Dict, Optional, Tuple
+from dataclasses import fields
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple, Type
 
-from nord.app.settings import RunConfig
 from nord.errors import ConfigurationError
+from nord.registry import check_subclass
 
-# The evaluators are imported where they are built, so that a configuration is checked (and
-# refused) before torch or a data set is loaded.
+if TYPE_CHECKING:   # RunConfig asks its way when it is made: settings imports this module
+    from nord.app.settings import RunConfig
+
+# The evaluators, data sets and proxies are imported where they are used, so that a
+# configuration is checked (and refused) before torch or a data set is loaded.
 
 TEST_SELECTION = ("there is no validation split (valid_fraction=0 and the data set has no "
                   "official one): the search selected architectures by their TEST accuracy, so "
                   "the best one's test accuracy is optimistically biased. Hold out a validation "
                   "split (--valid-fraction 0.1) for results you report")
+LOOKUP_UNUSED = ("epochs", "batch_size", "lr", "optimizer", "valid_fraction", "data_root",
+                 "data_checksums", "max_params")
+"""Settings of training and of the data it reads: what a run that reads its results from a
+table must leave at their defaults."""
+SCORING_UNUSED = ("epochs", "lr", "optimizer", "max_params", "scheduler")
+"""Settings of how candidates are trained: what a zero-cost run, which reads its data but
+trains nothing, must leave at their defaults (its callbacks too)."""
+_ON_SEVERAL_RANKS = ("trains each network on several MPI ranks: launch it with mpirun "
+                     "instead of --workers")
+"""Why a way that trains each network on several ranks does not run under --workers."""
+
+
+def _changed_settings(config: RunConfig, names: Sequence[str]) -> List[str]:
+    """Those of the settings ``names`` that ``config`` gives other values than the defaults."""
+    defaults = {setting.name: setting.default for setting in fields(config)}
+    return [name for name in names if getattr(config, name) != defaults[name]]
+
+
+def _flag(name: str) -> str:
+    """A setting's command-line flag: ``max_params`` -> ``--max-params``."""
+    return "--" + name.replace("_", "-")
 
 
 class Evaluation:
     """What every way of evaluating answers. The defaults are those of a way in which each
-    rank evaluates candidates of its own."""
+    rank evaluates candidates of its own, built as networks of a data set.
+
+    The methods from ``check_proxy`` to ``check_callbacks`` are the rules of a configuration
+    that depend on its way: RunConfig asks them while it checks itself, in its own order, so
+    that a bad configuration is refused by the first rule it breaks.
+    """
 
     needs_data = True
     """Whether the run loads its data set (the benchmark's tables hold their own)."""
+    default_dataset = "digits"
+    """The data set of a run that names none."""
+    table_space: Optional[str] = None
+    """The space whose cells this way reads from a table, the only space it takes (None: it
+    builds the networks of any space that no way reads from a table); such a way names the
+    evaluations that take its space in ``space_ways``."""
+    how_ranks_evaluate = "evaluates each network on one rank"
+    """What a rank does with a candidate, in the words of a refusal of --group-size."""
+    workers_refusal: Optional[str] = "evaluates them otherwise: run it without --workers"
+    """Why worker processes, which train candidates as 'local' does, cannot evaluate this way,
+    and what to run instead (None: they can)."""
 
     def __init__(self, config: RunConfig):
         self.config = config
+
+    def check_proxy(self) -> Optional[str]:
+        """The zero-cost proxy the run scores with (None: none); a way that trains candidates
+        or looks them up refuses one."""
+        config = self.config
+        if config.proxy is not None:
+            raise ConfigurationError(
+                f"--proxy {config.proxy} chooses the zero-cost proxy that scores untrained "
+                f"candidates, but evaluation is {config.evaluation!r}, which trains or looks "
+                "them up; add --evaluation zero-cost, or drop --proxy")
+        return None
+
+    def check_space(self) -> None:
+        """Refuse a space whose cells a way reads from a table: they are not built here."""
+        reader = table_reader(self.config.space)
+        if reader is not None:
+            raise ConfigurationError(
+                f"{reader.space_ways}; got evaluation={self.config.evaluation!r}")
+
+    def check_dataset(self) -> str:
+        """The data set's canonical name in the registry of data sets, which refuses an
+        unknown one."""
+        from nord.data.registry import CURATORS
+        return CURATORS.canonical(self.config.dataset)
+
+    def check_settings(self) -> None:
+        """Refuse settings of training and of its data that this way does not use, or that do
+        not fit the data set, rather than record them as if they had shaped the run. A way
+        checks its training settings here."""
+        config = self.config
+        if config.dataset == "digits" and (config.data_root, config.data_checksums) != (
+                None, None):
+            given = "--data-root" if config.data_root is not None else "--data-checksums"
+            raise ConfigurationError(
+                f"{given} points at a data set's files, but digits is built in (it comes with "
+                "scikit-learn); leave it out, or choose a data set read from files (mnist, "
+                "fashion-mnist, cifar10)")
+        if config.data_checksums is not None:
+            from nord.data import FileCurator   # loads torch: only where checksums are given
+            from nord.data.registry import curator_class
+            if not issubclass(curator_class(config.dataset), FileCurator):
+                raise ConfigurationError(
+                    f"data_checksums (--data-checksums) checks a data set's files, and "
+                    f"{config.dataset!r} is not read from files; leave it out")
+
+    def check_group_size(self) -> None:
+        """Refuse ``group_size``, which shapes only the groups of 'distributed' runs: given
+        with another way it would be recorded as if it had (or, under mpirun, end every
+        rank)."""
+        config = self.config
+        if config.group_size is not None:
+            raise ConfigurationError(
+                f"--group-size {config.group_size} (group_size=) sets how many ranks train "
+                f"each network together under --evaluation distributed, but evaluation="
+                f"{config.evaluation!r} {self.how_ranks_evaluate}; drop --group-size, or use "
+                "--evaluation distributed")
+
+    def check_workers(self) -> None:
+        """Refuse ``worker_processes`` (given) where worker processes cannot evaluate this
+        way."""
+        if self.workers_refusal is not None:
+            raise ConfigurationError(
+                f"--workers runs candidates side by side in worker processes, each training "
+                f"its own network; evaluation={self.config.evaluation!r} "
+                + self.workers_refusal)
+
+    def check_scheduled_algorithm(self, schedulers: Sequence[str]) -> None:
+        """Refuse the run's algorithm, which runs only under one of ``schedulers``, where
+        this way cannot train candidates in legs."""
+
+    def check_scheduler(self) -> None:
+        """Refuse the run's scheduler (given) where there is no training to stop early."""
+
+    def check_stop_rules(self) -> None:
+        """Refuse the run's stop rules where there is no training to end."""
+
+    def check_callbacks(self) -> None:
+        """Refuse the run's callbacks where there is no training to look inside."""
 
     def group_size(self) -> Optional[int]:
         """Ranks per group (None: all of them)."""
@@ -106,18 +232,64 @@ class Evaluation:
         return "validation accuracy", "test accuracy"
 
 
-class _NamesItsSignal(Evaluation):
-    """A way whose description names its signal: no accuracy, or not one measured here."""
+class _Untrained(Evaluation):
+    """A way that trains no network: its description names its signal (no accuracy, or not
+    one measured here), and nothing may stop, schedule or look inside training."""
+
+    def check_scheduler(self) -> None:
+        raise ConfigurationError(
+            f"a scheduler stops training early, but evaluation={self.config.evaluation!r} "
+            "trains nothing: there is no training to stop; drop --scheduler")
+
+    def check_stop_rules(self) -> None:
+        if self.config.stop_when:
+            raise ConfigurationError(
+                f"--stop-when ends training early, but evaluation={self.config.evaluation!r} "
+                "trains nothing; drop --stop-when")
+
+    def check_callbacks(self) -> None:
+        if self.config.callbacks:
+            raise ConfigurationError(
+                f"--callbacks look inside training, but evaluation={self.config.evaluation!r} "
+                "trains nothing; drop --callbacks")
 
     def accuracy_names(self, described: Dict[str, Any], selection: str) -> Tuple[str, str]:
         return described.get("signal", "accuracy"), described.get("reported", "test accuracy")
 
 
-class _TableRead(_NamesItsSignal):
-    """Results read from a table that every rank holds, which describes itself; no data set
-    is loaded."""
+class _TableRead(_Untrained):
+    """Results read from a table of NAS-Bench-201's cells that every rank holds, which
+    describes itself; no data set is loaded (the benchmark's data sets are its own)."""
 
     needs_data = False
+    default_dataset = "cifar10"
+    table_space = "nasbench201"
+    space_ways = ("the NAS-Bench-201 space (space='nasbench201') is looked up in the "
+                  "benchmark's table (evaluation='benchmark') or scored by a zero-cost proxy "
+                  "from nord's packaged table (evaluation='zero-cost')")
+    """The evaluations that take the table's space, in the words of a refusal of another."""
+
+    def check_space(self) -> None:
+        if self.config.space != self.table_space:
+            raise ConfigurationError(
+                f"evaluation={self.config.evaluation!r} looks results up in the NAS-Bench-201 "
+                f"table, which holds only its cells; got space={self.config.space!r}: give "
+                f"--space {self.table_space}, or an evaluation that trains or scores networks")
+
+    def check_dataset(self) -> str:
+        """The data set's name in the benchmark, which refuses one it has no table of."""
+        from nord.benchmarks.nasbench201.table import get_dataset
+        return get_dataset(self.config.dataset).name
+
+    def check_settings(self) -> None:
+        given = [f"{_flag(name)} {getattr(self.config, name)}"
+                 for name in _changed_settings(self.config, LOOKUP_UNUSED)]
+        if given:
+            raise ConfigurationError(
+                f"{', '.join(given)} set(s) how candidates are trained, but a NAS-Bench-201 "
+                "run looks results up in the benchmark's table (its networks were trained "
+                "once, by the benchmark's authors, with its own split and settings); leave "
+                f"{'it' if len(given) == 1 else 'them'} out")
 
     def describe(self, world_size: int, evaluator) -> Dict[str, Any]:
         return evaluator.describe()
@@ -125,6 +297,30 @@ class _TableRead(_NamesItsSignal):
 
 class TableLookup(_TableRead):
     """NAS-Bench-201: each result is read from the benchmark's table."""
+
+    how_ranks_evaluate = "looks results up in a table"
+    workers_refusal = ("looks results up in a table, which takes microseconds: run it "
+                       "without --workers")
+
+    def check_scheduled_algorithm(self, schedulers: Sequence[str]) -> None:
+        algorithm = self.config.algorithm
+        raise ConfigurationError(
+            f"the {algorithm} algorithm runs only under --scheduler {' or '.join(schedulers)}, "
+            "which trains candidates in legs, but a NAS-Bench-201 run looks results up; "
+            f"compare it on the table with nord compare --algorithms {algorithm} (its "
+            "multi-fidelity protocol: docs/comparisons.md)")
+
+    def check_scheduler(self) -> None:
+        raise ConfigurationError(
+            "a scheduler stops training early, but evaluation='benchmark' looks results up "
+            "in the NAS-Bench-201 table: there is no training to stop. Run the benchmark "
+            "without --scheduler")
+
+    def check_callbacks(self) -> None:
+        if self.config.callbacks:
+            raise ConfigurationError(
+                "--callbacks look inside training, but NAS-Bench-201 runs look results up and "
+                "train nothing; drop --callbacks")
 
     def ranks_per_network(self, world_size: int) -> int:
         return 1
@@ -134,18 +330,45 @@ class TableLookup(_TableRead):
         return BenchmarkEvaluator(dataset=self.config.dataset)
 
 
-class ProxyTableLookup(_TableRead):
-    """A zero-cost score of a NAS-Bench-201 cell, read from nord's packaged proxy table."""
+class _ScoredByProxy(_Untrained):
+    """A zero-cost proxy's score of each untrained network: the run names its proxy
+    (synflow by default), and no setting of training."""
 
-    def build(self, env, curator=None):
-        from nord.benchmarks.nasbench201.proxy_evaluator import ProxyTableEvaluator
-        return ProxyTableEvaluator(self.config.proxy, dataset=self.config.dataset)
+    how_ranks_evaluate = "scores each untrained network on one rank"
+    workers_refusal = ("scores untrained networks, a fraction of a second each: run it without "
+                       "--workers (under mpirun, ranks score side by side)")
+
+    def check_proxy(self) -> Optional[str]:
+        from nord.nn.proxies import check_proxy
+        config = self.config
+        proxy = check_proxy("synflow" if config.proxy is None else config.proxy)
+        given = [_flag(name) for name in _changed_settings(config, SCORING_UNUSED)]
+        if given or config.callbacks:
+            raise ConfigurationError(
+                f"{', '.join(given + ['--callbacks'] * bool(config.callbacks))} set(s) how "
+                "candidates are trained, but --evaluation zero-cost scores untrained networks; "
+                "drop them")
+        return proxy
 
     def selection(self, curator) -> str:
         return "proxy"
 
 
-class Scoring(_NamesItsSignal):
+class ProxyTableLookup(_ScoredByProxy, _TableRead):
+    """A zero-cost score of a NAS-Bench-201 cell, read from nord's packaged proxy table."""
+
+    def check_settings(self) -> None:
+        """The table holds the scores of a few proxies, and none of training."""
+        from nord.benchmarks.nasbench201.proxy_evaluator import check_table_proxy
+        check_table_proxy(self.config.proxy)
+        super().check_settings()
+
+    def build(self, env, curator=None):
+        from nord.benchmarks.nasbench201.proxy_evaluator import ProxyTableEvaluator
+        return ProxyTableEvaluator(self.config.proxy, dataset=self.config.dataset)
+
+
+class Scoring(_ScoredByProxy):
     """A zero-cost proxy scores each untrained network on a batch of the data."""
 
     def build(self, env, curator=None):
@@ -163,13 +386,13 @@ class Scoring(_NamesItsSignal):
                 "signal": f"{config.proxy} score, mapped into (0, 1) (not an accuracy)",
                 "reported": "none: no network is trained"}
 
-    def selection(self, curator) -> str:
-        return "proxy"
-
 
 class Training(Evaluation):
     """Each candidate is trained with the run's settings, on one rank (the subclasses: on
     several, data-parallel)."""
+
+    how_ranks_evaluate = "trains each network on one rank"
+    workers_refusal = None
 
     def build(self, env, curator=None):
         if env.group is None:
@@ -215,6 +438,9 @@ class Training(Evaluation):
 class DataParallelTraining(Training):
     """All the ranks train each candidate together."""
 
+    how_ranks_evaluate = "trains each network on all the ranks of the launch"
+    workers_refusal = _ON_SEVERAL_RANKS
+
     def group_size(self) -> Optional[int]:
         return None
 
@@ -228,6 +454,11 @@ class DataParallelTraining(Training):
 class GroupTraining(Training):
     """Groups of ``group_size`` ranks each train a candidate together, side by side; rank 0
     only dispatches when the groups hold several ranks."""
+
+    workers_refusal = _ON_SEVERAL_RANKS
+
+    def check_group_size(self) -> None:
+        """The groups are this way's own (``group_size`` None: groups of one rank)."""
 
     def group_size(self) -> Optional[int]:
         return self.config.group_size or 1
@@ -269,13 +500,66 @@ class GroupTraining(Training):
             f"or -np {upper}, or use {sizes} with -np {world_size}")
 
 
-_WAYS = {"benchmark": TableLookup, "local": Training, "data-parallel": DataParallelTraining,
-         "distributed": GroupTraining}
+# --- the registry of ways ----------------------------------------------------------------------
+# A plain dict rather than a nord.registry.Registry: one name may hold several ways, each for
+# the spaces it takes, and names are matched as journals record them.
+_WAYS: Dict[str, List[Type[Evaluation]]] = {}
+DEFAULT_EVALUATION = "local"
+"""The evaluation of a run that names none, on a space that no way reads from a table."""
+
+
+def register_way(name: str, way: Type[Evaluation]) -> None:
+    """Let ``RunConfig(evaluation=name)`` (``--evaluation name``) evaluate candidates by
+    ``way``. A name may hold several ways: the one whose ``table_space`` is the run's space,
+    else the first registered.
+
+    Raises:
+        ConfigurationError: ``way`` is not an Evaluation subclass.
+    """
+    check_subclass(way, Evaluation, name)
+    _WAYS.setdefault(name, []).append(way)
+
+
+def list_evaluations() -> List[str]:
+    """The evaluations a run may name, in the order they were registered."""
+    return list(_WAYS)
+
+
+def table_reader(space: str) -> Optional[Type[Evaluation]]:
+    """The first way registered that reads ``space``'s cells from a table, or None."""
+    return next((way for ways in _WAYS.values() for way in ways if way.table_space == space),
+                None)
+
+
+def default_evaluation(space: str) -> str:
+    """The evaluation of a run on ``space`` that names none: the first that reads the
+    space's cells from a table, else :data:`DEFAULT_EVALUATION`."""
+    return next((name for name, ways in _WAYS.items()
+                 if any(way.table_space == space for way in ways)), DEFAULT_EVALUATION)
+
+
+def way_class(evaluation: str, space: str) -> Type[Evaluation]:
+    """The way that ``evaluation`` names on ``space`` (a way that cannot take the space
+    refuses it in its ``check_space``).
+
+    Raises:
+        ConfigurationError: an evaluation that no way is registered as, listing those that are.
+    """
+    if not isinstance(evaluation, str) or evaluation not in _WAYS:
+        raise ConfigurationError(
+            f"evaluation must be one of {', '.join(_WAYS)}; got {evaluation!r}")
+    ways = _WAYS[evaluation]
+    return next((way for way in ways if way.table_space == space), ways[0])
 
 
 def evaluation_of(config: RunConfig) -> Evaluation:
     """The way ``config`` evaluates its candidates (its ``evaluation``, on its space)."""
-    if config.evaluation == "zero-cost":
-        return ProxyTableLookup(config) if config.on_benchmark else Scoring(config)
-    return _WAYS[config.evaluation](config)
+    return way_class(config.evaluation, config.space)(config)
 
+
+register_way("local", Training)
+register_way("data-parallel", DataParallelTraining)
+register_way("distributed", GroupTraining)
+register_way("benchmark", TableLookup)
+register_way("zero-cost", Scoring)
+register_way("zero-cost", ProxyTableLookup)

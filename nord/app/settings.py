@@ -14,6 +14,7 @@ import os
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Dict, List, Optional, Union
 
+from nord.app.evaluation import Evaluation, default_evaluation, evaluation_of
 from nord.app.plugins import load_modules, recorded
 from nord.checks import (MAX_BUDGET, MAX_SEED, check_device, check_duration, check_int,
                          check_valid_fraction)
@@ -23,7 +24,6 @@ from nord.errors import ConfigurationError
 # where they are used, so that a configuration is checked (and refused) before torch or a data
 # set is loaded.
 
-EVALUATIONS = ("local", "data-parallel", "distributed", "benchmark", "zero-cost")
 OPTIMIZERS = ("adam", "adamw", "sgd", "rmsprop")
 """The optimizers a run may name (``nord.nn.training.OPTIMIZERS``, without importing torch)."""
 EXECUTION_FIELDS = ("budget", "journal", "threads", "device", "backend", "worker_processes", "mps",
@@ -32,10 +32,6 @@ EXECUTION_FIELDS = ("budget", "journal", "threads", "device", "backend", "worker
 RESUME_CHANGES = ("device", "threads", "backend", "worker_processes", "mps", "max_attempts",
                   "checkpoint_every", "time_budget", "target")
 """Where it runs: what ``nord resume`` may change besides the budget."""
-TRAINING_FIELDS = ("epochs", "batch_size", "lr", "optimizer", "valid_fraction", "data_root",
-                   "data_checksums", "max_params")
-"""Settings of training and of the data it reads: what a benchmark run (a table look-up)
-must leave at their defaults."""
 RECORDED_WHEN_SET = {"data_checksums": None, "max_params": None, "plugins": None, "proxy": None,
                      "stop_when": [], "strict_callbacks": False}
 """Settings added after journals were first written, recorded only when they differ from the
@@ -59,8 +55,9 @@ class RunConfig:
         space: a registered search space: 'conv' (the paper's k convolutional layers) or
             'nasbench201'.
         space_params: the space's keyword arguments (e.g. layers, channels, kernel_size).
-        evaluation: 'local', 'data-parallel', 'distributed', 'benchmark' or 'zero-cost'
-            (module docstring); None: 'benchmark' for the 'nasbench201' space, else 'local'.
+        evaluation: 'local', 'data-parallel', 'distributed', 'benchmark', 'zero-cost' or
+            another registered way (``nord.app.evaluation``, which also holds the rules that
+            depend on it); None: 'benchmark' for the 'nasbench201' space, else 'local'.
         proxy: for 'zero-cost', the proxy that scores each untrained candidate
             (``nord.nn.proxies.PROXIES``; None: 'synflow'); refused with any other evaluation.
         dataset: a data set name ('digits', 'mnist', 'fashion-mnist', 'cifar10') or, for
@@ -171,38 +168,21 @@ class RunConfig:
         self.algorithm = ALGORITHMS.canonical(self.algorithm)
         self.space = SPACES.canonical(self.space)
         if self.evaluation is None:
-            self.evaluation = "benchmark" if self.space == "nasbench201" else "local"
-        if self.evaluation not in EVALUATIONS:
-            raise ConfigurationError(
-                f"evaluation must be one of {', '.join(EVALUATIONS)}; got {self.evaluation!r}")
-        self._check_proxy()
+            self.evaluation = default_evaluation(self.space)
+        # the rules that depend on how candidates are evaluated are the way's own; it reads
+        # this configuration as it is being checked
+        way = evaluation_of(self)
+        self.proxy = way.check_proxy()
         if self.dataset is None:
-            self.dataset = "cifar10" if self.on_benchmark else "digits"
-        if self.evaluation == "benchmark" and self.space != "nasbench201":
-            raise ConfigurationError(
-                "evaluation='benchmark' looks results up in the NAS-Bench-201 table, which holds "
-                f"only its cells; got space={self.space!r}: give --space nasbench201, or an "
-                "evaluation that trains or scores networks")
-        if self.space == "nasbench201" and self.evaluation not in ("benchmark", "zero-cost"):
-            raise ConfigurationError(
-                f"the NAS-Bench-201 space (space='nasbench201') is looked up in the benchmark's "
-                f"table (evaluation='benchmark') or scored by a zero-cost proxy from nord's "
-                f"packaged table (evaluation='zero-cost'); got evaluation={self.evaluation!r}")
-        if self.on_benchmark:
-            from nord.benchmarks.nasbench201.table import get_dataset
-            self.dataset = get_dataset(self.dataset).name
-            if self.evaluation == "zero-cost":
-                from nord.benchmarks.nasbench201.proxy_evaluator import check_table_proxy
-                check_table_proxy(self.proxy)
-        else:
-            from nord.data.registry import CURATORS
-            self.dataset = CURATORS.canonical(self.dataset)
-        self._check_training_settings()
+            self.dataset = way.default_dataset
+        way.check_space()
+        self.dataset = way.check_dataset()
+        way.check_settings()
         check_device(self.device)
         for name, minimum in (("group_size", 1), ("threads", 1), ("max_params", 1)):
             if getattr(self, name) is not None:
                 check_int(getattr(self, name), name, minimum)
-        self._check_group_size()
+        way.check_group_size()
         if self.budget is not None and check_int(self.budget, "budget", 1) > MAX_BUDGET:
             raise ConfigurationError(
                 f"budget must be at most {MAX_BUDGET:,} evaluations (the journal stores it as a "
@@ -233,7 +213,7 @@ class RunConfig:
                 f"CPUs this process may use; got {self.threads}. More threads than CPUs only "
                 "slow training down; with several ranks on one machine, give each its share "
                 "(CPUs / ranks)")
-        self._check_workers()
+        self._check_workers(way)
         if self.optimizer not in OPTIMIZERS:
             raise ConfigurationError(
                 f"optimizer must be one of {', '.join(OPTIMIZERS)}; got {self.optimizer!r}")
@@ -247,14 +227,14 @@ class RunConfig:
                 raise ConfigurationError(
                     f"{name} must be a dict of keyword arguments; got {getattr(self, name)!r}")
         self.valid_fraction = check_valid_fraction(self.valid_fraction)
-        self._check_scheduler()
-        self._check_callbacks()
+        self._check_scheduler(way)
+        self._check_callbacks(way)
         if "seed" in self.algorithm_params:
             raise ConfigurationError(
                 "give the seed as RunConfig(seed=...) (nord run --seed), not among the "
                 "algorithm's parameters: it seeds the algorithm and the training alike")
 
-    def _check_workers(self) -> None:
+    def _check_workers(self, way: Evaluation) -> None:
         """``worker_processes`` and ``mps``: the machine-independent rules (the GPUs are
         counted when the run starts, :func:`~nord.app.assembly.check_workers`)."""
         from nord.parallel import launcher_world_size
@@ -270,31 +250,8 @@ class RunConfig:
         ranks = launcher_world_size() or 1
         if ranks > 1:   # the launch is the first thing wrong: say that, not the CPU count
             check_workers_under_launcher(self.worker_processes, ranks)
-        if self.evaluation != "local":
-            why = {"benchmark": "looks results up in a table, which takes microseconds: run it "
-                                "without --workers",
-                   "zero-cost": "scores untrained networks, a fraction of a second each: run it "
-                                "without --workers (under mpirun, ranks score side by side)"}
-            raise ConfigurationError(
-                f"--workers runs candidates side by side in worker processes, each training "
-                f"its own network; evaluation={self.evaluation!r} "
-                + why.get(self.evaluation, "trains each network on several MPI ranks: launch "
-                                           "it with mpirun instead of --workers"))
+        way.check_workers()
         check_worker_count(self.worker_processes, usable_cpus())
-
-    def _check_group_size(self) -> None:
-        """``group_size`` shapes only 'distributed' runs; given with another evaluation it would
-        be recorded as if it had (or, under mpirun, end every rank)."""
-        if self.group_size is None or self.evaluation == "distributed":
-            return
-        why = {"local": "trains each network on one rank",
-               "data-parallel": "trains each network on all the ranks of the launch",
-               "benchmark": "looks results up in a table",
-               "zero-cost": "scores each untrained network on one rank"}[self.evaluation]
-        raise ConfigurationError(
-            f"--group-size {self.group_size} (group_size=) sets how many ranks train each "
-            f"network together under --evaluation distributed, but evaluation="
-            f"{self.evaluation!r} {why}; drop --group-size, or use --evaluation distributed")
 
     def _load_plugins(self) -> None:
         """Import the run's plug-in modules (a comma-separated string is split)."""
@@ -311,29 +268,7 @@ class RunConfig:
         self.plugins = [recorded(plugin) for plugin in self.plugins] or None
         load_modules(self.plugins or ())
 
-    def _check_proxy(self) -> None:
-        """A zero-cost run names a known proxy (synflow by default); no other run names one,
-        and a zero-cost run trains nothing, so nothing may stop or watch its training."""
-        if self.evaluation != "zero-cost":
-            if self.proxy is not None:
-                raise ConfigurationError(
-                    f"--proxy {self.proxy} chooses the zero-cost proxy that scores untrained "
-                    f"candidates, but evaluation is {self.evaluation!r}, which trains or looks "
-                    "them up; add --evaluation zero-cost, or drop --proxy")
-            return
-        from nord.nn.proxies import check_proxy
-        self.proxy = check_proxy("synflow" if self.proxy is None else self.proxy)
-        defaults = {f.name: f.default for f in fields(self)}
-        given = [f"--{name.replace('_', '-')}" for name in ("epochs", "lr", "optimizer",
-                                                            "max_params", "scheduler")
-                 if getattr(self, name) != defaults[name]]
-        if given or self.callbacks:
-            raise ConfigurationError(
-                f"{', '.join(given + ['--callbacks'] * bool(self.callbacks))} set(s) how "
-                "candidates are trained, but --evaluation zero-cost scores untrained networks; "
-                "drop them")
-
-    def _check_callbacks(self) -> None:
+    def _check_callbacks(self, way: Evaluation) -> None:
         """Built-in training callbacks by canonical name; none where nothing trains."""
         from nord.evaluators.callbacks import CALLBACKS
         if isinstance(self.callbacks, str):
@@ -350,13 +285,10 @@ class RunConfig:
         if not isinstance(self.strict_callbacks, bool):
             raise ConfigurationError(
                 f"strict_callbacks is true or false; got {self.strict_callbacks!r}")
-        self._check_stop_rules()
-        if self.callbacks and self.evaluation == "benchmark":
-            raise ConfigurationError(
-                "--callbacks look inside training, but NAS-Bench-201 runs look results up and "
-                "train nothing; drop --callbacks")
+        self._check_stop_rules(way)
+        way.check_callbacks()
 
-    def _check_stop_rules(self) -> None:
+    def _check_stop_rules(self, way: Evaluation) -> None:
         """Rules that parse and name what the run records; none where nothing trains."""
         from nord.evaluators.callbacks import callback_classes, fresh_callback
         from nord.evaluators.stop_rules import check_rule_names, parse_rules
@@ -369,61 +301,20 @@ class RunConfig:
                 f"{self.stop_when!r}")
         rules = parse_rules(self.stop_when)
         self.stop_when = [rule.text for rule in rules]
-        if rules and self.evaluation in ("benchmark", "zero-cost"):
-            raise ConfigurationError(
-                f"--stop-when ends training early, but evaluation={self.evaluation!r} trains "
-                "nothing; drop --stop-when")
+        way.check_stop_rules()
         outputs = [name for cls in callback_classes(self.callbacks)
                    for name in fresh_callback(cls).outputs()]
         check_rule_names(rules, outputs)
 
-    @property
-    def on_benchmark(self) -> bool:
-        """Whether candidates are NAS-Bench-201 cells, read from tables (no data set is
-        loaded: the benchmark's data sets are its own)."""
-        return self.space == "nasbench201"
-
-    def _check_training_settings(self) -> None:
-        """Settings of training and its data refused where nothing uses them, rather than
-        recorded as if they had shaped the run."""
-        if self.on_benchmark:
-            defaults = {f.name: f.default for f in fields(self) if f.name in TRAINING_FIELDS}
-            given = [f"--{name.replace('_', '-')} {getattr(self, name)}"
-                     for name in TRAINING_FIELDS if getattr(self, name) != defaults[name]]
-            if given:
-                raise ConfigurationError(
-                    f"{', '.join(given)} set(s) how candidates are trained, but a NAS-Bench-201 "
-                    "run looks results up in the benchmark's table (its networks were trained "
-                    "once, by the benchmark's authors, with its own split and settings); leave "
-                    f"{'it' if len(given) == 1 else 'them'} out")
-        elif self.dataset == "digits" and (self.data_root, self.data_checksums) != (None, None):
-            flag = "--data-root" if self.data_root is not None else "--data-checksums"
-            raise ConfigurationError(
-                f"{flag} points at a data set's files, but digits is built in (it comes with "
-                "scikit-learn); leave it out, or choose a data set read from files (mnist, "
-                "fashion-mnist, cifar10)")
-        elif self.data_checksums is not None:
-            from nord.data import FileCurator   # loads torch: only where checksums are given
-            from nord.data.registry import curator_class
-            if not issubclass(curator_class(self.dataset), FileCurator):
-                raise ConfigurationError(
-                    f"data_checksums (--data-checksums) checks a data set's files, and "
-                    f"{self.dataset!r} is not read from files; leave it out")
-
-    def _check_scheduler(self) -> None:
+    def _check_scheduler(self, way: Evaluation) -> None:
         """A scheduler's name and settings, its mode and evaluation, checked now without
         building it (the run builds it once): a bad one is refused before anything is loaded."""
         given = [name for name in ("min_epochs", "max_epochs", "eta")
                  if getattr(self, name) is not None]
         from nord.search.algorithms.registry import get_algorithm
         needs = get_algorithm(self.algorithm).schedulers
-        if needs is not None and self.evaluation == "benchmark":
-            raise ConfigurationError(
-                f"the {self.algorithm} algorithm runs only under --scheduler "
-                f"{' or '.join(needs)}, which trains candidates in legs, but a NAS-Bench-201 run "
-                "looks results up; compare it on the table with nord compare --algorithms "
-                f"{self.algorithm} (its multi-fidelity protocol: docs/comparisons.md)")
         if needs is not None:
+            way.check_scheduled_algorithm(needs)
             from nord.search.schedulers import SCHEDULERS
             get_algorithm(self.algorithm).check_scheduler(
                 None if self.scheduler is None else SCHEDULERS.canonical(self.scheduler))
@@ -435,11 +326,7 @@ class RunConfig:
                     "add --scheduler asha (or sha, median, hyperband), or train every candidate "
                     "--epochs without one")
             return
-        if self.evaluation == "benchmark":
-            raise ConfigurationError(
-                "a scheduler stops training early, but evaluation='benchmark' looks results up "
-                "in the NAS-Bench-201 table: there is no training to stop. Run the benchmark "
-                "without --scheduler")
+        way.check_scheduler()
         from nord.search.schedulers import SCHEDULERS, check_settings
         self.scheduler = SCHEDULERS.canonical(self.scheduler)
         settings = self.scheduler_settings()
