@@ -24,7 +24,7 @@ from typing import Any, Optional, Sequence, Tuple
 import numpy as np
 
 from nord.checks import check_int
-from nord.data.curator import ArrayLike, DataCurator, RawData, prepare
+from nord.data.curator import ArrayLike, DataCurator, RawData
 from nord.data.download import default_root
 from nord.errors import ConfigurationError
 
@@ -182,10 +182,10 @@ class TensorCurator(DataCurator):
         self.name = str(name)
         # The arrays are given here, so checking them here reports mistakes at the line
         # that made them, not at the first training step.
-        self._data = prepare(RawData(x_train, y_train, x_test, y_test, classes,
-                                     x_valid=x_valid, y_valid=y_valid),
-                             self.normalise, source="TensorCurator",
-                             valid_fraction=self.valid_fraction, split_seed=self.split_seed)
+        self._raw = RawData(x_train, y_train, x_test, y_test, classes, x_valid=x_valid,
+                            y_valid=y_valid)
+        self.load()
 
-    def _load(self) -> RawData:  # pragma: no cover - data is prepared in __init__
-        raise AssertionError("TensorCurator holds its data from construction")
+    def _load(self) -> RawData:
+        """The arrays given (prepared again when the normalisation changes)."""
+        return self._raw

@@ -304,6 +304,24 @@ def channel_statistics(x: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
     return mean, std
 
 
+def given_statistics(statistics: Tuple[Sequence[float], Sequence[float]], x: torch.Tensor,
+                     source: str) -> Tuple[torch.Tensor, torch.Tensor]:
+    """Published per-channel ``(mean, std)`` shaped to broadcast over ``x``, like
+    :func:`channel_statistics`.
+
+    Raises:
+        ConfigurationError: not one positive deviation and one mean per channel of ``x``.
+    """
+    mean, std = (torch.as_tensor(values, dtype=x.dtype).flatten() for values in statistics)
+    channels = x.shape[1]
+    if len(mean) != channels or len(std) != channels or not bool((std > 0).all()):
+        raise ConfigurationError(
+            f"{source}: normalising statistics need one mean and one positive deviation per "
+            f"channel ({channels}); got mean {mean.tolist()} and std {std.tolist()}")
+    shape = [1, channels] + [1] * (x.dim() - 2)
+    return mean.view(shape), std.view(shape)
+
+
 @dataclass
 class _Loaded:
     x_train: torch.Tensor
@@ -342,10 +360,12 @@ def validation_indices(labels: np.ndarray, fraction: float, seed: int) -> np.nda
 
 
 def prepare(raw: RawData, normalise: bool = True, source: str = "data",
-            valid_fraction: float = 0.0, split_seed: int = 0) -> _Loaded:
+            valid_fraction: float = 0.0, split_seed: int = 0,
+            statistics: Optional[Tuple[Sequence[float], Sequence[float]]] = None) -> _Loaded:
     """Validate and convert a :class:`RawData`; split off the validation part (the official
     one, or a stratified hold-out of ``valid_fraction`` of the training split, seeded by
-    ``split_seed``); normalise every split with the statistics of what remains for training."""
+    ``split_seed``); normalise every split with the statistics of what remains for training,
+    or with ``statistics`` (per-channel mean and standard deviation) when given."""
     x_train = as_sample_tensor(raw.x_train, f"{source}: x_train")
     x_test = as_sample_tensor(raw.x_test, f"{source}: x_test")
     official = raw.x_valid is not None or raw.y_valid is not None
@@ -388,7 +408,8 @@ def prepare(raw: RawData, normalise: bool = True, source: str = "data",
             )
     mean = std = None
     if normalise:
-        mean_t, std_t = channel_statistics(x_train)
+        mean_t, std_t = (channel_statistics(x_train) if statistics is None
+                         else given_statistics(statistics, x_train, source))
         for tensor in (x_train, x_valid, x_test):
             tensor.sub_(mean_t).div_(std_t)
         mean = tuple(float(v) for v in mean_t.flatten())
@@ -439,6 +460,18 @@ class DataCurator(ABC):
         self.split_seed = check_int(split_seed, "split_seed", 0)
         self._data: Optional[_Loaded] = None
         self._on_device: Dict[str, Tuple[torch.Tensor, ...]] = {}
+        self._statistics: Optional[Tuple[Tuple[float, ...], Tuple[float, ...]]] = None
+
+    def normalise_with(self, mean: Sequence[float], std: Sequence[float]) -> "DataCurator":
+        """Normalise with these per-channel statistics (of the samples as scaled, e.g. pixels in
+        [0, 1]) instead of the training split's: a published protocol's figures. Data already
+        loaded otherwise is loaded again on next use; returns self."""
+        statistics = (tuple(float(v) for v in mean), tuple(float(v) for v in std))
+        if statistics != self._statistics:
+            self._statistics = statistics
+            self._data = None
+            self._on_device = {}
+        return self
 
     @abstractmethod
     def _load(self) -> RawData:
@@ -449,7 +482,8 @@ class DataCurator(ABC):
         """Load the data now (idempotent) and return self: raises here, not mid-training."""
         if self._data is None:
             self._data = prepare(self._load(), self.normalise, source=type(self).__name__,
-                                 valid_fraction=self.valid_fraction, split_seed=self.split_seed)
+                                 valid_fraction=self.valid_fraction, split_seed=self.split_seed,
+                                 statistics=self._statistics)
             logger.debug("%s loaded: %d train, %d test samples of shape %s", self.name,
                          len(self._data.x_train), len(self._data.x_test), self.input_shape)
         return self
@@ -497,7 +531,8 @@ class DataCurator(ABC):
 
     @property
     def mean(self) -> Optional[Tuple[float, ...]]:
-        """Per-channel training mean used to normalise (None when not normalised)."""
+        """Per-channel mean used to normalise (None when not normalised): the training
+        split's, or the statistics given to :meth:`normalise_with`."""
         return self._loaded.mean
 
     @property

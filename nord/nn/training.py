@@ -12,6 +12,7 @@ test set, not a mean of per-rank fractions::
 """
 from __future__ import annotations
 
+import functools
 import math
 import sys
 import traceback
@@ -22,6 +23,8 @@ from torch import nn
 
 from nord.checks import check_device
 from nord.errors import ConfigurationError, DistributedError, NordError
+from nord.nn.augment import Augmentation
+from nord.nn.precision import Precision
 from nord.parallel.placement import gpu_for_rank
 from nord.progress import ProgressDisplay
 
@@ -107,13 +110,61 @@ def make_optimizer(name: Union[str, type], parameters: Iterable, lr: float,
     return optimizer_class(name, lr)(parameters, lr=lr, **kwargs)
 
 
+class TrainingStep:
+    """How each training step is taken beyond forward, backward and the optimizer's step: what
+    is done to the inputs (memory format, augmentation), the loss (label smoothing), the
+    precision, and gradient clipping. ``TrainingStep()`` is a plain step.
+
+    Args:
+        augment: applied to each batch of inputs (an :class:`~nord.nn.augment.Augmentation`;
+            None or an empty one: the inputs as they are).
+        label_smoothing: of the training loss.
+        clip_grad: the gradients' total norm is clipped to this (0: no clipping).
+        precision: a :class:`~nord.nn.precision.Precision` (None: fp32).
+        channels_last: give the network its inputs in channels-last memory format.
+    """
+
+    def __init__(self, augment: Optional[Augmentation] = None, label_smoothing: float = 0.0,
+                 clip_grad: float = 0.0, precision: Optional[Precision] = None,
+                 channels_last: bool = False):
+        self.augment = augment if augment else None
+        self.loss_fn = (functools.partial(nn.functional.cross_entropy,
+                                          label_smoothing=float(label_smoothing))
+                        if label_smoothing else nn.functional.cross_entropy)
+        self.clip_grad = float(clip_grad)
+        self.precision = precision if precision is not None else Precision()
+        self.channels_last = bool(channels_last)
+
+    def prepare(self, inputs: torch.Tensor) -> torch.Tensor:
+        """The batch as the network takes it: augmented, in its memory format."""
+        if self.augment is not None:
+            inputs = self.augment(inputs)
+        if self.channels_last and inputs.dim() == 4:
+            inputs = inputs.contiguous(memory_format=torch.channels_last)
+        return inputs
+
+    def apply(self, model: nn.Module, optimizer) -> None:
+        """After the backward pass (and the all-reduce, when data-parallel): clip, then step."""
+        if self.clip_grad:
+            self.precision.unscale(optimizer)
+            nn.utils.clip_grad_norm_(model.parameters(), self.clip_grad)
+        self.precision.step(optimizer)
+
+
+PLAIN_STEP = TrainingStep()
+
+
 def train_epoch(model: nn.Module, loader: Iterable, optimizer, device: torch.device,
                 loss_fn: Optional[Callable] = None, check_every: int = 1,
                 progress: Optional[Callable[[int, float], None]] = None,
-                agree: Optional[Callable[[Optional[BaseException]], None]] = None) -> float:
+                agree: Optional[Callable[[Optional[BaseException]], None]] = None,
+                step: TrainingStep = PLAIN_STEP) -> float:
     """One pass over ``loader``; returns the mean training loss.
 
     Args:
+        loss_fn: the training loss (default: the step's, cross entropy).
+        step: how each step is taken (:class:`TrainingStep`: augmentation, label smoothing,
+            precision, clipping); default a plain step.
         check_every: steps between reads of the NaN/inf test of the loss (and, when
             data-parallel, of the ranks' failure flag); a read waits for a GPU.
         progress: called as ``progress(step, loss)`` after each step.
@@ -130,11 +181,11 @@ def train_epoch(model: nn.Module, loader: Iterable, optimizer, device: torch.dev
     Raises:
         NonFiniteLossError: the loss became NaN or infinite.
     """
-    loss_fn = loss_fn or nn.functional.cross_entropy
+    loss_fn = loss_fn or step.loss_fn
     model.train()
     if agree is not None:
         return _train_data_parallel(model, loader, optimizer, device, loss_fn, check_every,
-                                    progress, agree)
+                                    progress, agree, step)
     # On the CPU reading the loss costs nothing, so every step is checked; on a GPU a read
     # waits for the device, so the loss is summed on it and checked every check_every steps.
     read_every_step = device.type == "cpu"
@@ -147,8 +198,10 @@ def train_epoch(model: nn.Module, loader: Iterable, optimizer, device: torch.dev
         if inputs.device != device:
             inputs = inputs.to(device, non_blocking=True)
             targets = targets.to(device, non_blocking=True)
+        inputs = step.prepare(inputs)
         optimizer.zero_grad()
-        loss = loss_fn(model(inputs), targets)
+        with step.precision.autocast():
+            loss = loss_fn(model(inputs), targets)
         if read_every_step:
             value = loss.item()
             finite = math.isfinite(value)
@@ -158,8 +211,8 @@ def train_epoch(model: nn.Module, loader: Iterable, optimizer, device: torch.dev
             raise NonFiniteLossError(
                 f"the training loss became {float(loss.detach())} at step {steps}; the "
                 "network diverged (try a smaller learning rate)")
-        loss.backward()
-        optimizer.step()
+        step.precision.scale(loss).backward()
+        step.apply(model, optimizer)
         total += value if read_every_step else loss.detach()
         if progress is not None:
             progress(steps, value if read_every_step else float(loss.detach()))
@@ -193,7 +246,7 @@ class DataParallelOptimizer(Protocol):
 
 
 def _train_data_parallel(model, loader, optimizer: DataParallelOptimizer, device, loss_fn,
-                         check_every, progress, agree) -> float:
+                         check_every, progress, agree, step: TrainingStep) -> float:
     """``train_epoch`` for data-parallel training: the failure flag rides the gradients.
 
     The flag is read on the host every ``check_every`` steps and after the last one, so
@@ -220,10 +273,12 @@ def _train_data_parallel(model, loader, optimizer: DataParallelOptimizer, device
                 if inputs.device != device:
                     inputs = inputs.to(device, non_blocking=True)
                     targets = targets.to(device, non_blocking=True)
-                loss = loss_fn(model(inputs), targets)
+                inputs = step.prepare(inputs)
+                with step.precision.autocast():
+                    loss = loss_fn(model(inputs), targets)
                 # counted only while the group is clean: once a rank's NaN is averaged into
                 # everyone's weights, the NaN that follows elsewhere is not their own
-                own += optimizer.backward(loss) * (flags == 0)
+                own += optimizer.backward(step.precision.scale(loss)) * (flags == 0)
         except Exception as failure:  # noqa: BLE001 - the other ranks learn of it by the flag
             error = failure
             # the failed step's activations stay reachable from the traceback: free them
@@ -234,7 +289,7 @@ def _train_data_parallel(model, loader, optimizer: DataParallelOptimizer, device
                 _fail_together(agree, error, own, checked, steps)
             checked = steps
         if error is None:
-            optimizer.step()
+            step.apply(model, optimizer)
             total += loss.detach()
             if progress is not None:
                 progress(steps, float(loss.detach()))
