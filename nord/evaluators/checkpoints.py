@@ -1,14 +1,17 @@
 """Training checkpoints: how a candidate's training stops and goes on without redoing an epoch.
 
 A checkpoint holds what the next epoch depends on: the weights, the optimizer's state, the
-random generators (the data order follows from the seed and the epoch's number), and where the
-leg that wrote it stands: the epochs it trained so far, their learning-curve records and
+state of the recipe's other stateful parts (where the learning-rate schedule stands, an fp16
+loss scaler), the random generators (the data order and the augmentation's draws follow from
+the seed and the epoch's number), and where the leg that wrote it stands: the epochs it trained so far, their learning-curve records and
 training time, and the last epoch's figures (so that a leg resumed after its last epoch ends
 exactly as it would have)::
 
     progress = LegProgress(leg_start=0)
-    save_checkpoint(path, descriptor, model, optimizer, epochs=3, progress=progress)
-    epochs, progress = load_checkpoint(path, descriptor, model, optimizer)
+    save_checkpoint(path, descriptor, model, optimizer, epochs=3, progress=progress,
+                    parts={"schedule": schedule})
+    epochs, progress = load_checkpoint(path, descriptor, model, optimizer,
+                                       parts={"schedule": schedule})
 
 Files are written atomically (a reader sees the old file or the whole new one) and read with
 ``torch.load(weights_only=True)``, so a checkpoint folder on a shared file system is no way to
@@ -22,7 +25,7 @@ import os
 import pickle
 import shutil
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 import torch
 
@@ -33,8 +36,9 @@ from nord.evaluators.result import EpochRecord
 __all__ = ["CHECKPOINT_FORMAT", "CheckpointError", "LegProgress", "save_checkpoint",
            "load_checkpoint"]
 
-CHECKPOINT_FORMAT = "nord.checkpoint/3"
-_READABLE_FORMATS = ("nord.checkpoint/1", "nord.checkpoint/2", CHECKPOINT_FORMAT)
+CHECKPOINT_FORMAT = "nord.checkpoint/4"
+_READABLE_FORMATS = ("nord.checkpoint/1", "nord.checkpoint/2", "nord.checkpoint/3",
+                     CHECKPOINT_FORMAT)
 
 
 class CheckpointError(NordError):
@@ -82,12 +86,15 @@ class LegProgress:
 
 def save_checkpoint(path: str, descriptor: NeuralDescriptor, model, optimizer,
                     epochs: int, device: Optional[torch.device] = None,
-                    progress: Optional[LegProgress] = None) -> None:
+                    progress: Optional[LegProgress] = None,
+                    parts: Optional[Mapping[str, Any]] = None) -> None:
     """Write a checkpoint atomically: a reader sees the old file or the whole new one.
 
     It holds only what ``torch.load(weights_only=True)`` accepts (tensors, numbers, strings
     and containers of them): the random generators' states as CPU byte tensors, the CPU's
     and, when training on a GPU, that one GPU's (``device``; other GPUs are not touched).
+    ``parts``: further stateful objects by name (``state_dict()``; a learning-rate schedule,
+    a loss scaler), loaded back into their namesakes by :func:`load_checkpoint`.
 
     Raises:
         DiskFullError: the disk has no room for it (a full disk is the run's to handle,
@@ -99,7 +106,8 @@ def save_checkpoint(path: str, descriptor: NeuralDescriptor, model, optimizer,
              "model": model.state_dict(), "optimizer": optimizer.state_dict(),
              "torch_rng": torch.get_rng_state(),
              "cuda_rng": torch.cuda.get_rng_state(device) if device.type == "cuda" else None,
-             "progress": progress.to_state()}
+             "progress": progress.to_state(),
+             "parts": {name: part.state_dict() for name, part in (parts or {}).items()}}
     folder = os.path.dirname(os.path.abspath(path))
     os.makedirs(folder, exist_ok=True)
     partial = f"{path}.{os.getpid()}.partial"
@@ -141,9 +149,11 @@ def _disk_full(error: Exception, folder: str, needed: int) -> bool:
 
 
 def load_checkpoint(path: str, descriptor: NeuralDescriptor, model, optimizer,
-                    device=None) -> Tuple[int, LegProgress]:
-    """Load a checkpoint into ``model`` and ``optimizer``; returns the epochs it holds and
-    the progress of the leg that wrote it.
+                    device=None, parts: Optional[Mapping[str, Any]] = None
+                    ) -> Tuple[int, LegProgress]:
+    """Load a checkpoint into ``model``, ``optimizer`` and the stateful ``parts`` saved with
+    it (a part the checkpoint lacks keeps its state); returns the epochs it holds and the
+    progress of the leg that wrote it.
 
     Tensors are read onto the CPU and copied to the model's device; the random generators'
     states are restored as CPU tensors, the GPU's only for ``device`` (the model's by
@@ -175,6 +185,10 @@ def load_checkpoint(path: str, descriptor: NeuralDescriptor, model, optimizer,
         progress = LegProgress.from_state(state.get("progress"), epochs)
         model.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
+        saved_parts = state.get("parts") or {}
+        for name, part in (parts or {}).items():
+            if name in saved_parts:
+                part.load_state_dict(saved_parts[name])
         torch.set_rng_state(_byte_tensor(state["torch_rng"]))
         cuda_rng = state.get("cuda_rng")
         if isinstance(cuda_rng, (list, tuple)):   # the first format kept every GPU's state

@@ -26,6 +26,7 @@ import torch
 from nord.architecture.descriptor import NeuralDescriptor
 from nord.errors import ConfigurationError, DistributedError, MissingDependencyError
 from nord.evaluators.base import Leg
+from nord.evaluators.group import Alone
 from nord.evaluators.local import LocalEvaluator
 from nord.evaluators.result import EvaluationResult
 from nord.nn.training import resolve_device
@@ -52,6 +53,62 @@ class PeerFailure(DistributedError):
         self.kind = kind
 
 
+class DataParallelGroup(Alone):
+    """The ranks of a communicator training one candidate together: failures are agreed by an
+    allgather, counts summed by an allreduce, the root's values broadcast, and the optimizer
+    wrapped so that each step all-reduces the gradients (Horovod or torch.distributed)."""
+
+    data_parallel = True
+
+    def __init__(self, comm, backend: str, local_rank: int = 0, scale_lr: bool = False):
+        self.comm = comm
+        self.backend = backend
+        self.rank = comm.Get_rank()
+        self.size = comm.Get_size()
+        self.local_rank = local_rank
+        self.lr_factor = self.size if scale_lr else 1
+
+    def agree(self, error: Optional[BaseException]) -> None:
+        """Exchange errors; raise on every rank when any rank failed."""
+        reasons = self.comm.allgather(   # collective: every rank's failure, or None
+            None if error is None else (type(error).__name__, f"{type(error).__name__}: {error}"))
+        if error is not None:
+            raise error
+        failed = [(rank, reason) for rank, reason in enumerate(reasons) if reason is not None]
+        if failed:
+            rank, (kind, reason) = failed[0]
+            raise PeerFailure(f"rank {rank} of {self.size} failed: {reason}", kind)
+
+    def reduce_counts(self, correct, seen, loss_sum, error=None):
+        self.agree(error)
+        totals = self.comm.allreduce(torch.tensor([correct, seen], dtype=torch.int64).numpy())
+        loss_total = self.comm.allreduce(float(loss_sum))
+        return int(totals[0]), int(totals[1]), loss_total
+
+    def root_decides(self, value):
+        return self.comm.bcast(value, root=0)   # collective
+
+    def diverged(self, error: BaseException) -> bool:
+        """A NaN loss on this rank or, learnt by the agreement, on another."""
+        return super().diverged(error) or (isinstance(error, PeerFailure)
+                                           and error.kind == "NonFiniteLossError")
+
+    def prepare(self, model, optimizer):
+        """Every rank starts from the root's weights (and optimizer state); the optimizer
+        returned all-reduces each step's gradients."""
+        if self.backend == "horovod":
+            import horovod.torch as hvd
+            hvd.broadcast_parameters(model.state_dict(), root_rank=0)
+            hvd.broadcast_optimizer_state(optimizer, root_rank=0)
+            return _HorovodStep(
+                hvd.DistributedOptimizer(optimizer, named_parameters=model.named_parameters()),
+                model)
+        import torch.distributed as dist
+        for tensor in model.state_dict().values():
+            dist.broadcast(tensor, src=0)
+        return _GradientAveraging(optimizer, self.size)
+
+
 class DistributedEvaluator(LocalEvaluator):
     """Train and test a descriptor data-parallel over the ranks of a communicator.
 
@@ -63,7 +120,7 @@ class DistributedEvaluator(LocalEvaluator):
         backend: 'auto', 'horovod' or 'torch'.
         scale_lr: multiply the learning rate by the number of ranks.
         timeout: seconds a torch.distributed collective may wait before failing.
-        **kwargs: LocalEvaluator's arguments (curator, epochs, batch_size, lr, seed, ...).
+        **kwargs: LocalEvaluator's arguments (curator, epochs, recipe, batch_size, lr, seed, ...).
     """
 
     def __init__(self, environment=None, curator=None, backend: str = "auto",
@@ -86,6 +143,9 @@ class DistributedEvaluator(LocalEvaluator):
         self.scale_lr = bool(scale_lr)
         self.timeout = float(timeout)
         self._started = False
+        if self._size() > 1:
+            self.group = DataParallelGroup(self.comm, self.backend, self._local_rank(),
+                                           self.scale_lr)
 
     # --- who am I ----------------------------------------------------------------------
     def _rank(self) -> int:
@@ -103,9 +163,6 @@ class DistributedEvaluator(LocalEvaluator):
     @property
     def is_root(self) -> bool:
         return self._rank() == 0
-
-    def _learning_rate(self) -> float:
-        return self.lr * self._size() if self.scale_lr else self.lr
 
     def describe(self):
         info = super().describe()
@@ -172,54 +229,6 @@ class DistributedEvaluator(LocalEvaluator):
         result = LocalEvaluator.descriptor_evaluate(self, descriptor, leg)
         # identical on every rank: the root's timings, and one shared reason for a failure
         return self.comm.bcast(result, root=0)
-
-    # --- hooks of LocalEvaluator ----------------------------------------------------------
-    def _root_decides(self, value):
-        """The group root's ``value`` on every rank of the group (collective)."""
-        if self._size() == 1:
-            return value
-        return self.comm.bcast(value, root=0)
-
-    def _agree(self, error: Optional[BaseException]) -> None:
-        """Exchange errors; raise on every rank when any rank failed."""
-        if self._size() == 1:
-            return super()._agree(error)
-        reasons = self.comm.allgather(   # collective: every rank's failure, or None
-            None if error is None else (type(error).__name__, f"{type(error).__name__}: {error}"))
-        if error is not None:
-            raise error
-        failed = [(rank, reason) for rank, reason in enumerate(reasons) if reason is not None]
-        if failed:
-            rank, (kind, reason) = failed[0]
-            raise PeerFailure(f"rank {rank} of {self._size()} failed: {reason}", kind)
-
-    def _diverged(self, error: BaseException) -> bool:
-        """A NaN loss on this rank or, learnt by the agreement, on another."""
-        return super()._diverged(error) or (isinstance(error, PeerFailure)
-                                            and error.kind == "NonFiniteLossError")
-
-    def _reduce_counts(self, correct, seen, loss_sum, error=None):
-        if self._size() == 1:
-            return super()._reduce_counts(correct, seen, loss_sum, error)
-        self._agree(error)
-        totals = self.comm.allreduce(torch.tensor([correct, seen], dtype=torch.int64).numpy())
-        loss_total = self.comm.allreduce(float(loss_sum))
-        return int(totals[0]), int(totals[1]), loss_total
-
-    def _prepare(self, model, optimizer):
-        if self._size() == 1:
-            return optimizer
-        if self.backend == "horovod":
-            import horovod.torch as hvd
-            hvd.broadcast_parameters(model.state_dict(), root_rank=0)
-            hvd.broadcast_optimizer_state(optimizer, root_rank=0)
-            return _HorovodStep(
-                hvd.DistributedOptimizer(optimizer, named_parameters=model.named_parameters()),
-                model)
-        import torch.distributed as dist
-        for tensor in model.state_dict().values():
-            dist.broadcast(tensor, src=0)
-        return _GradientAveraging(optimizer, self._size())
 
     # --- start-up -------------------------------------------------------------------------
     def placement(self) -> Placement:

@@ -13,7 +13,7 @@ import torch
 from nord import NeuralDescriptor
 from nord.data import Digits, TensorCurator
 from nord.parallel.environment import Environment
-from nord.evaluators.distributed import DistributedEvaluator
+from nord.evaluators.distributed import DataParallelGroup, DistributedEvaluator
 from nord.evaluators.local import LocalEvaluator
 
 CPU = "cpu"
@@ -64,8 +64,9 @@ def trained_identical(env, backend):
     require(result.accuracy > 0.3, f"training did not learn: {result.accuracy}")
     scaled = DistributedEvaluator(env, curator=curator, backend=backend, device=CPU, lr=0.01,
                                   scale_lr=True)
-    require(abs(scaled._learning_rate() - 0.01 * env.size) < 1e-12, "lr not scaled by the ranks")
-    require(evaluator._learning_rate() == evaluator.lr, "lr scaled without scale_lr")
+    require(abs(scaled.lr * scaled.group.lr_factor - 0.01 * env.size) < 1e-12,
+            "lr not scaled by the ranks")
+    require(evaluator.group.lr_factor == 1, "lr scaled without scale_lr")
     env.log(f"identical after training on {env.size} ranks: accuracy {result.accuracy}")
 
 
@@ -108,15 +109,17 @@ def failing_network(env, backend):
 def rank_specific_failure(env, backend):
     """A failure on one rank only (here: the last) fails the network on all ranks."""
 
-    class FailsOnLastRank(DistributedEvaluator):
-        def _prepare(self, model, optimizer):
-            optimizer = super()._prepare(model, optimizer)
-            if self._rank() == self._size() - 1:
+    class FailsOnLastRank(DataParallelGroup):
+        def prepare(self, model, optimizer):
+            optimizer = super().prepare(model, optimizer)
+            if self.rank == self.size - 1:
                 model.register_forward_hook(lambda *_: (_ for _ in ()).throw(
                     RuntimeError("simulated out of memory")))
             return optimizer
 
-    evaluator = FailsOnLastRank(env, curator=Digits(seed=0), backend=backend, device=CPU, epochs=1)
+    evaluator = DistributedEvaluator(env, curator=Digits(seed=0), backend=backend, device=CPU,
+                                     epochs=1)
+    evaluator.group = FailsOnLastRank(evaluator.comm, evaluator.backend)
     result = evaluator.descriptor_evaluate(network() if env.is_root else None)
     statuses = env.allgather((result.status, result.error))
     require(all(s == statuses[0] for s in statuses), f"not consistent: {statuses}")
@@ -202,10 +205,10 @@ def failure_between_checks(env, backend):
     """A rank that fails between two reads of the flag keeps taking part in the
     collectives until the read; then all ranks fail together, and the next network trains."""
 
-    class FailsAtSecondStepOnLastRank(DistributedEvaluator):
-        def _prepare(self, model, optimizer):
-            optimizer = super()._prepare(model, optimizer)
-            if self._rank() == self._size() - 1:
+    class FailsAtSecondStepOnLastRank(DataParallelGroup):
+        def prepare(self, model, optimizer):
+            optimizer = super().prepare(model, optimizer)
+            if self.rank == self.size - 1:
                 calls = []
 
                 def hook(*_):
@@ -216,9 +219,9 @@ def failure_between_checks(env, backend):
                 model.register_forward_hook(hook)
             return optimizer
 
-    evaluator = FailsAtSecondStepOnLastRank(env, curator=Digits(seed=0), backend=backend,
-                                            device=CPU,
-                                            epochs=1, batch_size=32, check_every=5)
+    evaluator = DistributedEvaluator(env, curator=Digits(seed=0), backend=backend, device=CPU,
+                                     epochs=1, batch_size=32, check_every=5)
+    evaluator.group = FailsAtSecondStepOnLastRank(evaluator.comm, evaluator.backend)
     result = evaluator.descriptor_evaluate(network() if env.is_root else None)
     statuses = env.allgather((result.status, result.error))
     require(all(s == statuses[0] for s in statuses), f"not consistent: {statuses}")

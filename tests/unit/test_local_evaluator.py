@@ -187,7 +187,7 @@ def test_progress_bar_is_shown_when_asked(digits, capsys):
 
 @pytest.mark.processes
 def test_a_checkpoint_that_fills_the_disk_leaves_no_partial_file(tmp_path):
-    from nord.evaluators.local import save_checkpoint
+    from nord.evaluators.checkpoints import save_checkpoint
     from tests.helpers.disks import tmpfs
     from tests.helpers.journals import conv_descriptor
 
