@@ -18,13 +18,14 @@ from __future__ import annotations
 import math
 from collections import deque
 from dataclasses import asdict, dataclass
-from typing import Any, Dict, List, Mapping, Optional, Sequence
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 
 import numpy as np
 
 from nord.benchmarks.nasbench201 import N_CELLS, BenchmarkEvaluator, NASBench201Space, get_dataset
-from nord.benchmarks.nasbench201.evaluator import check_signal, signal_costs
+from nord.benchmarks.nasbench201.evaluator import check_signal
 from nord.checks import check_int
+from nord.comparisons.dataset_table import DatasetTable
 from nord.comparisons.fidelities import TableFidelities, bracket_scheduler, scheduler_for
 from nord.comparisons.records import SeedRun, SimulatedRun, incumbent_curve
 from nord.errors import ConfigurationError
@@ -87,8 +88,9 @@ class SimulatedSetting:
         return cls(time_budget=TIME_BUDGETS[dataset] if time_budget is None else time_budget,
                    **settings)
 
-    def check(self, dataset: str) -> "SimulatedSetting":
-        """This setting, if every value is in range for ``dataset``.
+    def check(self, dataset: Union[str, DatasetTable]) -> "SimulatedSetting":
+        """This setting, if every value is in range for ``dataset`` (a name or its
+        :class:`~nord.comparisons.dataset_table.DatasetTable`).
 
         Raises:
             ConfigurationError: a value out of range, naming it and the fix; in particular a
@@ -96,7 +98,7 @@ class SimulatedSetting:
                 tells at least one result).
             BenchmarkError: an unknown data set, signal or noise.
         """
-        dataset = get_dataset(dataset).name
+        table = DatasetTable.of(dataset)
         check_int(self.workers, "--workers", 1, rule="an integer >= 1 (workers=, the GPUs of "
                                                       "the simulated cluster)")
         check_int(self.train_workers, "train_workers (workers training each network)", 1)
@@ -121,18 +123,18 @@ class SimulatedSetting:
         if not _seconds(self.time_budget) or self.time_budget <= 0:
             raise ConfigurationError(
                 f"--time-budget must be a positive number of simulated seconds (time_budget=); "
-                f"got {_shown(self.time_budget)}. Default: {TIME_BUDGETS[dataset]:,.0f} for "
-                f"{dataset}")
+                f"got {_shown(self.time_budget)}. Default: {TIME_BUDGETS[table.name]:,.0f} for "
+                f"{table.name}")
         if not (isinstance(self.scaling_efficiency, (int, float))
                 and 0 < self.scaling_efficiency <= 1):
             raise ConfigurationError(
                 f"scaling_efficiency must be in (0, 1] (1: k workers train a network k times "
                 f"faster); got {self.scaling_efficiency!r}")
-        slowest = self.cost_scale * max(signal_costs(dataset, self.signal)) + self.overhead
+        slowest = self.cost_scale * table.costs(self.signal).max() + self.overhead
         if self.time_budget < slowest:
             raise ConfigurationError(
                 f"--time-budget {self.time_budget:g} (time_budget=, simulated seconds) is too "
-                f"small for one evaluation: the slowest {dataset} cell costs {slowest:,.1f} s "
+                f"small for one evaluation: the slowest {table.name} cell costs {slowest:,.1f} s "
                 f"with signal {self.signal!r} (overhead {self.overhead:g} s included); give at "
                 f"least {math.ceil(slowest)}")
         return self
@@ -144,10 +146,11 @@ class SimulatedSetting:
             return 1.0
         return 1.0 / (self.train_workers * self.scaling_efficiency)
 
-    def results_per_run(self, dataset: str) -> float:
-        """About how many results a run tells: its workers' time over the mean cost of an
-        evaluation (repeats, which cost nothing, make it more; a run that stalls, fewer)."""
-        costs = signal_costs(get_dataset(dataset).name, self.signal)
+    def results_per_run(self, dataset: Union[str, DatasetTable]) -> float:
+        """About how many results a run tells on ``dataset`` (a name or its table): its
+        workers' time over the mean cost of an evaluation (repeats, which cost nothing, make it
+        more; a run that stalls, fewer)."""
+        costs = DatasetTable.of(dataset).costs(self.signal)
         mean = self.cost_scale * float(np.mean(costs)) + self.overhead
         return self.virtual_workers * self.time_budget / mean
 
@@ -172,9 +175,10 @@ def _shown(value: Any) -> str:
     return f"{value:g}" if _seconds(value) else repr(value)
 
 
-def simulate(algorithm, dataset: str, seed: int, setting: SimulatedSetting,
+def simulate(algorithm, dataset: Union[str, DatasetTable], seed: int, setting: SimulatedSetting,
              stop_at: Optional[float] = None, repeats: str = "charge") -> SimulatedRun:
-    """Run ``algorithm`` (an instance over NASBench201Space) on the simulated clock; it is
+    """Run ``algorithm`` (an instance over NASBench201Space) on the simulated clock, on
+    ``dataset`` (a name or its :class:`~nord.comparisons.dataset_table.DatasetTable`); it is
     closed afterwards. The noise of ``setting.noise`` is seeded with ``seed``. ``stop_at``: end
     the run once the incumbent's reported accuracy reaches it (a fraction). An algorithm that
     needs a scheduler (BOHB, ASHA, Hyperband) runs under it over the table's 12- and
@@ -183,12 +187,13 @@ def simulate(algorithm, dataset: str, seed: int, setting: SimulatedSetting,
     highest fidelity reached so far. ``repeats``: 'charge'
     (a repeat of a cell costs its evaluation, as the benchmark charges every query) or 'free'
     (the engine's cache answers it at no simulated time; ended by the stall rule)."""
+    name = DatasetTable.of(dataset).name
     schedulers = getattr(algorithm, "schedulers", None)
     bracketed = schedulers is not None   # BOHB, ASHA, Hyperband
     scheduler = (bracket_scheduler(scheduler_for(algorithm.name, schedulers, setting.mode))
                  if bracketed else None)
-    evaluator = TableFidelities(dataset) if bracketed else BenchmarkEvaluator(
-        dataset, signal=setting.signal, noise=setting.noise, seed=seed if setting.noise else None)
+    evaluator = TableFidelities(name) if bracketed else BenchmarkEvaluator(
+        name, signal=setting.signal, noise=setting.noise, seed=seed if setting.noise else None)
     cost = None
     if setting.cost_scale != 1.0:
         scale, base = setting.cost_scale, evaluator.evaluation_cost
@@ -333,18 +338,20 @@ def write_anytime_plot(path, curves: Mapping[str, Mapping[str, Any]], title: str
     return path
 
 
-def run_simulated_seed(algorithm: str, dataset: str, seed: int, setting: SimulatedSetting,
+def run_simulated_seed(algorithm: str, dataset: Union[str, DatasetTable], seed: int,
+                       setting: SimulatedSetting,
                        params: Optional[Mapping[str, Any]] = None,
                        stop_at: Optional[float] = None, repeats: str = "charge"):
-    """One simulated run of the algorithm named ``algorithm`` with ``seed`` (``params``: its
-    settings; ``stop_at``: end early once the incumbent's reported accuracy reaches it;
-    ``repeats``: how a repeat of a cell is charged, see :func:`simulate`); a
+    """One simulated run of the algorithm named ``algorithm`` with ``seed`` on ``dataset`` (a
+    name or its :class:`~nord.comparisons.dataset_table.DatasetTable`; ``params``: the
+    algorithm's settings; ``stop_at``: end early once the incumbent's reported accuracy
+    reaches it; ``repeats``: how a repeat of a cell is charged, see :func:`simulate`); a
     :class:`~nord.comparisons.records.SeedRun` with its simulated time, utilisation and
     incumbent curve."""
-    dataset = get_dataset(dataset).name
+    table = DatasetTable.of(dataset)
     bound = math.ceil(setting.virtual_workers * setting.time_budget
-                      / max(1e-9, setting.cost_scale * min(signal_costs(dataset, setting.signal))))
+                      / max(1e-9, setting.cost_scale * table.costs(setting.signal).min()))
     instance = make_algorithm(algorithm, NASBench201Space(), seed=seed, budget=bound,
                               **dict(params or {}))
-    run = simulate(instance, dataset, seed, setting, stop_at, repeats)
-    return SeedRun.from_simulated(seed, run, dataset)
+    run = simulate(instance, table, seed, setting, stop_at, repeats)
+    return SeedRun.from_simulated(seed, run, table)

@@ -28,8 +28,9 @@ from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Seque
 
 import numpy as np
 
-from nord.benchmarks.nasbench201 import BenchmarkEvaluator, NASBench201Space, get_dataset
+from nord.benchmarks.nasbench201 import BenchmarkEvaluator, NASBench201Space
 from nord.checks import check_int, check_seeds
+from nord.comparisons.dataset_table import DatasetTable
 from nord.comparisons.hardware import LatencyEvaluator, LatencyLimit, latency_limit
 from nord.comparisons.records import JSONRecord, SeedRun
 from nord.comparisons.anytime import SimulatedSetting, anytime_curves, run_simulated_seed
@@ -76,47 +77,41 @@ itself (500 runs, its time budget) reports REA 93.92 ± 0.30 and random search 9
 
 
 # --- one run ----------------------------------------------------------------------------------
-_EVALUATORS: Dict[str, BenchmarkEvaluator] = {}
-
-
 def benchmark_evaluator(dataset: str) -> BenchmarkEvaluator:
-    """One evaluator per data set and process (its records are built on first use)."""
-    evaluator = _EVALUATORS.get(dataset)
-    if evaluator is None:
-        evaluator = _EVALUATORS[dataset] = BenchmarkEvaluator(dataset)
-    return evaluator
+    """The 12-epoch look-ups of the data set named ``dataset`` that every run of it in this
+    process shares: its :class:`~nord.comparisons.dataset_table.DatasetTable`'s evaluator."""
+    return DatasetTable.of(dataset).evaluator
 
 
-def evaluated_cells(algorithm, dataset: str, budget: int, evaluator=None) -> List[int]:
-    """Run ``algorithm`` (a fresh one over ``NASBench201Space``) through the search engine for
-    ``budget`` look-ups, no journal; the table row of each evaluated cell, in the order told
-    (fewer than ``budget`` when the algorithm finished first). The algorithm is closed.
-    ``evaluator``: default the data set's ``BenchmarkEvaluator``."""
+def evaluated_cells(algorithm, evaluator, budget: int) -> List[int]:
+    """Run ``algorithm`` (a fresh one over ``NASBench201Space``) through the search engine on
+    ``evaluator`` (a data set's table look-ups) for ``budget`` look-ups, no journal; the table
+    row of each evaluated cell, in the order told (fewer than ``budget`` when the algorithm
+    finished first). The algorithm is closed."""
     cells: List[int] = []
     try:
-        run_search(algorithm, evaluator or benchmark_evaluator(dataset), budget=budget,
+        run_search(algorithm, evaluator, budget=budget,
                    on_result=lambda progress: cells.append(progress.outcome.key))
     finally:
         algorithm.close()
     return cells
 
 
-def run_seed(algorithm: str = "rea", dataset: str = "cifar10", budget: int = 100,
-             seed: int = 0, limit: Optional[LatencyLimit] = None,
+def run_seed(algorithm: str = "rea", dataset: Union[str, DatasetTable] = "cifar10",
+             budget: int = 100, seed: int = 0, limit: Optional[LatencyLimit] = None,
              params: Optional[Mapping[str, Any]] = None, repeats: str = "charge") -> SeedRun:
-    """One run of the algorithm named ``algorithm`` with ``seed`` (under a latency limit;
-    ``params``: its settings, default its own; ``repeats``: :data:`REPEATS`)."""
-    dataset = get_dataset(dataset).name
+    """One run of the algorithm named ``algorithm`` with ``seed`` on ``dataset`` (a name or
+    its :class:`~nord.comparisons.dataset_table.DatasetTable`), under a latency limit if
+    given (``params``: its settings, default its own; ``repeats``: :data:`REPEATS`)."""
+    table = DatasetTable.of(dataset)
     params = dict(params or {})
     if get_algorithm(algorithm).schedulers is not None:   # BOHB: Hyperband over the fidelities
-        return run_bracketed_seed(algorithm, dataset, budget, seed, params, repeats)
+        return run_bracketed_seed(algorithm, table, budget, seed, params, repeats)
     instance = make_algorithm(algorithm, NASBench201Space(), seed=seed, budget=budget, **params)
-    if limit is None:
-        return SeedRun.from_indices(seed, evaluated_cells(instance, dataset, budget), dataset,
-                                    repeats=repeats)
-    evaluator = LatencyEvaluator(benchmark_evaluator(dataset), limit=limit)
-    return SeedRun.from_indices(seed, evaluated_cells(instance, dataset, budget, evaluator),
-                                dataset, limit.allowed(), repeats)
+    evaluator = (table.evaluator if limit is None
+                 else LatencyEvaluator(table.evaluator, limit=limit))
+    return SeedRun.from_indices(seed, evaluated_cells(instance, evaluator, budget), table,
+                                None if limit is None else limit.allowed(), repeats)
 
 
 @contextmanager
@@ -137,20 +132,23 @@ def cycle_collector_paused():
             gc.enable()
 
 
-def run_seeds(algorithm: str, dataset: str, budget: int, seeds: Iterable[int],
-              limit: Optional[LatencyLimit] = None,
+def run_seeds(algorithm: str, dataset: Union[str, DatasetTable], budget: int,
+              seeds: Iterable[int], limit: Optional[LatencyLimit] = None,
               simulation: Optional[SimulatedSetting] = None,
               params: Optional[Mapping[str, Any]] = None,
               repeats: str = "charge") -> Tuple[List[SeedRun], float]:
-    """Runs for several seeds in this process, the collector paused during each (see
-    :func:`cycle_collector_paused`); also returns the seconds they took."""
+    """Runs for several seeds on ``dataset`` (a name or its
+    :class:`~nord.comparisons.dataset_table.DatasetTable`) in this process, the collector
+    paused during each (see :func:`cycle_collector_paused`); also returns the seconds they
+    took."""
     started = time.perf_counter()
+    table = DatasetTable.of(dataset)
     runs = []
     for seed in seeds:
         with cycle_collector_paused():
-            runs.append(run_seed(algorithm, dataset, budget, seed, limit, params, repeats)
+            runs.append(run_seed(algorithm, table, budget, seed, limit, params, repeats)
                         if simulation is None
-                        else run_simulated_seed(algorithm, dataset, seed, simulation, params,
+                        else run_simulated_seed(algorithm, table, seed, simulation, params,
                                                 repeats=repeats))
     return runs, time.perf_counter() - started
 
@@ -489,12 +487,12 @@ def _settings_by_name(params: Optional[Mapping[str, Mapping[str, Any]]], names: 
     return settings
 
 
-def _run_chunk(job: Tuple[str, str, Optional[int], List[int], Optional[LatencyLimit],
+def _run_chunk(job: Tuple[str, DatasetTable, Optional[int], List[int], Optional[LatencyLimit],
                           Optional[SimulatedSetting], Dict[str, Any], str]
                ) -> Tuple[str, List[SeedRun], float]:
     """One worker's share: several seeds of one algorithm, and the seconds they took."""
-    algorithm, dataset, budget, seeds, limit, simulation, params, repeats = job
-    runs, seconds = run_seeds(algorithm, dataset, budget, seeds, limit, simulation, params,
+    algorithm, table, budget, seeds, limit, simulation, params, repeats = job
+    runs, seconds = run_seeds(algorithm, table, budget, seeds, limit, simulation, params,
                               repeats)
     return algorithm, runs, seconds
 
@@ -566,7 +564,7 @@ def run_comparison(dataset: str = "cifar10", algorithms: Union[str, Sequence[str
         BenchmarkError: an unknown data set.
         MissingDependencyError: a pygmo algorithm without pygmo installed.
     """
-    dataset = get_dataset(dataset).name
+    table = DatasetTable.of(dataset)
     if isinstance(algorithms, str):
         algorithms = [name for name in algorithms.split(",") if name.strip()]
     names = [name.strip() for name in algorithms]
@@ -594,7 +592,7 @@ def run_comparison(dataset: str = "cifar10", algorithms: Union[str, Sequence[str
             raise ConfigurationError(
                 "a latency limit (max_latency_ms=) and simulated time (simulation=) do not go "
                 "together yet: drop --max-latency-ms or --workers")
-        simulation = simulation.check(dataset)
+        simulation.check(table)
     else:
         budget = check_int(DEFAULT_BUDGET if budget is None else budget, "--budget", 1,
                            rule="an integer >= 1 (budget=, evaluations per run)")
@@ -602,7 +600,7 @@ def run_comparison(dataset: str = "cifar10", algorithms: Union[str, Sequence[str
     if processes is None:
         processes = os.cpu_count() or 1
     processes = min(check_int(processes, "processes", 1), seeds * len(names))
-    limit = latency_limit(max_latency_ms, latency_device, dataset)
+    limit = latency_limit(max_latency_ms, latency_device, table)
     for name in names:
         schedulers = get_algorithm(name).schedulers
         if schedulers is None:
@@ -644,15 +642,15 @@ def run_comparison(dataset: str = "cifar10", algorithms: Union[str, Sequence[str
             if name not in settings:
                 raise
             raise ConfigurationError(f"--params (params=) for {name}: {error}") from None
-    benchmark_evaluator(dataset).evaluate_genome((0,) * 6)   # load the table before any fork
+    table.evaluator.evaluate_genome((0,) * 6)   # load the table before any fork
     if limit is not None:
-        LatencyEvaluator(benchmark_evaluator(dataset), limit=limit).evaluate_genome((0,) * 6)
+        LatencyEvaluator(table.evaluator, limit=limit).evaluate_genome((0,) * 6)
 
     seed_list = list(range(base_seed, base_seed + seeds))
-    jobs = [(name, dataset, budget, chunk, limit, simulation, settings.get(name, {}), repeats)
+    jobs = [(name, table, budget, chunk, limit, simulation, settings.get(name, {}), repeats)
             for name in names
             for chunk in chunks(seed_list, processes, budget if simulation is None
-                                else simulation.results_per_run(dataset))]
+                                else simulation.results_per_run(table))]
     runs: Dict[str, List[SeedRun]] = {name: [] for name in names}
     seconds = {name: 0.0 for name in names}
     started = time.perf_counter()
@@ -676,10 +674,10 @@ def run_comparison(dataset: str = "cifar10", algorithms: Union[str, Sequence[str
     for name in names:
         runs[name].sort(key=lambda run: run.seed)
     wall_time = time.perf_counter() - started
-    logger.info("compared %s on %s: %d seeds x %s in %.1f s", ", ".join(names), dataset, seeds,
+    logger.info("compared %s on %s: %d seeds x %s in %.1f s", ", ".join(names), table.name, seeds,
                 f"{budget} evaluations" if simulation is None
                 else f"{simulation.time_budget:g} simulated seconds", wall_time)
-    return ComparisonResult(dataset=dataset, budget=budget, base_seed=base_seed, seeds=seeds,
+    return ComparisonResult(dataset=table.name, budget=budget, base_seed=base_seed, seeds=seeds,
                             runs=runs, params=settings, seconds=seconds,
                             descriptions={n: ALGORITHMS.entry(n).description for n in names},
                             wall_time=wall_time, processes=processes, simulation=simulation,

@@ -20,12 +20,13 @@ time. Details and how this differs from the NAS-Bench-201 paper's BOHB: docs/com
 """
 from __future__ import annotations
 
-from typing import Any, List, Mapping, Optional, Sequence
+from typing import Any, List, Mapping, Optional, Sequence, Union
 
 from nord.architecture.descriptor import NeuralDescriptor
-from nord.benchmarks.nasbench201 import BenchmarkEvaluator, NASBench201Space, load_table
+from nord.benchmarks.nasbench201 import BenchmarkEvaluator, NASBench201Space
 from nord.benchmarks.nasbench201.evaluator import FULL_EPOCHS
 from nord.benchmarks.nasbench201.table import SEARCH_EPOCHS
+from nord.comparisons.dataset_table import DatasetTable
 from nord.comparisons.records import SeedRun
 from nord.errors import ConfigurationError, NordError
 from nord.evaluators.base import Evaluator, Leg
@@ -173,7 +174,7 @@ def candidates_within(budget: int) -> int:
         bracket += 1
 
 
-def run_bracketed_seed(algorithm: str, dataset: str, budget: int, seed: int,
+def run_bracketed_seed(algorithm: str, dataset: Union[str, DatasetTable], budget: int, seed: int,
                        params: Optional[Mapping[str, Any]] = None,
                        repeats: str = "charge") -> SeedRun:
     """One run of ``algorithm`` under :func:`bracket_scheduler` on the table (sync mode, no
@@ -183,8 +184,10 @@ def run_bracketed_seed(algorithm: str, dataset: str, budget: int, seed: int,
     ``evaluations`` counts 12-epoch evaluations (a 200-epoch leg counts 200/12): under
     ``repeats='charge'`` a repeat of a cell trains in the brackets as any candidate (the
     benchmark answers each query at the fidelity asked), under 'free' the cache answers it
-    with the cell's first result at no epochs. ``params``: the algorithm's settings (default
-    its own)."""
+    with the cell's first result at no epochs. ``dataset``: a name or its
+    :class:`~nord.comparisons.dataset_table.DatasetTable`; ``params``: the algorithm's settings
+    (default its own)."""
+    table = DatasetTable.of(dataset)
     count = candidates_within(budget)
     if count == 0:
         raise ConfigurationError(
@@ -192,7 +195,7 @@ def run_bracketed_seed(algorithm: str, dataset: str, budget: int, seed: int,
             f"the {FULL_EPOCHS} that one candidate trained to the table's highest fidelity "
             f"costs; {algorithm} needs a budget of at least {-(-FULL_EPOCHS // SEARCH_EPOCHS)}")
     told: List[tuple] = []
-    executor = SerialExecutor(TableFidelities(dataset))
+    executor = SerialExecutor(TableFidelities(table.name))
     executor.charges_repeats = repeats == "charge"   # this run's rule, not the class's
     summary = run_search(
         make_algorithm(algorithm, NASBench201Space(), seed=seed, **dict(params or {})),
@@ -204,16 +207,15 @@ def run_bracketed_seed(algorithm: str, dataset: str, budget: int, seed: int,
     top = max(epochs for _, epochs, _ in told)
     position = max(range(len(told)), key=lambda i: (told[i][1] == top, told[i][2], -i))
     best = int(told[position][0])
-    arrays, cells = load_table().arrays(dataset), load_table().cells
-    full = BenchmarkEvaluator(dataset, signal="valid200")
+    arrays, full_costs = table.arrays, table.costs("valid200")
     if repeats == "charge":   # every candidate trained its own legs
         charged = told
     else:   # each cell's legs, once: its first told result is at its highest rung
         charged = list({key: (key, epochs, accuracy) for key, epochs, accuracy
                         in reversed(told)}.values())
-    paid = sum(full.train_cost(key) * epochs / FULL_EPOCHS for key, epochs, _ in charged)
+    paid = sum(full_costs[key] * epochs / FULL_EPOCHS for key, epochs, _ in charged)
     return SeedRun(seed=int(seed), reported_accuracy=float(arrays.reported_accuracy[best]),
-                   accuracy=float(arrays.accuracy[best]), index=best, cell=cells[best],
+                   accuracy=float(arrays.accuracy[best]), index=best, cell=table.cells[best],
                    n_params=int(arrays.n_params[best]), found_at=position + 1,
                    evaluations=round(summary.epochs_trained / SEARCH_EPOCHS),
                    unique=len({key for key, _, _ in told}), paid=float(paid),

@@ -24,6 +24,7 @@ import numpy as np
 
 from nord.benchmarks.nasbench201 import (DEVICES, BenchmarkEvaluator, get_dataset, load_costs,
                                          load_table)
+from nord.comparisons.dataset_table import DatasetTable
 from nord.errors import BenchmarkError, ConfigurationError
 from nord.evaluators.base import Evaluator
 from nord.evaluators.result import EvaluationResult
@@ -186,14 +187,14 @@ class LatencyLimit:
         return {"device": self.device, "max_latency_ms": self.max_ms}
 
 
-def latency_limit(max_latency_ms: Optional[float], device: Optional[str], dataset: str,
+def latency_limit(max_latency_ms: Optional[float], device: Optional[str], table: DatasetTable,
                   objective_device: Optional[str] = None) -> Optional[LatencyLimit]:
     """The :class:`LatencyLimit` of ``max_latency_ms`` on ``device`` (None without a limit).
 
     Args:
         max_latency_ms: the limit (``--max-latency-ms``), or None.
         device: the limit's device (``--latency-device``); only with a limit.
-        dataset: the data set searched.
+        table: the data set searched.
         objective_device: the device of a latency objective, the limit's when ``device``
             is None.
 
@@ -217,7 +218,7 @@ def latency_limit(max_latency_ms: Optional[float], device: Optional[str], datase
             "--latency-device (latency_device=), or a latency objective (--objectives "
             f"accuracy,latency:DEVICE); devices: {', '.join(DEVICES)}")
     limit = LatencyLimit(device, max_latency_ms)
-    check_latency_dataset(get_dataset(dataset).name)
+    check_latency_dataset(table.name)
     limit.check_reachable()
     return limit
 

@@ -27,6 +27,7 @@ import numpy as np
 from nord.benchmarks.nasbench201 import BenchmarkEvaluator, NASBench201Space, get_dataset, load_table
 from nord.checks import check_int, check_seeds
 from nord.comparisons.compare import benchmark_evaluator, chunks, evaluated_cells
+from nord.comparisons.dataset_table import DatasetTable
 from nord.comparisons.hardware import (LatencyEvaluator, LatencyLimit, Objective, latency_limit,
                                       parse_objectives)
 from nord.comparisons.records import FrontRun, JSONRecord
@@ -205,8 +206,8 @@ def run_nsga2_seed(dataset: str = "cifar10", budget: int = 500, seed: int = 0,
     objective = parse_objectives(objectives)
     dataset = objective.check_dataset(dataset)
     indices = evaluated_cells(
-        make_nsga2(NASBench201Space(), seed, budget, population_size, objective), dataset,
-        budget, evaluator=nsga2_evaluator(dataset, objective, limit))
+        make_nsga2(NASBench201Space(), seed, budget, population_size, objective),
+        nsga2_evaluator(dataset, objective, limit), budget)
     front = front_of(indices, dataset, accuracy, objectives=objective, limit=limit)
     return FrontRun(seed, front.hypervolume, front.indices, front.points, len(indices),
                     len(set(indices)))
@@ -333,7 +334,8 @@ def run_nsga2(dataset: str = "cifar10", budget: int = 500, seeds: int = 10, base
     """
     objective = parse_objectives(objectives)
     dataset = objective.check_dataset(dataset)
-    limit = latency_limit(max_latency_ms, latency_device, dataset, objective.device)
+    limit = latency_limit(max_latency_ms, latency_device, DatasetTable.of(dataset),
+                          objective.device)
     budget = check_int(budget, "--budget", 1, rule="an integer >= 1 (budget=, evaluations "
                                                     "per run)")
     seeds, base_seed = check_seeds(seeds, base_seed)

@@ -7,7 +7,6 @@ evaluations (:mod:`~nord.comparisons.compare`) or in simulated time
 """
 from __future__ import annotations
 
-import functools
 import math
 import os
 from dataclasses import dataclass
@@ -16,20 +15,11 @@ from typing import Any, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from nord.benchmarks.nasbench201 import load_table
-from nord.benchmarks.nasbench201.evaluator import signal_costs
+from nord.comparisons.dataset_table import DatasetTable
 from nord.errors import NordError
 from nord.jsonable import dumps
 
 __all__ = ["SeedRun", "SimulatedRun", "FrontRun", "JSONRecord", "incumbent_curve"]
-
-
-@functools.lru_cache(maxsize=None)
-def twelve_epoch_costs(dataset: str) -> np.ndarray:
-    """Seconds of one-GPU training behind each cell's 12-epoch signal, as an array."""
-    costs = np.asarray(signal_costs(dataset), dtype=float)
-    costs.setflags(write=False)
-    return costs
 
 
 def incumbent_curve(signals: Sequence[float], reported: Sequence[float], times: Sequence[float]
@@ -88,18 +78,17 @@ class SeedRun:
     repeats: Optional[int] = None
 
     @classmethod
-    def from_indices(cls, seed: int, indices: Sequence[int], dataset: str,
+    def from_indices(cls, seed: int, indices: Sequence[int], table: DatasetTable,
                      allowed: Optional[np.ndarray] = None, repeats: str = "charge") -> "SeedRun":
-        """The run's outcome from the table indices it evaluated, in order; the returned
+        """The run's outcome from the rows of ``table`` it evaluated, in order; the returned
         architecture is chosen among the cells ``allowed`` (a mask over the table) marks.
         ``paid`` charges each told result its 12-epoch training time ('charge'), or each
         distinct cell once ('free')."""
         if not indices:
             raise NordError(f"the run with seed {seed} evaluated nothing; nothing to return")
-        table = load_table()
-        arrays = table.arrays(dataset)
+        arrays = table.arrays
         order = np.asarray(indices, dtype=np.int64)
-        costs = twelve_epoch_costs(dataset)
+        costs = table.costs()
         paid = float(costs[order if repeats == "charge" else np.unique(order)].sum())
         signal = arrays.accuracy[order]
         if allowed is not None:
@@ -127,7 +116,7 @@ class SeedRun:
         return run
 
     @classmethod
-    def from_simulated(cls, seed: int, run, dataset: str) -> "SeedRun":
+    def from_simulated(cls, seed: int, run, table: DatasetTable) -> "SeedRun":
         """The outcome of a simulated run (:class:`~nord.comparisons.anytime.
         SimulatedRun`): the returned architecture is the best of the signals it was told;
         over several fidelities (``run.epochs``), the best at the highest one told so far,
@@ -135,8 +124,7 @@ class SeedRun:
         if not run.indices:
             raise NordError(f"the run with seed {seed} evaluated nothing within its time "
                             "budget; nothing to return")
-        table = load_table()
-        arrays = table.arrays(dataset)
+        arrays = table.arrays
         order = np.asarray(run.indices, dtype=np.int64)
         ranking = np.asarray(run.accuracies, dtype=float)
         if run.epochs is not None:   # accuracies lie in [0, 1]: fidelity first, then accuracy

@@ -27,6 +27,7 @@ from nord.benchmarks.nasbench201.proxy_table import TABLE_PROXIES, load_proxies
 from nord.checks import check_int
 from nord.comparisons.anytime import SimulatedSetting, run_simulated_seed
 from nord.comparisons.compare import evaluated_cells
+from nord.comparisons.dataset_table import DatasetTable
 from nord.comparisons.records import SeedRun
 from nord.errors import ConfigurationError
 from nord.search.algorithms.registry import make_algorithm
@@ -97,12 +98,12 @@ def run_warm_seed(dataset: str, budget: int, seed: int, warm_up: WarmUp,
                   population_size: int = 10) -> SeedRun:
     """One REA run of ``budget`` benchmark evaluations that starts from the warm-up's best
     cells (the rest of its first population random)."""
-    dataset = get_dataset(dataset).name
-    genomes, _ = warm_start(dataset, seed, warm_up)
+    table = DatasetTable.of(dataset)
+    genomes, _ = warm_start(table.name, seed, warm_up)
     algorithm = make_algorithm("rea", NASBench201Space(), seed=seed, budget=budget,
                                population_size=population_size,
                                initial_population=genomes[:population_size])
-    return SeedRun.from_indices(seed, evaluated_cells(algorithm, dataset, budget), dataset)
+    return SeedRun.from_indices(seed, evaluated_cells(algorithm, table.evaluator, budget), table)
 
 
 def run_simulated_warm_seed(dataset: str, seed: int, setting: SimulatedSetting,
@@ -110,15 +111,15 @@ def run_simulated_warm_seed(dataset: str, seed: int, setting: SimulatedSetting,
     """One REA run in simulated time after the warm-up: the proxy evaluations, spread over
     the simulated workers, take their measured seconds first (the clock starts there, and
     they come out of the time budget)."""
-    dataset = get_dataset(dataset).name
-    genomes, seconds = warm_start(dataset, seed, warm_up)
+    table = DatasetTable.of(dataset)
+    genomes, seconds = warm_start(table.name, seed, warm_up)
     spent = seconds / setting.virtual_workers
     if spent >= setting.time_budget:
         raise ConfigurationError(
             f"the warm-up's proxy evaluations take {spent:,.0f} simulated seconds, the whole "
             f"time budget of {setting.time_budget:,.0f}; score fewer candidates")
     rest = dataclasses.replace(setting, time_budget=setting.time_budget - spent)
-    run = run_simulated_seed("rea", dataset, seed, rest,
+    run = run_simulated_seed("rea", table, seed, rest,
                              params={"population_size": population_size,
                                      "initial_population": genomes[:population_size]})
     return dataclasses.replace(run, simulated_time=run.simulated_time + spent,

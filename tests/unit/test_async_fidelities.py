@@ -6,6 +6,7 @@ from nord.app.cli import main
 from nord.benchmarks.nasbench201 import BenchmarkEvaluator, NASBench201Space
 from nord.comparisons.anytime import SimulatedSetting, simulate
 from nord.comparisons.compare import run_comparison
+from nord.comparisons.dataset_table import DatasetTable
 from nord.comparisons.records import SeedRun
 from nord.errors import ConfigurationError
 from nord.search.algorithms.registry import make_algorithm
@@ -38,7 +39,7 @@ def test_the_returned_cell_is_the_best_200_epoch_validation_accuracy_reached(run
     finalists = [index for index, epochs in zip(run.indices, run.epochs) if epochs == 200]
     best = max(finalists, key=lambda index: (valid200.query(index).accuracy,
                                              -finalists.index(index)))
-    seed_run = SeedRun.from_simulated(0, run, "cifar10")
+    seed_run = SeedRun.from_simulated(0, run, DatasetTable.of("cifar10"))
     assert seed_run.index == best
     assert seed_run.evaluations == len(run.told) and seed_run.unique == len(set(run.told))
 

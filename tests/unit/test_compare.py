@@ -18,6 +18,7 @@ from nord.comparisons.compare import (REFERENCE_RESULTS, ComparisonResult, SeedR
                                      evaluated_cells, load_json, run_comparison, run_seed,
                                      run_seeds)
 from nord.comparisons.anytime import SimulatedSetting
+from nord.comparisons.dataset_table import DatasetTable
 from nord.errors import ConfigurationError
 from nord.journal import Journal
 from nord.report import write_report
@@ -28,6 +29,7 @@ from nord.search.algorithms.random_search import RandomSearch
 from nord.search.algorithms.registry import ALGORITHMS, make_algorithm, register_algorithm
 
 SPACE = NASBench201Space()
+CIFAR10 = DatasetTable.of("cifar10")
 
 
 @pytest.fixture(scope="module")
@@ -69,14 +71,14 @@ def test_pygmo_algorithms_get_enough_generations_for_the_budget():
 
 # --- one run through the engine ----------------------------------------------------------------
 def test_a_run_evaluates_exactly_the_budget_including_repeats():
-    indices = evaluated_cells(make_algorithm("rea", SPACE, seed=1), "cifar10", 500)
+    indices = evaluated_cells(make_algorithm("rea", SPACE, seed=1), CIFAR10.evaluator, 500)
     assert len(indices) == 500
     assert len(set(indices)) < 500      # REA revisits cells; each visit costs one evaluation
 
 
 def test_returned_architecture_is_the_best_search_signal_evaluated(arrays):
-    indices = evaluated_cells(RandomSearch(SPACE, seed=3), "cifar10", 200)
-    run = SeedRun.from_indices(3, indices, "cifar10")
+    indices = evaluated_cells(RandomSearch(SPACE, seed=3), CIFAR10.evaluator, 200)
+    run = SeedRun.from_indices(3, indices, CIFAR10)
     best = max(indices, key=lambda i: arrays.accuracy[i])
     assert run.index == best
     assert run.accuracy == arrays.accuracy[best]
@@ -89,8 +91,8 @@ def test_ties_in_the_search_signal_go_to_the_first_evaluated(arrays):
     tied = values[counts >= 2].max()            # the best signal shared by two cells
     a, b = (int(i) for i in np.flatnonzero(arrays.accuracy == tied)[:2])
     worse = int(np.argmin(arrays.accuracy))
-    assert SeedRun.from_indices(0, [worse, b, a, worse], "cifar10").index == b
-    assert SeedRun.from_indices(0, [worse, a, b, worse], "cifar10").index == a
+    assert SeedRun.from_indices(0, [worse, b, a, worse], CIFAR10).index == b
+    assert SeedRun.from_indices(0, [worse, a, b, worse], CIFAR10).index == a
 
 
 def test_the_search_signal_is_the_12_epoch_validation_accuracy(arrays):
@@ -116,13 +118,13 @@ class Finishing(SearchAlgorithm):
 
 
 def test_a_run_stops_when_the_algorithm_finishes():
-    assert len(evaluated_cells(Finishing(SPACE, seed=0), "cifar10", 10)) == 3
+    assert len(evaluated_cells(Finishing(SPACE, seed=0), CIFAR10.evaluator, 10)) == 3
 
 
 def test_a_comparison_run_proposes_what_a_journaled_run_proposes(tmp_path):
     """One engine: the same algorithm and seed evaluate the same cells with or without a journal."""
     budget = 60
-    lean = evaluated_cells(RegularizedEvolution(SPACE, seed=5), "cifar10", budget)
+    lean = evaluated_cells(RegularizedEvolution(SPACE, seed=5), CIFAR10.evaluator, budget)
     run_search(RegularizedEvolution(SPACE, seed=5), BenchmarkEvaluator(), budget=budget,
                journal=tmp_path / "rea.db")
     with Journal(tmp_path / "rea.db") as journal:
