@@ -642,9 +642,8 @@ def run_comparison(dataset: str = "cifar10", algorithms: Union[str, Sequence[str
             if name not in settings:
                 raise
             raise ConfigurationError(f"--params (params=) for {name}: {error}") from None
-    table.evaluator.evaluate_genome((0,) * 6)   # load the table before any fork
-    if limit is not None:
-        LatencyEvaluator(table.evaluator, limit=limit).evaluate_genome((0,) * 6)
+    # read the table before any fork (a latency limit has read the costs file to check it)
+    table.evaluator.evaluate_genome((0,) * 6)
 
     seed_list = list(range(base_seed, base_seed + seeds))
     jobs = [(name, table, budget, chunk, limit, simulation, settings.get(name, {}), repeats)
