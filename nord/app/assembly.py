@@ -35,7 +35,11 @@ def build_curator(config: RunConfig):
         kwargs["root"] = config.data_root
     if config.data_checksums is not None:
         kwargs["checksums"] = checksum_table(config.data_checksums)
-    return get_curator(config.dataset, **kwargs)
+    curator = get_curator(config.dataset, **kwargs)
+    statistics = config.training_recipe().statistics_for(config.dataset)
+    if statistics is not None:   # the recipe's published normalisation, before it loads
+        curator.normalise_with(*statistics)
+    return curator
 
 
 def checksum_table(checksums: Union[str, Dict[str, str]]) -> Dict[str, str]:
@@ -183,9 +187,12 @@ def load_data(config: RunConfig, way: Evaluation):
     takes the data's input shape.
 
     Raises:
-        NordError: the data set cannot be read (missing or damaged files, checksums).
+        NordError: the data set cannot be read (missing or damaged files, checksums), or the
+            way cannot evaluate on it (a recipe that augments data that are not images).
     """
     curator = build_curator(config) if way.needs_data else None
+    if curator is not None:
+        way.check_data(curator)
     return curator, build_space(config, curator)
 
 

@@ -19,7 +19,6 @@ class, registered under the name ``--evaluation`` gives (in a plug-in module, fo
 """
 from __future__ import annotations
 
-from dataclasses import fields
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple, Type
 
 from nord.errors import ConfigurationError
@@ -35,11 +34,15 @@ TEST_SELECTION = ("there is no validation split (valid_fraction=0 and the data s
                   "official one): the search selected architectures by their TEST accuracy, so "
                   "the best one's test accuracy is optimistically biased. Hold out a validation "
                   "split (--valid-fraction 0.1) for results you report")
+_RECIPE = ("recipe", "momentum", "nesterov", "weight_decay", "lr_schedule", "warmup_epochs",
+           "warmup_lr", "min_lr", "decay_epochs", "decay_rate", "schedule_span", "augment",
+           "crop_padding", "cutout_length", "clip_grad", "label_smoothing", "precision",
+           "memory_format", "normalise")
 LOOKUP_UNUSED = ("epochs", "batch_size", "lr", "optimizer", "valid_fraction", "data_root",
-                 "data_checksums", "max_params")
+                 "data_checksums", "max_params", *_RECIPE)
 """Settings of training and of the data it reads: what a run that reads its results from a
 table must leave at their defaults."""
-SCORING_UNUSED = ("epochs", "lr", "optimizer", "max_params", "scheduler")
+SCORING_UNUSED = ("epochs", "lr", "optimizer", "max_params", "scheduler", *_RECIPE)
 """Settings of how candidates are trained: what a zero-cost run, which reads its data but
 trains nothing, must leave at their defaults (its callbacks too)."""
 _ON_SEVERAL_RANKS = ("trains each network on several MPI ranks: launch it with mpirun "
@@ -48,9 +51,8 @@ _ON_SEVERAL_RANKS = ("trains each network on several MPI ranks: launch it with m
 
 
 def _changed_settings(config: RunConfig, names: Sequence[str]) -> List[str]:
-    """Those of the settings ``names`` that ``config`` gives other values than the defaults."""
-    defaults = {setting.name: setting.default for setting in fields(config)}
-    return [name for name in names if getattr(config, name) != defaults[name]]
+    """Those of the settings ``names`` that ``config`` sets (``RunConfig.is_set``)."""
+    return [name for name in names if config.is_set(name)]
 
 
 def _flag(name: str) -> str:
@@ -161,6 +163,10 @@ class Evaluation:
 
     def check_callbacks(self) -> None:
         """Refuse the run's callbacks where there is no training to look inside."""
+
+    def check_data(self, curator) -> None:
+        """Refuse, once the data set is loaded (on every rank, before the journal is written),
+        settings that cannot apply to its samples."""
 
     def group_size(self) -> Optional[int]:
         """Ranks per group (None: all of them)."""
@@ -399,13 +405,18 @@ class Training(Evaluation):
             return None
         return self.trainer(curator, env if env.group.size > 1 else None)
 
+    def check_data(self, curator) -> None:
+        """The recipe's augmentation needs images."""
+        from nord.nn.augment import Augmentation
+        Augmentation(self.config.training_recipe().augment, curator.input_shape)
+
     def trainer(self, curator, env=None):
         """A LocalEvaluator with the run's training settings; with ``env``, a
         DistributedEvaluator training on its group's ranks."""
         from nord.evaluators.callbacks import callback_classes
         config = self.config
         training = dict(curator=curator, epochs=config.training_epochs,
-                        batch_size=config.batch_size, lr=config.lr, optimizer=config.optimizer,
+                        recipe=config.training_recipe(),
                         device=config.device, seed=config.seed, threads=config.threads,
                         max_params=config.max_params,
                         callbacks=callback_classes(config.callbacks),
@@ -432,6 +443,8 @@ class Training(Evaluation):
             described["strict_callbacks"] = True
         if config.stop_when:
             described["stop_rules"] = list(config.stop_when)
+        if config.recipe is not None:
+            described["recipe"] = config.training_recipe().describe(config.dataset)
         return described
 
 

@@ -9,7 +9,6 @@ nord.app.runner runs a configuration; nord.app.assembly builds its parts.
 """
 from __future__ import annotations
 
-import math
 import os
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Dict, List, Optional, Union
@@ -24,16 +23,24 @@ from nord.errors import ConfigurationError
 # where they are used, so that a configuration is checked (and refused) before torch or a data
 # set is loaded.
 
-OPTIMIZERS = ("adam", "adamw", "sgd", "rmsprop")
-"""The optimizers a run may name (``nord.nn.training.OPTIMIZERS``, without importing torch)."""
 EXECUTION_FIELDS = ("budget", "journal", "threads", "device", "backend", "worker_processes", "mps",
                     "max_attempts", "checkpoint_every", "time_budget", "target")
 """Settings a resumed run may change: how long it runs and where, not what it measures."""
 RESUME_CHANGES = ("device", "threads", "backend", "worker_processes", "mps", "max_attempts",
                   "checkpoint_every", "time_budget", "target")
 """Where it runs: what ``nord resume`` may change besides the budget."""
+RECIPE_PARTS = ("momentum", "nesterov", "weight_decay", "lr_schedule", "warmup_epochs",
+                "warmup_lr", "min_lr", "decay_epochs", "decay_rate", "schedule_span", "augment",
+                "crop_padding", "cutout_length", "clip_grad", "label_smoothing", "precision",
+                "memory_format", "normalise")
+"""The parts of a training recipe (``nord.nn.recipe.Recipe``) that have settings of their own
+besides ``recipe``; ``optimizer``, ``lr`` and ``batch_size`` are recipe parts too."""
+TRAINING_DEFAULTS = {"batch_size": 64, "lr": 1e-3, "optimizer": "adam"}
+"""What a run trains with where neither the flags nor its recipe say (these settings default
+to None: the recipe's)."""
 RECORDED_WHEN_SET = {"data_checksums": None, "max_params": None, "plugins": None, "proxy": None,
-                     "stop_when": [], "strict_callbacks": False}
+                     "stop_when": [], "strict_callbacks": False, "recipe": None,
+                     **{part: None for part in RECIPE_PARTS}}
 """Settings added after journals were first written, recorded only when they differ from the
 value given here (what leaving them out meant before), so that a journal written without
 them still resumes."""
@@ -69,7 +76,15 @@ class RunConfig:
             checked against instead of the official ones: for files from a mirror whose
             files differ (``nord data download --checksums``), or the table itself (file
             name -> MD5), which is what a run records. None: the official MD5s.
-        epochs, batch_size, lr, optimizer: training settings of every candidate.
+        epochs: training epochs of every candidate.
+        recipe: how every candidate is trained (``nord.nn.recipe``): 'default' (None),
+            'nasbench201', 'darts-search' or a registered name; the settings below replace its
+            parts. A run whose recipe differs from the default records every part.
+        batch_size, lr, optimizer: the recipe's (None: its own, else 64, 1e-3 and 'adam').
+        momentum, nesterov, weight_decay, lr_schedule, warmup_epochs, warmup_lr, min_lr,
+            decay_epochs, decay_rate, schedule_span, augment, crop_padding, cutout_length,
+            clip_grad, label_smoothing, precision, memory_format, normalise: the recipe's
+            parts of those names (None: the recipe's own; ``nord.nn.recipe.Recipe``).
         max_params: a network with more trainable parameters is refused, as a failed
             evaluation, before it is allocated (None: no limit). Networks that would not fit
             the free memory of their GPU or host are refused either way.
@@ -131,9 +146,28 @@ class RunConfig:
     data_root: Optional[str] = None
     data_checksums: Optional[Union[str, Dict[str, str]]] = None
     epochs: int = 1
-    batch_size: int = 64
-    lr: float = 1e-3
-    optimizer: str = "adam"
+    recipe: Optional[str] = None
+    batch_size: Optional[int] = None
+    lr: Optional[float] = None
+    optimizer: Optional[str] = None
+    momentum: Optional[float] = None
+    nesterov: Optional[bool] = None
+    weight_decay: Optional[float] = None
+    lr_schedule: Optional[str] = None
+    warmup_epochs: Optional[int] = None
+    warmup_lr: Optional[float] = None
+    min_lr: Optional[float] = None
+    decay_epochs: Optional[int] = None
+    decay_rate: Optional[float] = None
+    schedule_span: Optional[str] = None
+    augment: Optional[Union[str, List[str]]] = None
+    crop_padding: Optional[int] = None
+    cutout_length: Optional[int] = None
+    clip_grad: Optional[float] = None
+    label_smoothing: Optional[float] = None
+    precision: Optional[str] = None
+    memory_format: Optional[str] = None
+    normalise: Optional[str] = None
     max_params: Optional[int] = None
     budget: Optional[int] = None
     mode: str = "sync"
@@ -179,6 +213,7 @@ class RunConfig:
         self.dataset = way.check_dataset()
         way.check_settings()
         check_device(self.device)
+        self._settle_recipe()
         for name, minimum in (("group_size", 1), ("threads", 1), ("max_params", 1)):
             if getattr(self, name) is not None:
                 check_int(getattr(self, name), name, minimum)
@@ -202,11 +237,6 @@ class RunConfig:
                 f"{self.target!r}")
         check_int(self.checkpoint_every, "checkpoint_every (epochs between a training "
                   "candidate's checkpoints; 0: none)", 0)
-        check_int(self.batch_size, "batch_size", 1)
-        if (not isinstance(self.lr, (int, float)) or isinstance(self.lr, bool)
-                or not 0 < self.lr < math.inf):
-            raise ConfigurationError(
-                f"the learning rate must be a positive, finite number; got {self.lr!r}")
         if self.threads is not None and self.threads > usable_cpus():
             raise ConfigurationError(
                 f"threads (torch CPU threads per rank) must be at most the {usable_cpus()} "
@@ -214,9 +244,6 @@ class RunConfig:
                 "slow training down; with several ranks on one machine, give each its share "
                 "(CPUs / ranks)")
         self._check_workers(way)
-        if self.optimizer not in OPTIMIZERS:
-            raise ConfigurationError(
-                f"optimizer must be one of {', '.join(OPTIMIZERS)}; got {self.optimizer!r}")
         if self.mode not in ("sync", "async"):
             raise ConfigurationError(f"mode must be 'sync' or 'async'; got {self.mode!r}")
         if self.backend not in ("auto", "horovod", "torch"):
@@ -233,6 +260,46 @@ class RunConfig:
             raise ConfigurationError(
                 "give the seed as RunConfig(seed=...) (nord run --seed), not among the "
                 "algorithm's parameters: it seeds the algorithm and the training alike")
+
+    def _settle_recipe(self) -> None:
+        """The recipe named, its parts replaced by the settings given, checked; then every
+        training setting holds the value trained with: ``optimizer``, ``lr`` and
+        ``batch_size`` always, the other parts where the recipe differs from the default (a
+        run trained as before recipes records none of them, so its journal is unchanged)."""
+        from nord.nn.recipe import get_recipe
+        recipe = get_recipe(self.recipe).replace(
+            optimizer=self.optimizer, lr=self.lr, batch_size=self.batch_size,
+            **{part: getattr(self, part) for part in RECIPE_PARTS})
+        self.optimizer, self.lr = recipe.optimizer, recipe.lr
+        self.batch_size = recipe.batch_size or TRAINING_DEFAULTS["batch_size"]
+        if recipe.trains_as_default:
+            self.recipe = None
+            return
+        self.recipe = recipe.name
+        for part, value in recipe.to_dict().items():
+            if part in RECIPE_PARTS:
+                setattr(self, part, value)
+        if recipe.precision != "fp32":   # loads torch: only where reduced precision is asked
+            from nord.nn.precision import check_precision
+            from nord.nn.training import resolve_device
+            check_precision(recipe.precision, resolve_device(self.device))
+
+    def training_recipe(self):
+        """The :class:`~nord.nn.recipe.Recipe` every candidate is trained with."""
+        from nord.nn.recipe import get_recipe
+        return get_recipe(self.recipe).replace(
+            optimizer=self.optimizer, lr=self.lr, batch_size=self.batch_size,
+            **{part: getattr(self, part) for part in RECIPE_PARTS})
+
+    def is_set(self, name: str) -> bool:
+        """Whether setting ``name`` differs from what leaving it out means (a training
+        setting at the value a run without a recipe trains with is not set)."""
+        value = getattr(self, name)
+        if name in TRAINING_DEFAULTS:
+            return value is not None and value != TRAINING_DEFAULTS[name]
+        default = next(f for f in fields(self) if f.name == name)
+        return value != (default.default_factory() if callable(default.default_factory)
+                         else default.default)
 
     def _check_workers(self, way: Evaluation) -> None:
         """``worker_processes`` and ``mps``: the machine-independent rules (the GPUs are

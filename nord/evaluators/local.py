@@ -208,8 +208,8 @@ class LocalEvaluator(Evaluator):
             described["stop_rules"] = [rule.text for rule in self.stop_rules]
         if self.max_params is not None:
             described["max_params"] = self.max_params
-        if not _trains_by_default(self.recipe):
-            described["recipe"] = describe_recipe(self.recipe, curator)
+        if not self.recipe.trains_as_default:
+            described["recipe"] = self.recipe.describe(curator.name)
         return described
 
     # --- the work -------------------------------------------------------------------------
@@ -256,23 +256,6 @@ def _effective_recipe(recipe: Any, optimizer: Any, lr: Optional[float],
     return get_recipe(recipe).replace(
         optimizer=optimizer if isinstance(optimizer, str) else None, lr=lr,
         batch_size=batch_size)
-
-
-def _trains_by_default(recipe: Recipe) -> bool:
-    """Whether ``recipe`` trains as nord always did (the optimizer, rate and batch size are
-    recorded on their own): then the journal records no recipe, as before recipes."""
-    plain = Recipe(optimizer=recipe.optimizer, lr=recipe.lr, batch_size=recipe.batch_size)
-    return recipe.replace(name="default") == plain
-
-
-def describe_recipe(recipe: Recipe, curator=None) -> Dict[str, Any]:
-    """What the journal records of a recipe: its parts, and how the data was normalised."""
-    described = recipe.to_dict()
-    if recipe.normalise == "published" and curator is not None:
-        described["normalised_with"] = ("published statistics" if recipe.statistics_for(
-            curator.name) is not None else f"the training split's statistics ({curator.name} "
-                                           "has no published ones)")
-    return described
 
 
 NeuralEvaluator = LocalEvaluator

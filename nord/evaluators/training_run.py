@@ -14,7 +14,6 @@ the reporter, the progress bar. The ranks that train the candidate together are 
 from __future__ import annotations
 
 import logging
-import math
 import os
 import time
 from typing import Any, Dict, List, Optional, Tuple

@@ -270,9 +270,23 @@ class Recipe:
                 if key != "name" and value != base[key]}
 
     @property
-    def is_default(self) -> bool:
-        """Whether it trains as nord always did (a default run records no recipe)."""
-        return self == DEFAULT
+    def trains_as_default(self) -> bool:
+        """Whether it trains as nord did before recipes: the default recipe, but for the
+        optimizer, learning rate and batch size (which runs recorded on their own). Such a run
+        records no recipe, so its journal is what it always was."""
+        recorded_alone = ("name", "optimizer", "lr", "batch_size")
+        return all(getattr(self, f.name) == getattr(DEFAULT, f.name)
+                   for f in fields(self) if f.name not in recorded_alone)
+
+    def describe(self, dataset: str) -> Dict[str, Any]:
+        """What a journal records of the recipe training on ``dataset``: its parts, and the
+        statistics the data was normalised with."""
+        described = self.to_dict()
+        if self.normalise == "published":
+            described["normalised_with"] = (
+                "NAS-Bench-201's published statistics" if self.statistics_for(dataset)
+                else f"the training split's statistics ({dataset} has no published ones)")
+        return described
 
     # --- what the parts mean -----------------------------------------------------------------
     def optimizer_kwargs(self) -> Dict[str, Any]:
@@ -311,7 +325,8 @@ class Recipe:
 DEFAULT = Recipe()
 
 RECIPES: Registry[Recipe] = Registry(
-    "recipe", hint="Register yours with nord.nn.recipe.register_recipe(name, Recipe(...))")
+    "recipe (--recipe)",
+    hint="Register yours with nord.nn.recipe.register_recipe(name, Recipe(...))")
 """Recipe names -> :class:`Recipe`."""
 
 

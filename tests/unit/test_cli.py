@@ -173,7 +173,7 @@ def test_compare_refuses_flags_it_would_ignore_before_any_work(tmp_path, capsys,
     (["--group-size", "0"], "group_size"),
     (["--max-params", "0"], "max_params"),
     (["--lr", "-1"], "learning rate"),
-    (["--lr", "inf"], "the learning rate must be a positive, finite number; got inf"),
+    (["--lr", "inf"], "lr (--lr) must be a number > 0 (the learning rate); got inf"),
     (["--seed", "4294967296"], "seed must be an integer in [0, 4294967295] (numpy and "
                                "scikit-learn take 32-bit seeds); got 4294967296"),
     (["--threads", "10000"], "CPUs this process may use; got 10000"),

@@ -180,7 +180,9 @@ def test_selecting_on_test_data_is_warned_and_journaled(tmp_path, capsys):
 @pytest.mark.parametrize("argv", [
     ["run", "--budget", "-1"], ["run", "--dataset", "cifar11"], ["run", "--algorithm", "nope"],
     ["run", "--scheduler", "asha", "--min-epochs", "9", "--max-epochs", "3"],
-    ["run", "--valid-fraction", "1.5"], ["run", "--lr", "-0.1"], ["run", "--seed", "-1"]])
+    ["run", "--valid-fraction", "1.5"], ["run", "--lr", "-0.1"], ["run", "--seed", "-1"],
+    ["run", "--lr-schedule", "cosin"], ["run", "--weight-decay", "-1"],
+    ["run", "--recipe", "nasbench2"], ["run", "--augment", "crop,rotate"]])
 def test_a_bad_argument_is_refused_before_torch_or_the_data_load(argv):
     import subprocess
     import sys

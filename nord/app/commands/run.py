@@ -54,9 +54,52 @@ RUN_FLAGS = (
      "share of the training split held out (stratified) as the validation split the search "
      "sees, where the data set has no official one; 0 selects on test data (warned)"),
     ("epochs", "--epochs", int, "training epochs of each candidate (without --scheduler)"),
-    ("batch_size", "--batch-size", int, "training mini-batch per rank, in samples"),
-    ("lr", "--lr", float, "learning rate"),
-    ("optimizer", "--optimizer", str, "adam, adamw, sgd or rmsprop"),
+    ("recipe", "--recipe", str,
+     "how candidates are trained: default (Adam 1e-3, nothing else), nasbench201 (the "
+     "benchmark's protocol), darts-search (its one-shot searches' weights), or a registered "
+     "one; the flags below replace its parts (docs/recipes.md) (default: default)"),
+    ("batch_size", "--batch-size", int,
+     "training mini-batch per rank, in samples (default: the recipe's, else 64)"),
+    ("lr", "--lr", float, "learning rate, the peak after any warm-up (default: the recipe's)"),
+    ("optimizer", "--optimizer", str, "adam, adamw, sgd or rmsprop (default: the recipe's)"),
+    ("momentum", "--momentum", float, "SGD's and RMSprop's momentum (default: the recipe's)"),
+    ("nesterov", "--nesterov", "bool",
+     "Nesterov momentum, for SGD with --momentum (default: the recipe's)"),
+    ("weight_decay", "--weight-decay", float, "L2 penalty, decoupled for adamw (default: the "
+                                              "recipe's)"),
+    ("lr_schedule", "--lr-schedule", str,
+     "constant, cosine (down to --min-lr), step (times --decay-rate every --decay-epochs) or "
+     "linear (down to --min-lr), stepped after each epoch (default: the recipe's)"),
+    ("warmup_epochs", "--warmup-epochs", int,
+     "epochs of linear warm-up from --warmup-lr to --lr before the schedule (default: the "
+     "recipe's)"),
+    ("warmup_lr", "--warmup-lr", float, "the first warm-up epoch's rate (default: the recipe's)"),
+    ("min_lr", "--min-lr", float, "where cosine and linear end (default: the recipe's)"),
+    ("decay_epochs", "--decay-epochs", int, "the step schedule's period (default: the recipe's)"),
+    ("decay_rate", "--decay-rate", float, "the step schedule's factor (default: the recipe's)"),
+    ("schedule_span", "--schedule-span", str,
+     "under --scheduler, what the schedule spans: max-epochs (one schedule; a promoted "
+     "candidate goes on) or leg (each leg its own, retrained from scratch) (default: the "
+     "recipe's)"),
+    ("augment", "--augment", str,
+     "image augmentations of each training batch, comma-separated, per sample: crop "
+     "(after padding), flip (horizontal), cutout; or none (default: the recipe's)"),
+    ("crop_padding", "--crop-padding", int,
+     "pixels padded before the crop (default: the recipe's, else an eighth of the side)"),
+    ("cutout_length", "--cutout-length", int,
+     "the cutout square's side (default: the recipe's, else half the side)"),
+    ("clip_grad", "--clip-grad", float,
+     "clip the gradients' norm to this; 0: none (default: the recipe's)"),
+    ("label_smoothing", "--label-smoothing", float,
+     "label smoothing of the training loss (default: the recipe's)"),
+    ("precision", "--precision", str,
+     "fp32, bf16 or fp16 (with a loss scaler): training arithmetic on a GPU (default: the "
+     "recipe's)"),
+    ("memory_format", "--memory-format", str,
+     "contiguous or channels-last (default: the recipe's)"),
+    ("normalise", "--normalise", str,
+     "training-split (the training split's channel statistics) or published (NAS-Bench-201's "
+     "for its data sets) (default: the recipe's)"),
     ("max_params", "--max-params", int,
      "refuse networks with more trainable parameters, as failed evaluations, before they are "
      "allocated (default: no limit; a network that would not fit the free memory of its GPU "
@@ -122,6 +165,7 @@ RUN_FLAGS = (
 )
 
 _METAVARS = {"json": "JSON", "list": "NAMES", int: "N", float: "X", str: "NAME", "data_root": "DIR",
+             "augment": "NAMES", "warmup_lr": "RATE", "min_lr": "RATE",
              "data_checksums": "FILE",
              "journal": "FILE", "device": "DEVICE", "lr": "RATE", "valid_fraction": "FRACTION",
              "time_budget": "DURATION", "target": "ACCURACY"}
@@ -163,6 +207,9 @@ def run_arguments():
             continue
         if kind == "rules":
             yield name, flag, dict(action="append", metavar="RULE", help=text)
+            continue
+        if kind == "bool":
+            yield name, flag, dict(action=argparse.BooleanOptionalAction, help=text)
             continue
         yield name, flag, dict(type=str if kind in ("json", "list") else kind,
                                metavar=_METAVARS.get(name) or _METAVARS[kind],
