@@ -34,10 +34,13 @@ def augmentation_seed(seed: int, epoch: int, rank: int = 0) -> int:
 
 def black_pixel(mean: Optional[Sequence[float]], std: Optional[Sequence[float]],
                 channels: int) -> Tuple[float, ...]:
-    """A black pixel after normalisation with ``mean`` and ``std`` (zeros when not normalised)."""
+    """A black pixel after normalisation with ``mean`` and ``std`` (zeros when not normalised),
+    computed in float32 as the data's own normalisation computes it."""
     if mean is None or std is None:
         return (0.0,) * channels
-    return tuple(-m / s for m, s in zip(mean, std))
+    zero = torch.zeros(channels, dtype=torch.float32)
+    return tuple((zero - torch.tensor(mean, dtype=torch.float32))
+                 .div_(torch.tensor(std, dtype=torch.float32)).tolist())
 
 
 class Augmentation:
