@@ -111,8 +111,9 @@ class Scheduler:
     name = "scheduler"
     modes: Tuple[str, ...] = ("sync", "async")
     trains_in_legs = True
-    """Candidates train in legs (paused, resumed from checkpoints), so the engine runs its
-    leg loop and keeps a checkpoint folder; only :class:`TrainToEnd` says False."""
+    """Candidates train in legs (paused, resumed from checkpoints): the engine journals the
+    legs, asks for promotions and keeps a checkpoint folder; only :class:`TrainToEnd` says
+    False."""
 
     def __init__(self, min_epochs: int = 1, max_epochs: int = 27, eta: int = 3):
         self.min_epochs, self.max_epochs, self.eta = check_settings(min_epochs, max_epochs, eta)
@@ -244,10 +245,10 @@ class TrainToEnd:
     """No early stopping: every candidate trains once, as far as its evaluator says.
 
     What ``run_search(scheduler=None)`` runs, so that the engine always has a scheduler to ask.
-    Its answers to the engine's questions before a run: nothing to record, nothing to refuse,
-    the batch size given or one candidate per worker. It trains nothing in legs, so the engine
-    runs its plain loop: none of a :class:`Scheduler`'s decisions are asked and the journal
-    holds no legs. Not registered: ``--scheduler`` names early stopping rules only.
+    Its answers to the engine: nothing to record, nothing to refuse, the batch size given or
+    one candidate per worker, and no first leg (``first_epochs`` is None): each candidate is
+    one evaluation to the end, so nothing is paused or promoted and the journal holds no legs.
+    Not registered: ``--scheduler`` names early stopping rules only.
     """
 
     name = "train-to-end"
@@ -270,6 +271,13 @@ class TrainToEnd:
     def batch_size(self, index: int, given: Optional[int], workers: int) -> int:
         """Sync mode: the batch size ``given``, else one candidate per worker."""
         return given or workers
+
+    def start_batch(self, numbers: Sequence[int]) -> None:
+        """Sync mode: nothing to prepare for a batch."""
+
+    def first_epochs(self, number: int) -> None:
+        """No first leg: the candidate trains to the end in one evaluation."""
+        return None
 
     def __repr__(self) -> str:
         return "TrainToEnd()"

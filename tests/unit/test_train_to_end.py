@@ -47,6 +47,13 @@ def test_it_records_nothing_and_sizes_batches_as_a_run_without_a_scheduler():
     assert make_scheduler("asha").trains_in_legs
 
 
+def test_it_gives_no_first_leg_so_each_candidate_is_one_evaluation_to_the_end():
+    scheduler = TrainToEnd()
+    scheduler.start_batch([0, 1, 2])                 # nothing to prepare
+    assert scheduler.first_epochs(0) is None
+    assert make_scheduler("asha", min_epochs=1, max_epochs=9).first_epochs(0) == 1
+
+
 def test_it_serves_what_an_early_stopping_rule_refuses():
     """A table look-up has no epochs to stop at: ASHA refuses it, training to the end does not."""
     algorithm, evaluator = RandomSearch(ToySpace(), seed=0), ToyEvaluator()

@@ -2,9 +2,10 @@
 
 Rooms, each importing only those listed before it: ``checkpoints`` (where candidates in
 training leave their checkpoints, if anywhere), ``outcomes`` (the records a run produces),
-``loop`` (:class:`Search`, ask/identify/evaluate/tell), ``replay`` (resuming from a journal),
-``legs`` (a scheduler's legs of training), ``run`` (:func:`run_search`, which picks and drives
-the loop)::
+``stopping`` (the limits that end a run), ``settings`` (a run's settings in three groups),
+``legs`` (the ledger of a scheduler's legs of training), ``loop`` (:class:`Search`,
+ask/identify/evaluate/tell, doing what its scheduler decides), ``replay`` (resuming from a
+journal), ``run`` (:func:`run_search`, which starts and drives the loop)::
 
     from nord.search.engine import run_search
     summary = run_search(algorithm, evaluator, budget=100, journal="runs/rea.db")

@@ -141,6 +141,9 @@ class NoCheckpoints:
     def delete(self, number: int) -> None:
         """Nothing to delete."""
 
+    def release(self, numbers: Iterable[int]) -> None:
+        """Nothing was kept for a promotion."""
+
     def close(self) -> None:
         """Nothing to remove."""
 

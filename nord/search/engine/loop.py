@@ -1,7 +1,10 @@
 """Search: the loop of one run on the rank that runs the engine (ask, identify, evaluate, tell).
 
-:func:`~nord.search.engine.run.run_search` builds one and calls ``run_sync`` or ``run_async``;
-:class:`~nord.search.engine.legs.ScheduledSearch` extends it with legs of training.
+:func:`~nord.search.engine.run.run_search` builds one and calls ``run_sync`` or ``run_async``.
+Where runs differ, the loop asks its scheduler and does what the answer says: how far a new
+candidate's first leg trains (None, under :class:`~nord.search.schedulers.TrainToEnd`: to the
+end, in one evaluation), what a leg's end decides, which paused candidates go on, how large
+each synchronous batch is. The legs themselves are kept by :class:`~nord.search.engine.legs.Legs`.
 """
 from __future__ import annotations
 
@@ -9,28 +12,25 @@ import logging
 import time
 import traceback
 from collections import deque
-from typing import Any, Callable, Deque, Dict, Hashable, List, Optional, Set, Union
+from typing import Deque, Dict, Hashable, List, Optional, Set, Union
 
 from nord.architecture.descriptor import NeuralDescriptor
 from nord.errors import NordError
 from nord.evaluators.result import EvaluationResult
-from nord.journal import Journal
+from nord.journal import Journal, LegRecord
 from nord.journal.recorder import NoJournal, recorder_for
 from nord.search.algorithms.base import Candidate, SearchAlgorithm
 from nord.search.engine.checkpoints import CheckpointStore, NoCheckpoints
+from nord.search.engine.legs import Legs
 from nord.search.engine.outcomes import NO_KEY, Outcome, SearchProgress, SearchSummary
+from nord.search.engine.settings import MAX_ATTEMPTS, Reporting, Training
 from nord.search.engine.stopping import Stopping
-from nord.search.executors import Executor, Task
-from nord.search.schedulers import Scheduler, TrainToEnd
+from nord.search.executors import Completion, Executor, Task
+from nord.search.schedulers import CONTINUE, DONE, STOP
 
 __all__ = ["Search", "MAX_ATTEMPTS", "killed_result"]
 
 logger = logging.getLogger(__name__)
-
-MAX_ATTEMPTS = 2
-"""How often a candidate's evaluation may kill the run's process (the out-of-memory killer's
-SIGKILL) without finishing an epoch in between, before a resume records it as failed instead
-of handing it out again."""
 
 
 def killed_result(number: int, deaths: int) -> EvaluationResult:
@@ -53,32 +53,37 @@ def killed_result(number: int, deaths: int) -> EvaluationResult:
 
 
 class Search:
-    """The state of one call of run_search on the rank that runs the engine."""
+    """The state of one call of run_search on the rank that runs the engine.
 
-    promotes = False
-    """Whether :meth:`promote` can hand out anything (a scheduler's searches)."""
-
-    trains_told = False
-    """Whether a candidate already told may still be in training (a scheduler's later legs),
-    so that the journal's attempts of told candidates count on resume."""
+    Args:
+        algorithm: asked for candidates and told their results.
+        executor: evaluates the tasks handed out.
+        journal: where the run is recorded (a ``NoJournal`` keeps nothing).
+        stopping: the run's limits (its ``budget`` is the loops' count).
+        mode: 'sync' or 'async'.
+        batch_size: the synchronous batch size given or set (the scheduler may size each).
+        training: its ``scheduler`` (never None here), ``checkpoint_every``.
+        reporting: its ``on_result`` and ``on_epoch``.
+        checkpoints: where candidates in training keep their checkpoints, if anywhere.
+    """
 
     def __init__(self, algorithm: SearchAlgorithm, executor: Executor,
-                 journal: Union[Journal, NoJournal],
-                 budget: int, mode: str, batch_size: int,
-                 on_result: Optional[Callable[[SearchProgress], None]],
-                 scheduler: Union[Scheduler, TrainToEnd] = TrainToEnd(),
-                 checkpoints: CheckpointStore = NoCheckpoints(), checkpoint_every: int = 0,
-                 stopping: Optional[Stopping] = None):
+                 journal: Union[Journal, NoJournal], stopping: Stopping, mode: str,
+                 batch_size: int, training: Training, reporting: Reporting = Reporting(),
+                 checkpoints: CheckpointStore = NoCheckpoints()):
         self.algorithm = algorithm
-        self.scheduler = scheduler
+        self.scheduler = training.scheduler
+        self.in_legs = self.scheduler.trains_in_legs   # its decisions come at ends of legs
         self.space = algorithm.space
         self.executor = executor
         self.journal = journal
-        self.budget = budget
+        self.budget = stopping.budget
         self.mode = mode
         self.asynchronous = mode == "async"
         self.batch_size = batch_size
-        self.on_result = on_result
+        self.batches = 0                               # synchronous batches asked
+        self.on_result = reporting.on_result
+        self.on_epoch = reporting.on_epoch
         self.told = 0
         self.asked = 0
         self.pending: Dict[int, Candidate] = {}        # asked, not yet told
@@ -90,21 +95,24 @@ class Search:
         self.forms: Dict[Hashable, str] = {}           # key -> canonical form, once checked
         self.evaluating: Dict[Hashable, int] = {}      # key -> candidate being evaluated
         self.charge_repeats = executor.charges_repeats   # a repeat occupies a worker too
+        # a benchmark answers each query at the fidelity asked: under a scheduler that trains
+        # in legs, a charged repeat trains in legs of its own
+        self.repeats_train = self.charge_repeats and self.in_legs
         self.repeats: Dict[int, Outcome] = {}          # candidate -> the outcome it repeats
         self.waiting: Dict[Hashable, List[Candidate]] = {}   # key -> candidates waiting for it
         self.recorder = recorder_for(journal)          # the journal's rows until a commit
         self.recording = self.recorder.keeps           # else its calls are skipped
-        self.max_attempts = MAX_ATTEMPTS
         self.killed: Dict[int, int] = {}               # candidate -> deaths while evaluating it
-        self.on_epoch: Optional[Callable[[int, Any], None]] = None
         self.evaluated = self.cached = self.undecodable = self.failed = self.replayed = 0
         self.busy_time = 0.0
         self.time_budget_spent = False
         self.checkpoints = checkpoints
-        self.checkpoint_every = checkpoint_every
-        self.stopping = stopping if stopping is not None else Stopping(budget)
+        self.checkpoint_every = training.checkpoint_every
+        self.stopping = stopping
         self.limited = self.stopping.limited           # a limit besides the budget is set
         self.now = executor.now   # the journal's clock: wall-clock or simulated seconds
+        self.legs = Legs(self.scheduler, self.space, self.recorder, checkpoints,
+                         self.checkpoint_every, self.now)
         self.started = time.monotonic()
 
     # --- asking and identifying ----------------------------------------------------------
@@ -144,13 +152,20 @@ class Search:
             self.start(candidate, key, descriptor)
 
     def start(self, candidate: Candidate, key: Hashable, descriptor) -> None:
-        """Queue the evaluation of a candidate whose architecture is new to the run."""
-        if candidate.number in self.killed:
+        """Queue the training of a candidate whose architecture is new to the run, as its
+        scheduler says: its first leg, or (``first_epochs`` None) one evaluation to the end."""
+        number = candidate.number
+        if number in self.killed:
             self.give_up(candidate, key)
             return
-        task = Task(candidate.number, candidate.genome, key, self.space, descriptor)
-        self.checkpoints.attach(task, self.checkpoint_every)
-        self.tasks[candidate.number] = task
+        epochs = self.scheduler.first_epochs(number)
+        if epochs is not None:
+            self.tasks[number] = task = self.legs.first(number, candidate.genome, key,
+                                                        descriptor, epochs)
+        else:
+            task = Task(number, candidate.genome, key, self.space, descriptor)
+            self.checkpoints.attach(task, self.checkpoint_every)
+            self.tasks[number] = task
         self.queue.append(task)
 
     def give_up(self, candidate: Candidate, key: Hashable) -> None:
@@ -186,12 +201,20 @@ class Search:
                 "the wrong network. Please report this, with the journal")
 
     def join(self, candidate: Candidate, key: Hashable, descriptor) -> None:
-        """A candidate whose architecture is being evaluated waits for that result."""
-        self.waiting.setdefault(key, []).append(candidate)
+        """A candidate whose architecture is being evaluated waits for that result (a charged
+        repeat under a scheduler that trains in legs trains its own)."""
+        if self.repeats_train:
+            self.start(candidate, key, descriptor)
+        else:
+            self.waiting.setdefault(key, []).append(candidate)
 
     def reuse(self, candidate: Candidate, earlier: Outcome) -> None:
         """Answer a repeat of an architecture evaluated earlier in the run: from the cache at
-        once, or, where the executor charges repeats, after a worker has spent its cost."""
+        once, or, where the executor charges repeats, after a worker has spent its cost (under
+        a scheduler that trains in legs, by training it in legs of its own)."""
+        if self.repeats_train:
+            self.start(candidate, earlier.key, None)
+            return
         if not self.charge_repeats:
             self.finish(self._cached(candidate, earlier))
             return
@@ -204,7 +227,7 @@ class Search:
         self.repeats[candidate.number] = earlier
         self.queue.append(task)
 
-    def end_repeat(self, done) -> None:
+    def end_repeat(self, done: Completion) -> None:
         """A charged repeat is back from its worker: tell it as reused."""
         earlier = self.repeats.pop(done.number)
         del self.tasks[done.number]
@@ -239,24 +262,35 @@ class Search:
         return free
 
     def collect(self) -> None:
-        """Wait for one evaluation; finish it and every candidate waiting for its architecture."""
+        """Wait for one evaluation, leg of training or charged repeat, and end it."""
         done = self.executor.wait()
         number = done.number
         if number in self.repeats:
             self.end_repeat(done)
-            return
-        task = self.tasks.pop(number)
+        elif number in self.legs.in_flight:
+            self.end_leg(done)
+        else:
+            self.end_evaluation(done)
+
+    def end_evaluation(self, done: Completion) -> None:
+        """A candidate trained to the end is back: its outcome, and every candidate waiting
+        for its architecture."""
+        task = self.tasks.pop(done.number)
         task.report = None   # it points back at this search: the outcome keeps the task
-        key = task.key
-        self.evaluated += 1
         spent = done.ended - done.started
         if spent > 0:   # max(0.0, spent) without the call: a clock that stepped back adds nothing
             self.busy_time += spent
-        outcome = Outcome(self.pending[number], done.result, key, task, done.worker_rank,
-                          done.started, done.ended)
-        del self.evaluating[key]
+        self.checkpoints.ended(done.number, done.result.metrics)
+        self.evaluation_over(Outcome(self.pending[done.number], done.result, task.key, task,
+                                     done.worker_rank, done.started, done.ended))
+
+    def evaluation_over(self, outcome: Outcome) -> None:
+        """An architecture's evaluation is over: its outcome is kept for repeats, finished,
+        and reused for every candidate that waited for it."""
+        self.evaluated += 1
+        key = outcome.key
+        self.evaluating.pop(key, None)
         self.cache.setdefault(key, outcome)
-        self.checkpoints.ended(number, done.result.metrics)
         self.finish(outcome)
         for waiter in self.waiting.pop(key, ()):
             self.reuse(waiter, outcome)
@@ -306,6 +340,69 @@ class Search:
         """
         self.recorder.commit()
 
+    # --- legs of training ----------------------------------------------------------------
+    def queue_leg(self, number: int, start: int, target: int, first: bool = False,
+                  again: Optional[LegRecord] = None) -> None:
+        """Queue a leg from ``start`` to ``target`` epochs (continuations and promotions to
+        the front: finishing good candidates comes before starting new ones); ``again``: the
+        journal's record of a leg that was in flight when the run stopped."""
+        task = self.legs.hand_out(number, start, target, again)
+        self.tasks[number] = task
+        if first:
+            self.queue.append(task)
+        else:
+            self.queue.appendleft(task)
+
+    def end_leg(self, done: Completion) -> None:
+        """A leg is back: do what the scheduler decided (go on, pause, stop, done); in async
+        mode a candidate whose training stopped is told the first time it does."""
+        number = done.number
+        task = self.tasks.pop(number)
+        task.report = None   # it points back at this search: the outcome keeps the task
+        self.busy_time += max(0.0, done.ended - done.started)
+        leg = self.legs.end(done, task, self.pending_or_told(number))
+        decision = leg.decision
+        if decision == CONTINUE:
+            self.queue_leg(number, leg.target_epochs, self.scheduler.next_epochs(number))
+        elif decision in (STOP, DONE):
+            self.checkpoints.delete(number)
+        if self.asynchronous and decision != CONTINUE and number not in self.legs.told:
+            self.release(number)
+        self.track_disk()
+
+    def pending_or_told(self, number: int) -> Candidate:
+        candidate = self.pending.get(number)
+        return candidate if candidate is not None else self.legs.latest[number].candidate
+
+    def release(self, number: int) -> None:
+        """Tell candidate ``number`` at its highest epochs, and the repeats waiting for it."""
+        self.evaluation_over(self.legs.tell(number))
+
+    def track_disk(self) -> None:
+        """Checkpoints no promotion can reach any more go; the folder's peak is measured."""
+        for number in self.scheduler.releasable():
+            self.checkpoints.delete(number)
+        self.checkpoints.measure()
+
+    def promote(self, free: int) -> int:
+        """Queue up to ``free`` promotions of paused candidates, as the scheduler chooses; how
+        many were queued (none once a time budget or a target has ended the run, and none
+        where candidates do not train in legs)."""
+        if not self.in_legs or self.stopping.limit() is not None:
+            return 0
+        chosen = self.scheduler.promotions(free)
+        for number, target in chosen:
+            self.queue_leg(number, self.scheduler.epochs[number], target)
+        return len(chosen)
+
+    def give_up_leg(self, number: int, leg: LegRecord) -> None:
+        """A leg whose training killed the run's process ``max_attempts`` times ends as a
+        failed result at its rung (the scheduler stops the candidate), so the run goes on."""
+        self.tasks[number] = self.legs.reopen(number, leg)
+        now = self.now()
+        self.end_leg(Completion(number, killed_result(number, self.killed.pop(number)),
+                                None, now, now))
+
     # --- the two modes -------------------------------------------------------------------
     def run_sync(self) -> None:
         """Batches of candidates: each is asked, evaluated (and, with a scheduler, trained as
@@ -340,10 +437,9 @@ class Search:
         """Steady state: a free worker gets the next candidate (or promotion) at once, and a
         result is told as soon as it comes."""
         self.requeue_in_flight()   # candidates in flight when the run stopped go first
-        executor, queue, promote, promotes = self.executor, self.queue, self.promote, self.promotes
-        dispatch, ask, prepare, flush = self.dispatch, self.ask, self.prepare, self.flush
-        if type(self).flush is Search.flush:   # the same, one call fewer (none) per result
-            flush = self.recorder.commit if self.recording else None
+        executor, queue, promote, promotes = self.executor, self.queue, self.promote, self.in_legs
+        dispatch, ask, prepare = self.dispatch, self.ask, self.prepare
+        flush = self.recorder.commit if self.recording else None   # self.flush, a call fewer
         while True:
             free = dispatch() if queue else executor.free_slots
             while not queue and free > 0:
@@ -371,37 +467,47 @@ class Search:
                 return
             self.collect()
 
-    # --- what a scheduler changes in the two loops -------------------------------------------
-    def resume_training(self) -> Set[int]:
-        """After the algorithm's replay (:func:`~nord.search.engine.replay.replay`): make
-        ready what trains (nothing more without a scheduler); the candidates that were in
-        training when the run stopped."""
-        return set(self.pending) - set(self.ready)
-
-    def finish_run(self) -> None:
-        """The run is over (without a scheduler nothing waits for a promotion)."""
+    # --- resuming and ending ---------------------------------------------------------------
+    def in_training(self) -> Set[int]:
+        """After a replay (:func:`~nord.search.engine.replay.replay`): the candidates that
+        were in training when the run stopped, those of a leg in flight included."""
+        return set(self.legs.resumed) | {number for number in self.pending
+                                         if number not in self.ready
+                                         and number not in self.legs.latest}
 
     def requeue_in_flight(self) -> List[int]:
-        """After a replay: the candidates asked but not evaluated when the run stopped are
-        prepared again, in order (each goes on from its checkpoint); in sync mode, returns
-        the batch in progress."""
+        """After a replay: legs that were running when the run stopped run again (from their
+        checkpoints), candidates asked but not evaluated are prepared again, in order; in
+        sync mode, returns the batch in progress."""
+        for number, leg in sorted(self.legs.resumed.items(), key=lambda item: item[1].leg):
+            if number in self.killed:
+                self.give_up_leg(number, leg)
+            else:
+                self.queue_leg(number, leg.start_epochs, leg.target_epochs, first=True,
+                               again=leg)
+        started = set(self.legs.resumed) | set(self.legs.latest)
+        self.legs.resumed = {}
         for number in sorted(self.pending):
-            if number not in self.ready:
+            if number not in started and number not in self.ready:
                 self.prepare(self.pending[number])
         return sorted(self.pending) if self.mode == "sync" else []
 
-    def promote(self, free: int) -> int:
-        """Hand out up to ``free`` more legs of candidates already told; how many (none
-        without a scheduler)."""
-        return 0
+    def finish_run(self) -> None:
+        """The run is over: no checkpoint can be promoted any more (the folder itself goes
+        when the run closes it)."""
+        self.checkpoints.release(list(self.legs.trained))
 
+    # --- synchronous batches ---------------------------------------------------------------
     def next_batch_size(self) -> int:
-        """The size of the next synchronous batch."""
-        return self.batch_size
+        """The size of the next synchronous batch, as the scheduler sets it."""
+        return self.scheduler.batch_size(self.batches, self.batch_size, self.executor.n_workers)
 
     def decide_batch(self, batch: List[int]) -> None:
-        """A synchronous batch has nothing left in flight: make every candidate's outcome
-        ready to be told (without a scheduler, they are)."""
+        """A synchronous batch has nothing left in flight: every candidate's outcome is made
+        ready to be told, a candidate trained in legs at its highest rung."""
+        for number in batch:
+            if number in self.legs.latest and number not in self.legs.told:
+                self.release(number)
 
     def _ask_batch(self, room: int) -> List[int]:
         """Ask for up to ``room`` candidates and identify them; their numbers, sorted (empty
@@ -421,13 +527,11 @@ class Search:
         batch = sorted(c.number for c in asked)
         for offset, number in enumerate(batch):
             self.sequence[number] = self.told + offset
-        self.batch_started(batch)
+        self.scheduler.start_batch(batch)
+        self.batches += 1
         for candidate in asked:
             self.prepare(candidate)
         return batch
-
-    def batch_started(self, batch: List[int]) -> None:
-        """A synchronous batch was asked (its candidates' numbers), before any is prepared."""
 
     def _stopped_early(self) -> None:
         if self.told >= self.budget:
@@ -444,7 +548,9 @@ class Search:
                 self.told, self.budget)
 
     def summary(self) -> SearchSummary:
-        return SearchSummary(
+        """The run's summary; where candidates trained in legs, its best is the best among
+        those trained furthest, and it counts the legs and the epochs they cost."""
+        summary = SearchSummary(
             best=self.algorithm.best, best_result=self.algorithm.best_result,
             evaluations=self.told, evaluated=self.evaluated, cached=self.cached,
             failed=self.failed, replayed=self.replayed, undecodable=self.undecodable,
@@ -458,4 +564,9 @@ class Search:
             checkpoint_peak_bytes=self.checkpoints.peak_bytes,
             resumed_candidates=len(self.checkpoints.resumed),
             resumed_epochs=sum(self.checkpoints.resumed.values()))
-
+        if self.in_legs:
+            summary.best, summary.best_result = self.legs.best()
+            summary.epochs_trained = self.legs.epochs_trained
+            summary.legs = self.legs.ended
+            summary.unusable_checkpoints = self.legs.unusable_checkpoints
+        return summary

@@ -27,10 +27,10 @@ from nord.journal.recorder import NoJournal
 from nord.parallel import interruptible
 from nord.search.algorithms.base import SearchAlgorithm
 from nord.search.engine.checkpoints import CheckpointStore, Checkpoints, NoCheckpoints
-from nord.search.engine.legs import ScheduledSearch
-from nord.search.engine.loop import MAX_ATTEMPTS, Search
+from nord.search.engine.loop import Search
 from nord.search.engine.outcomes import MODES, RunInfo, SearchProgress, SearchSummary
 from nord.search.engine.replay import replay
+from nord.search.engine.settings import MAX_ATTEMPTS, Reporting, Training
 from nord.search.engine.stopping import Stopping
 from nord.search.executors import Executor, SerialExecutor, TimeBudgetSpent
 from nord.search.schedulers import Scheduler, TrainToEnd
@@ -149,9 +149,10 @@ def run_search(algorithm: Optional[SearchAlgorithm], evaluator=None, budget: int
     _check_settings(mode, budget, batch_size, journal, resume, scheduler)
     check_int(max_attempts, "max_attempts", 1)
     check_int(checkpoint_every, "checkpoint_every (epochs between checkpoints; 0: none)", 0)
-    scheduler = scheduler or TrainToEnd()   # the engine always has a scheduler to ask
+    # the engine always has a scheduler to ask
+    training = Training(scheduler or TrainToEnd(), checkpoint_every, max_attempts)
     if algorithm is not None:
-        scheduler.check_algorithm(algorithm)
+        training.scheduler.check_algorithm(algorithm)
     if executor is None:
         if evaluator is None:
             raise ConfigurationError("run_search needs an evaluator, or an executor that has one")
@@ -160,14 +161,14 @@ def run_search(algorithm: Optional[SearchAlgorithm], evaluator=None, budget: int
         evaluator = getattr(executor, "evaluator", None)
     stopping = Stopping(budget, time_budget, target)
     with interruptible():
-        return _drive(algorithm, evaluator, stopping, journal, mode, executor, resume, on_result,
-                      batch_size, info, scheduler, on_epoch, max_attempts, checkpoint_every)
+        return _drive(algorithm, evaluator, executor, journal, mode, resume, batch_size,
+                      stopping, training, Reporting(on_result, on_epoch, info))
 
 
-def _drive(algorithm, evaluator, stopping, path, mode, executor, resume, on_result, batch_size,
-           info, scheduler, on_epoch, max_attempts,
-           checkpoint_every) -> Optional[SearchSummary]:
-    budget = stopping.budget
+def _drive(algorithm, evaluator, executor: Executor, path, mode: str, resume: bool,
+           batch_size: Optional[int], stopping: Stopping, training: Training,
+           reporting: Reporting) -> Optional[SearchSummary]:
+    budget, scheduler = stopping.budget, training.scheduler
     executor.start()
     if not executor.is_dispatcher:
         executor.serve()
@@ -185,31 +186,29 @@ def _drive(algorithm, evaluator, stopping, path, mode, executor, resume, on_resu
             recorded_batch = None if mode == "async" else (
                 batch_size if resume else effective_batch)
             record = run_record(algorithm, evaluator, executor, mode, budget, recorded_batch,
-                                info or RunInfo(), scheduler)
+                                reporting.info or RunInfo(), scheduler)
         stored = journal.check_start(record, resume=resume)   # the one check: nothing written
         # the checkpoint folder comes after the check (a refused start leaves none behind) and
         # before the first write (a folder that cannot be written leaves the journal untouched)
-        if scheduler.trains_in_legs or (checkpoint_every and journal.keeps_records
+        if scheduler.trains_in_legs or (training.checkpoint_every and journal.keeps_records
                                         and _trains_in_legs(evaluator)):
             checkpoints = Checkpoints.beside(journal.path, fresh=not resume)
         journal.claim(record, stored)
         if stored is not None and mode == "sync" and batch_size is None:
             effective_batch = stored.batch_size
         stopping.start(spent_before=journal.spent_before)
-        loop = ScheduledSearch if scheduler.trains_in_legs else Search
-        search = loop(algorithm, executor, journal, budget, mode, effective_batch or 1,
-                      on_result, scheduler=scheduler, checkpoints=checkpoints,
-                      checkpoint_every=checkpoint_every, stopping=stopping)
-        search.on_epoch = on_epoch
-        if journal.keeps_records or on_epoch is not None:   # someone keeps the learning curves
+        search = Search(algorithm, executor, journal, stopping, mode, effective_batch or 1,
+                        training, reporting, checkpoints)
+        if journal.keeps_records or reporting.on_epoch is not None:   # learning curves kept
             executor.on_epoch = search.epoch_finished
         if resume:
             replay(search)
-            unfinished = search.resume_training()
-            # candidates whose evaluation kept killing the process are given up
+            unfinished = search.in_training()
+            # candidates whose evaluation kept killing the process are given up (a told
+            # candidate's later leg may be in training)
             search.killed = {number: deaths for number, deaths
-                             in journal.attempts(told=search.trains_told).items()
-                             if deaths >= max_attempts and number in unfinished}
+                             in journal.attempts(told=True).items()
+                             if deaths >= training.max_attempts and number in unfinished}
         try:
             if mode == "sync":
                 search.run_sync()
