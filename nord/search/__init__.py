@@ -21,6 +21,9 @@ from nord.search.spaces import (SPACES, ConvSpace, SearchSpace, list_spaces, mak
 
 _LAZY = {  # the engine imports the journal (sqlite) and the executors: load on first use
     "run_search": "nord.search.engine",
+    "Limits": "nord.search.engine",
+    "Training": "nord.search.engine",
+    "Reporting": "nord.search.engine",
     "RunInfo": "nord.search.engine",
     "SearchSummary": "nord.search.engine",
     "SearchProgress": "nord.search.engine",

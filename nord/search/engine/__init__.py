@@ -7,11 +7,12 @@ training leave their checkpoints, if anywhere), ``outcomes`` (the records a run 
 ask/identify/evaluate/tell, doing what its scheduler decides), ``replay`` (resuming from a
 journal), ``run`` (:func:`run_search`, which starts and drives the loop)::
 
-    from nord.search.engine import run_search
-    summary = run_search(algorithm, evaluator, budget=100, journal="runs/rea.db")
+    from nord.search.engine import Limits, Training, run_search
+    summary = run_search(algorithm, evaluator, journal="runs/rea.db", limits=Limits(budget=100))
 """
 from nord.search.engine.outcomes import MODES, NO_KEY, Outcome, RunInfo, SearchProgress, SearchSummary
 from nord.search.engine.run import run_record, run_search
+from nord.search.engine.settings import Limits, Reporting, Training
 
-__all__ = ["run_search", "run_record", "RunInfo", "SearchSummary", "SearchProgress", "Outcome",
-           "MODES", "NO_KEY"]
+__all__ = ["run_search", "run_record", "Limits", "Training", "Reporting", "RunInfo",
+           "SearchSummary", "SearchProgress", "Outcome", "MODES", "NO_KEY"]

@@ -10,6 +10,8 @@ algorithm the result and records it in the journal::
                          journal="runs/random.db")
     print(summary.best_result.accuracy, summary.evaluations, summary.wall_time)
 
+Its settings come in three groups (:mod:`~nord.search.engine.settings`: ``limits=``,
+``training=``, ``reporting=``), each of whose fields is a keyword of its own too.
 Over MPI, every rank calls it with an ``MPIExecutor``; rank 0 returns the summary, the others None.
 
 Details (budget, identity, sync and async modes, journal, time budget, resume): docs/engine.md.
@@ -18,7 +20,8 @@ from __future__ import annotations
 
 import logging
 import os
-from typing import Any, Callable, List, Optional, Union
+from dataclasses import replace
+from typing import Any, List, Optional, Union
 
 from nord.checks import MAX_BUDGET, check_int
 from nord.errors import ConfigurationError, DiskFullError
@@ -28,9 +31,9 @@ from nord.parallel import interruptible
 from nord.search.algorithms.base import SearchAlgorithm
 from nord.search.engine.checkpoints import CheckpointStore, Checkpoints, NoCheckpoints
 from nord.search.engine.loop import Search
-from nord.search.engine.outcomes import MODES, RunInfo, SearchProgress, SearchSummary
+from nord.search.engine.outcomes import MODES, RunInfo, SearchSummary
 from nord.search.engine.replay import replay
-from nord.search.engine.settings import MAX_ATTEMPTS, Reporting, Training
+from nord.search.engine.settings import Limits, Reporting, Training, gather_settings
 from nord.search.engine.stopping import Stopping
 from nord.search.executors import Executor, SerialExecutor, TimeBudgetSpent
 from nord.search.schedulers import Scheduler, TrainToEnd
@@ -78,16 +81,12 @@ def run_record(algorithm: SearchAlgorithm, evaluator, executor: Executor, mode: 
         extra=info.extra, scheduler=scheduler.parameters())
 
 
-def run_search(algorithm: Optional[SearchAlgorithm], evaluator=None, budget: int = 100,
-               journal: Union[str, os.PathLike, None] = None, mode: str = "sync",
-               executor: Optional[Executor] = None, resume: bool = False,
-               on_result: Optional[Callable[[SearchProgress], None]] = None,
-               batch_size: Optional[int] = None,
-               info: Optional[RunInfo] = None, scheduler: Optional[Scheduler] = None,
-               on_epoch: Optional[Callable[[int, Any], None]] = None,
-               max_attempts: int = MAX_ATTEMPTS, checkpoint_every: int = 1,
-               time_budget: Optional[float] = None,
-               target: Optional[float] = None) -> Optional[SearchSummary]:
+def run_search(algorithm: Optional[SearchAlgorithm], evaluator=None, *,
+               journal: Union[str, os.PathLike, None] = None,
+               mode: str = "sync", executor: Optional[Executor] = None, resume: bool = False,
+               batch_size: Optional[int] = None, limits: Optional[Limits] = None,
+               training: Optional[Training] = None, reporting: Optional[Reporting] = None,
+               **settings: Any) -> Optional[SearchSummary]:
     """Run a search: ask, identify, evaluate (once per architecture), tell, journal.
 
     Args:
@@ -95,8 +94,6 @@ def run_search(algorithm: Optional[SearchAlgorithm], evaluator=None, budget: int
             Ranks that do not run the engine (MPI workers) never touch it: None will do there.
         evaluator: evaluates candidates in this process (a :class:`SerialExecutor` is made
             for it). Leave it None when ``executor`` is given.
-        budget: number of results to tell the algorithm, cached and failed ones included
-            (see the module docstring).
         journal: the path of the run's :class:`~nord.journal.Journal`: every proposal and
             result is committed there as it happens, by the engine's rank only, which opens
             and closes it (read it after the run with ``Journal(path)``). None keeps no
@@ -106,51 +103,39 @@ def run_search(algorithm: Optional[SearchAlgorithm], evaluator=None, budget: int
             :class:`~nord.search.executors.MPIExecutor`, call this on every rank: the ranks
             that do not run the engine evaluate until it ends, and return None.
         resume: continue the run journaled in ``journal`` (which must hold one).
-        on_result: called with a :class:`SearchProgress` after each result told.
         batch_size: the most candidates in a synchronous batch; default the number of workers
             (on resume, the journal's). Ignored in async mode.
-        info: what the journal records besides the engine's own knowledge (:class:`RunInfo`).
-        scheduler: a :class:`~nord.search.schedulers.Scheduler` that decides how far each
-            candidate trains (early stopping; see :mod:`nord.search.engine.legs`), fresh from
-            ``make_scheduler`` (one that has decided for another run is refused; a resume
-            too takes a fresh one, which the engine rebuilds from the journal): the engine
-            prepares it for this run's budget and mode. None: no
-            early stopping, every candidate trains once, as far as its evaluator says (the
-            engine runs :class:`~nord.search.schedulers.TrainToEnd` for it).
-        on_epoch: called with ``(candidate number, EpochRecord)`` as each epoch of training
-            ends (on the engine's rank).
-        max_attempts: how often a candidate's evaluation may kill the run's process (``kill
-            -9``, the out-of-memory killer) before a resume records it as failed instead of
-            evaluating it again (counted in the journal; with a scheduler, per leg: the leg
-            becomes a failed result at its rung).
-        checkpoint_every: epochs between the checkpoints of a candidate in training (0:
-            none), in ``<journal>.checkpoints``: a resumed run goes on from them, so that no
-            epoch is trained twice (evaluators that train in legs; without a journal, only a
-            scheduler's pauses are kept). A candidate's checkpoint is deleted when it ends.
-        time_budget: seconds of the run's own running time, its earlier sessions included
-            (journaled), after which no candidate is started or promoted; those in training
-            finish (None: no limit). A resume may give a larger one.
-        target: a search-signal accuracy that ends the run in the same way once a told
-            result reaches it (None: none).
+        limits: what bounds the run (:class:`~nord.search.engine.settings.Limits`: ``budget``
+            100, ``time_budget`` and ``target`` None by default).
+        training: how candidates train (:class:`~nord.search.engine.settings.Training`:
+            ``scheduler`` None, ``checkpoint_every`` 1, ``max_attempts`` 2 by default).
+        reporting: what the run tells as it goes
+            (:class:`~nord.search.engine.settings.Reporting`: ``on_result``, ``on_epoch``,
+            ``info``, None by default).
+        **settings: any field of those three as a keyword of its own, in place of its group
+            (``budget=100``, ``scheduler=make_scheduler('asha')``, ``on_result=print``, ...).
 
     Returns:
         A :class:`SearchSummary` on the rank that runs the engine; None on worker ranks.
 
     Raises:
         ConfigurationError: a bad ``mode``, ``budget``, ``batch_size``, ``journal``,
-            ``time_budget`` or ``target``, or
-            neither evaluator nor executor, a ``scheduler`` that is not one or has served
-            another run, or a scheduler the algorithm cannot run under
+            ``time_budget`` or ``target``, a setting given both in its group and as a
+            keyword, or neither evaluator nor executor, a ``scheduler`` that is not one or has
+            served another run, or a scheduler the algorithm cannot run under
             (``SearchAlgorithm.schedulers``).
+        TypeError: a keyword that is no setting.
         JournalError: the journal cannot be started or resumed by this run (nothing is then
             written), or cannot be written.
         RunInterrupted: SIGINT or SIGTERM stopped the run (journaled as ``interrupted``).
     """
-    _check_settings(mode, budget, batch_size, journal, resume, scheduler)
-    check_int(max_attempts, "max_attempts", 1)
-    check_int(checkpoint_every, "checkpoint_every (epochs between checkpoints; 0: none)", 0)
+    limits, training, reporting = gather_settings(limits, training, reporting, settings)
+    _check_settings(mode, limits.budget, batch_size, journal, resume, training.scheduler)
+    check_int(training.max_attempts, "max_attempts", 1)
+    check_int(training.checkpoint_every,
+              "checkpoint_every (epochs between checkpoints; 0: none)", 0)
     # the engine always has a scheduler to ask
-    training = Training(scheduler or TrainToEnd(), checkpoint_every, max_attempts)
+    training = replace(training, scheduler=training.scheduler or TrainToEnd())
     if algorithm is not None:
         training.scheduler.check_algorithm(algorithm)
     if executor is None:
@@ -159,10 +144,10 @@ def run_search(algorithm: Optional[SearchAlgorithm], evaluator=None, budget: int
         executor = SerialExecutor(evaluator)
     if evaluator is None:
         evaluator = getattr(executor, "evaluator", None)
-    stopping = Stopping(budget, time_budget, target)
+    stopping = Stopping(limits.budget, limits.time_budget, limits.target)
     with interruptible():
         return _drive(algorithm, evaluator, executor, journal, mode, resume, batch_size,
-                      stopping, training, Reporting(on_result, on_epoch, info))
+                      stopping, training, reporting)
 
 
 def _drive(algorithm, evaluator, executor: Executor, path, mode: str, resume: bool,

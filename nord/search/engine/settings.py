@@ -1,17 +1,25 @@
-"""The settings of a run, in three named groups: what bounds it (:class:`Limits`), how its
-candidates train (:class:`Training`) and what it tells as it goes (:class:`Reporting`).
+"""The settings of a run, in three named groups that ``run_search`` takes as keywords::
 
+    from nord.search.engine import Limits, Reporting, Training, run_search
+    run_search(algorithm, evaluator, journal="runs/asha.db", mode="async",
+               limits=Limits(budget=200, time_budget=3600),
+               training=Training(scheduler=make_scheduler("asha", max_epochs=27)),
+               reporting=Reporting(on_result=print))
+
+Each field is also accepted as a keyword of its own (``budget=200`` is
+``limits=Limits(budget=200)``), so calls written before the groups existed work unchanged.
 The objects hold what was given; ``run_search`` checks it (docs/engine.md).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Callable, Optional, Union
+from dataclasses import dataclass, fields, replace
+from typing import Any, Callable, Dict, Mapping, Optional, Tuple, Union
 
+from nord.errors import ConfigurationError
 from nord.search.engine.outcomes import RunInfo, SearchProgress
 from nord.search.schedulers import Scheduler, TrainToEnd
 
-__all__ = ["Limits", "Training", "Reporting", "MAX_ATTEMPTS"]
+__all__ = ["Limits", "Training", "Reporting", "MAX_ATTEMPTS", "gather_settings"]
 
 MAX_ATTEMPTS = 2
 """How often a candidate's evaluation may kill the run's process (the out-of-memory killer's
@@ -79,3 +87,44 @@ class Reporting:
     on_result: Optional[Callable[[SearchProgress], None]] = None
     on_epoch: Optional[Callable[[int, Any], None]] = None
     info: Optional[RunInfo] = None
+
+
+GROUPS: Dict[str, type] = {"limits": Limits, "training": Training, "reporting": Reporting}
+"""run_search's keyword for each settings group."""
+
+SHORTHANDS: Dict[str, str] = {field.name: keyword for keyword, group in GROUPS.items()
+                              for field in fields(group)}
+"""Each setting accepted as a keyword of its own -> the keyword of its group."""
+
+
+def gather_settings(limits: Optional[Limits], training: Optional[Training],
+                    reporting: Optional[Reporting],
+                    shorthands: Mapping[str, Any]) -> Tuple[Limits, Training, Reporting]:
+    """The three groups of a run's settings, each setting given as a keyword of its own
+    (``budget=100``) put in its group; a group not given has its defaults.
+
+    Raises:
+        TypeError: a keyword that is no setting (as Python says of any unknown keyword).
+        ConfigurationError: a group that is not its settings class, or a setting given as a
+            keyword beside its group's object (it would be given twice).
+    """
+    unknown = [name for name in shorthands if name not in SHORTHANDS]
+    if unknown:
+        raise TypeError(
+            f"run_search() got an unexpected keyword argument {unknown[0]!r}; its settings "
+            f"are {', '.join(SHORTHANDS)} (each also in limits=, training= or reporting=)")
+    given = {"limits": limits, "training": training, "reporting": reporting}
+    for keyword, group in GROUPS.items():
+        if given[keyword] is not None and not isinstance(given[keyword], group):
+            raise ConfigurationError(
+                f"{keyword} must be a {group.__name__} (from nord.search.engine) or None; got "
+                f"{type(given[keyword]).__name__}: {given[keyword]!r:.80}")
+        mine = {name: value for name, value in shorthands.items() if SHORTHANDS[name] == keyword}
+        if mine and given[keyword] is not None:
+            name = next(iter(mine))
+            raise ConfigurationError(
+                f"{name}={mine[name]!r} was given beside {keyword}={given[keyword]!r}, which "
+                f"holds {name} too; give each setting once: in {keyword}="
+                f"{group.__name__}({name}=...), or as {name}= without {keyword}=")
+        given[keyword] = replace(given[keyword] or group(), **mine)
+    return given["limits"], given["training"], given["reporting"]
