@@ -30,6 +30,22 @@ class RuleFired(Exception):
         self.stopped = stopped
 
 
+class _Unwatched:
+    """The watch of a training without callbacks: nothing published, nothing recorded."""
+
+    latest: Dict[str, float] = {}
+    diagnostics: List[str] = []
+
+    def begin_epoch(self, epoch: int) -> None:
+        pass
+
+    def epoch_end(self, epoch, steps, metrics):
+        return {}, []
+
+    def end(self, epoch: int) -> None:
+        pass
+
+
 class Diagnostics(TrainingListener):
     """The callbacks and stopping rules of one candidate's training.
 
@@ -48,7 +64,7 @@ class Diagnostics(TrainingListener):
         self.epochs = int(epochs)
         self.notes: List[str] = []
         self._finite_rules = [rule for rule in self.rules if rule.checks_finite]
-        self._watch: Optional[Watch] = None
+        self._watch: Any = _Unwatched()
         self.wants_steps = False
 
     def __bool__(self) -> bool:
@@ -64,8 +80,7 @@ class Diagnostics(TrainingListener):
         self._watch.start(epochs_done)
 
     def epoch_started(self, run, epoch: int) -> None:
-        if self._watch is not None:
-            self._watch.begin_epoch(epoch)
+        self._watch.begin_epoch(epoch)
 
     def step_ended(self, run, epoch: int, step: int, loss: float) -> None:
         published = self._watch.step(epoch, step, loss)
@@ -79,7 +94,7 @@ class Diagnostics(TrainingListener):
 
     def epoch_ended(self, run, end: EpochEnd) -> None:
         """Add the callbacks' scalars and series to ``end``; stop where a rule holds."""
-        if self._watch is not None:
+        if self.callbacks:
             error = None
             try:
                 end.scalars, end.series = self._watch.epoch_end(end.epoch, end.steps,
@@ -88,8 +103,8 @@ class Diagnostics(TrainingListener):
                 error = failure
             run.group.agree(error)
         if self.rules:
-            latest = self._watch.latest if self._watch is not None else {}
-            values = {**latest, **end.figures, **end.scalars, "epoch": float(end.epoch)}
+            values = {**self._watch.latest, **end.figures, **end.scalars,
+                      "epoch": float(end.epoch)}
             fired = first_firing(self.rules, values)
             text = run.group.root_decides(None if fired is None else fired.text)
             if text is not None:
@@ -97,10 +112,9 @@ class Diagnostics(TrainingListener):
                                "trained": end.epoch}
 
     def ended(self, run, epochs_trained: int) -> None:
-        if self._watch is not None:
-            self._watch.end(epochs_trained)
-            self.notes = self._watch.diagnostics
-            self._watch = None
+        self._watch.end(epochs_trained)
+        self.notes = list(self._watch.diagnostics)
+        self._watch = _Unwatched()
 
     # --- a diverged epoch -----------------------------------------------------------------
     def divergence(self, run, error: BaseException, epoch: int) -> Optional[Dict[str, Any]]:

@@ -136,33 +136,22 @@ class DistributedEvaluator(LocalEvaluator):
                     f"rank {environment.rank} is the dedicated root and belongs to no group, so "
                     "it cannot evaluate; create the evaluator on the group ranks only")
             comm = environment.group.comm
-        self._environment_local_rank = environment.local_rank if environment is not None else None
+        local_rank = (environment.local_rank if environment is not None
+                      else launcher_local_rank() or 0)   # which GPU this rank takes
         self.comm = comm if comm is not None else _world_comm()
         self.backend = (choose_backend(backend, resolve_device(self.device).type == "cuda")
                         if self.comm is not None else "local")
         self.scale_lr = bool(scale_lr)
         self.timeout = float(timeout)
         self._started = False
-        if self._size() > 1:
-            self.group = DataParallelGroup(self.comm, self.backend, self._local_rank(),
-                                           self.scale_lr)
-
-    # --- who am I ----------------------------------------------------------------------
-    def _rank(self) -> int:
-        return self.comm.Get_rank() if self.comm is not None else 0
-
-    def _size(self) -> int:
-        return self.comm.Get_size() if self.comm is not None else 1
-
-    def _local_rank(self) -> int:
-        """The rank on this host (which GPU to take): the environment's, else the launcher's."""
-        if self._environment_local_rank is not None:
-            return self._environment_local_rank
-        return launcher_local_rank() or 0
+        if self.comm is not None and self.comm.Get_size() > 1:
+            self.group = DataParallelGroup(self.comm, self.backend, local_rank, self.scale_lr)
+        else:   # one process: exactly a LocalEvaluator
+            self.group.local_rank = local_rank
 
     @property
     def is_root(self) -> bool:
-        return self._rank() == 0
+        return self.group.is_root
 
     def describe(self):
         info = super().describe()
@@ -177,14 +166,14 @@ class DistributedEvaluator(LocalEvaluator):
         The root sends the descriptor (and the leg of training a search engine's task asked
         for) to the other ranks, once; they wait for it in ``serve()``, or here.
         """
-        if self._size() == 1:
+        if self.group.size == 1:
             return super().descriptor_evaluate(descriptor, leg)
         if self.is_root:
             if not isinstance(descriptor, NeuralDescriptor):
                 return super().descriptor_evaluate(descriptor)   # the base class says why
             # the leg without its report: only the root reports epochs
             message = (_EVALUATE, (descriptor.to_dict(), leg.settings()))
-            for member in range(1, self._size()):
+            for member in range(1, self.group.size):
                 self.comm.send(message, dest=member, tag=_GROUP_TAG)
             return self._evaluate_broadcast(descriptor, leg)
         command, payload = self._receive()
@@ -208,8 +197,8 @@ class DistributedEvaluator(LocalEvaluator):
 
     def release(self) -> None:
         """Root: let the ranks waiting in ``serve()`` return."""
-        if self._size() > 1 and self.is_root:
-            for member in range(1, self._size()):
+        if self.group.size > 1 and self.is_root:
+            for member in range(1, self.group.size):
                 self.comm.send((_STOP, None), dest=member, tag=_GROUP_TAG)
 
     def _receive(self):
@@ -233,8 +222,8 @@ class DistributedEvaluator(LocalEvaluator):
     # --- start-up -------------------------------------------------------------------------
     def placement(self) -> Placement:
         """Where this rank trains; its GPU is None unless its backend uses NCCL there."""
-        device = resolve_device(self.device, self._local_rank())
-        return rank_placement(self._rank(), self.backend, device, group=0)
+        device = resolve_device(self.device, self.group.local_rank)
+        return rank_placement(self.group.rank, self.backend, device, group=0)
 
     def _start(self) -> None:
         if self._started:
@@ -243,7 +232,7 @@ class DistributedEvaluator(LocalEvaluator):
         refusal = shared_gpu_refusal(self.comm.allgather(self.placement()), self.backend)
         if refusal is not None:
             raise ConfigurationError(refusal)
-        device = resolve_device(self.device, self._local_rank())
+        device = resolve_device(self.device, self.group.local_rank)
         if device.type == "cuda":
             # NCCL (Horovod's and torch's) works on the current device: make it this rank's
             torch.cuda.set_device(device)
@@ -256,7 +245,7 @@ class DistributedEvaluator(LocalEvaluator):
     def _start_torch_distributed(self) -> None:
         import torch.distributed as dist
         if dist.is_initialized():
-            if dist.get_world_size() != self._size():
+            if dist.get_world_size() != self.group.size:
                 raise DistributedError(
                     "torch.distributed is already started with a different group of ranks; "
                     "use one DistributedEvaluator per process")
@@ -268,10 +257,10 @@ class DistributedEvaluator(LocalEvaluator):
         host, port = self.comm.bcast(address, root=0)
         if port is None:  # the root found no address the other hosts can reach: fail together
             raise DistributedError(host)
-        device = resolve_device(self.device, self._local_rank())
+        device = resolve_device(self.device, self.group.local_rank)
         dist.init_process_group("nccl" if device.type == "cuda" else "gloo",
-                                init_method=f"tcp://{host}:{port}", rank=self._rank(),
-                                world_size=self._size(), timeout=timedelta(seconds=self.timeout))
+                                init_method=f"tcp://{host}:{port}", rank=self.group.rank,
+                                world_size=self.group.size, timeout=timedelta(seconds=self.timeout))
 
     def close(self) -> None:
         """Stop torch.distributed (Horovod shuts down by itself at exit)."""

@@ -24,11 +24,14 @@ class Alone:
 
     rank = 0
     size = 1
-    local_rank = 0
     data_parallel = False
     """Whether training steps all-reduce gradients (``train_epoch``'s ``agree``)."""
     lr_factor = 1
     """What the recipe's learning rate is multiplied by (``scale_lr`` of a larger group)."""
+
+    def __init__(self, local_rank: int = 0):
+        self.local_rank = int(local_rank)
+        """The rank on this host: which of its GPUs to take."""
 
     @property
     def is_root(self) -> bool:

@@ -108,8 +108,7 @@ class TrainingRun:
         rule ended training, the stop."""
         started = time.perf_counter()
         loader.set_epoch(epoch)
-        if self.step.augment is not None:
-            self.step.augment.start_epoch(self.evaluator.seed, epoch, self.group.rank)
+        self.step.augment.start_epoch(self.evaluator.seed, epoch, self.group.rank)
         listeners.epoch_started(self, epoch + 1)
         try:
             train_loss = train_epoch(
@@ -143,10 +142,10 @@ class TrainingRun:
         if diagnostics:
             listeners.append(diagnostics)
         listeners.append(LearningRate(self.schedule))
-        if self.leg.checkpoint is not None:
+        if self.leg.checkpoint:
             listeners.append(CheckpointWriter(self.leg.checkpoint, self.leg.checkpoint_every,
                                               self.leg.keep_at_end, self.target))
-        if self.leg.report is not None and self.group.is_root:
+        if self.leg.report and self.group.is_root:
             listeners.append(EpochReporter(self.leg.report))
         return listeners
 

@@ -117,7 +117,7 @@ class TrainingStep:
 
     Args:
         augment: applied to each batch of inputs (an :class:`~nord.nn.augment.Augmentation`;
-            None or an empty one: the inputs as they are).
+            default an empty one: the inputs as they are).
         label_smoothing: of the training loss.
         clip_grad: the gradients' total norm is clipped to this (0: no clipping).
         precision: a :class:`~nord.nn.precision.Precision` (None: fp32).
@@ -127,7 +127,7 @@ class TrainingStep:
     def __init__(self, augment: Optional[Augmentation] = None, label_smoothing: float = 0.0,
                  clip_grad: float = 0.0, precision: Optional[Precision] = None,
                  channels_last: bool = False):
-        self.augment = augment if augment else None
+        self.augment = augment if augment is not None else Augmentation((), ())
         self.loss_fn = (functools.partial(nn.functional.cross_entropy,
                                           label_smoothing=float(label_smoothing))
                         if label_smoothing else nn.functional.cross_entropy)
@@ -137,7 +137,7 @@ class TrainingStep:
 
     def prepare(self, inputs: torch.Tensor) -> torch.Tensor:
         """The batch as the network takes it: augmented, in its memory format."""
-        if self.augment is not None:
+        if self.augment:
             inputs = self.augment(inputs)
         if self.channels_last and inputs.dim() == 4:
             inputs = inputs.contiguous(memory_format=torch.channels_last)

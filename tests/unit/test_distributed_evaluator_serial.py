@@ -18,7 +18,7 @@ def environment(local_rank=0, group=True):
 
 def test_the_gpu_index_follows_the_environments_local_rank():
     evaluator = DistributedEvaluator(environment(local_rank=3), device="cpu")
-    assert evaluator._local_rank() == 3
+    assert evaluator.group.local_rank == 3
 
 
 def test_a_dedicated_root_cannot_evaluate():
