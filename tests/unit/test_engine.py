@@ -347,11 +347,91 @@ def test_resume_without_a_journaled_run_is_refused(tmp_path):
     assert not (tmp_path / "typo.db").exists()
 
 
-def test_an_open_journal_is_refused_with_the_path_to_give_instead(tmp_path):
+# --- the journal given: a path, a Journal or a NoJournal --------------------------------------
+class Counted(Journal):
+    """A Journal that counts how often it is closed."""
+
+    def __init__(self, path):
+        super().__init__(path)
+        self.closes = 0
+
+    def close(self):
+        self.closes += 1
+        super().close()
+
+
+def test_a_journal_given_is_written_and_left_open_for_its_owner(tmp_path):
+    with Counted(tmp_path / "mine.db") as journal:
+        summary = run_search(toy(), ToyEvaluator(), budget=6, journal=journal)
+        assert journal.closes == 0 and not journal.writing
+        assert journal.state() == "finished" and journal.count() == 6
+    assert journal.closes == 1   # the with block's
+    assert summary.journal == str(tmp_path / "mine.db")
+    run_search(toy(), ToyEvaluator(), budget=6, journal=tmp_path / "path.db")
+    assert journal_rows(tmp_path / "mine.db") == journal_rows(tmp_path / "path.db")
+
+
+def test_a_journal_opened_by_its_owner_is_resumed_and_left_open(tmp_path):
+    with pytest.raises(KeyboardInterrupt):
+        run_search(toy(), Interrupting(stop_at=4), budget=8, journal=tmp_path / "run.db")
+    with Counted(tmp_path / "run.db") as journal:
+        assert journal.count() == 3 and journal.state() == "interrupted"   # opened to read
+        summary = run_search(toy(), ToyEvaluator(), budget=8, journal=journal, resume=True)
+        assert journal.closes == 0
+        assert journal.state() == "finished" and journal.count() == 8
+    assert summary.replayed == 3
+
+
+def test_a_journal_given_is_marked_when_the_run_is_interrupted_and_left_open(tmp_path):
+    with Counted(tmp_path / "run.db") as journal:
+        with pytest.raises(KeyboardInterrupt):
+            run_search(toy(), Interrupting(stop_at=3), budget=8, journal=journal)
+        assert journal.closes == 0 and not journal.writing
+        assert journal.state() == "interrupted" and journal.count() == 2
+    with Journal(tmp_path / "run.db") as reader:   # its owner's close did not mark it crashed
+        assert reader.state() == "interrupted"
+
+
+def test_a_journal_the_engine_opened_at_a_path_is_closed(tmp_path, monkeypatch):
+    opened = []
+
+    class Tracked(Counted):
+        def __init__(self, path):
+            super().__init__(path)
+            opened.append(self)
+
+    monkeypatch.setattr("nord.search.engine.run.Journal", Tracked)
+    run_search(toy(), ToyEvaluator(), budget=3, journal=tmp_path / "run.db")
+    assert [journal.closes for journal in opened] == [1]
+
+
+def test_a_journal_already_started_by_its_owner_is_refused_before_anything_is_written(
+        tmp_path):
+    from nord.journal import RunRecord
     with Journal(tmp_path / "run.db") as journal:
-        with pytest.raises(ConfigurationError, match="journal must be a path .* got Journal"):
+        journal.start(RunRecord("mine", {}, 0, {}, mode="sync", budget=1))
+        with pytest.raises(ConfigurationError, match="is being written already .* give a "
+                                                     "Journal that is not started, or its path"):
             run_search(toy(), ToyEvaluator(), budget=3, journal=journal)
-    assert not (tmp_path / "run.db").exists()
+        assert journal.count() == 0 and journal.writing
+        journal.finish("finished")
+
+
+def test_a_nojournal_keeps_nothing_and_cannot_be_resumed(tmp_path):
+    from nord.journal.recorder import NoJournal
+    summary = run_search(toy(), ToyEvaluator(), budget=5, journal=NoJournal())
+    assert summary.evaluations == 5 and summary.journal is None
+    for journal in (None, NoJournal()):
+        with pytest.raises(ConfigurationError, match="resume=True continues a run from its "
+                                                     "journal, and none was given"):
+            run_search(toy(), ToyEvaluator(), budget=5, journal=journal, resume=True)
+
+
+@pytest.mark.parametrize("journal", [3, b"run.db", sqlite3])
+def test_a_journal_that_is_none_of_these_is_refused(journal):
+    with pytest.raises(ConfigurationError, match="journal must be a path .*, a Journal, a "
+                                                 "NoJournal or None; got"):
+        run_search(toy(), ToyEvaluator(), budget=3, journal=journal)
 
 
 def test_resume_with_another_seed_is_refused(tmp_path):

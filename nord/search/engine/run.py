@@ -21,7 +21,7 @@ from __future__ import annotations
 import logging
 import os
 from dataclasses import replace
-from typing import Any, List, Optional, Union
+from typing import Any, List, Optional, Tuple, Union
 
 from nord.checks import MAX_BUDGET, check_int
 from nord.errors import ConfigurationError, DiskFullError
@@ -50,20 +50,38 @@ def _check_settings(mode: str, budget: Any, batch_size: Any, journal: Any, resum
     check_int(budget, "budget (number of evaluations)", 0, MAX_BUDGET)
     if batch_size is not None:
         check_int(batch_size, "batch_size", 1, rule="a positive integer or None")
-    if journal is not None and not isinstance(journal, (str, os.PathLike)):
+    if journal is not None and not isinstance(journal, (str, os.PathLike, Journal, NoJournal)):
         raise ConfigurationError(
-            f"journal must be a path (str or os.PathLike) or None; got {type(journal).__name__}: "
-            f"{journal!r:.80}. The engine opens and closes the journal itself: give its path, "
-            "and read it after the run with Journal(path)")
-    if resume and journal is None:
+            f"journal must be a path (str or os.PathLike), a Journal, a NoJournal or None; got "
+            f"{type(journal).__name__}: {journal!r:.80}. Give the journal's path (the engine "
+            "opens and closes it), or a nord.journal.Journal you close yourself")
+    keeps_records = isinstance(journal, (str, os.PathLike)) or (
+        journal is not None and journal.keeps_records)
+    if resume and not keeps_records:
         raise ConfigurationError(
             "resume=True continues a run from its journal, and none was given; pass the "
             "journal's path (journal='runs/rea.db')")
+    if isinstance(journal, Journal) and journal.writing:
+        raise ConfigurationError(
+            f"the Journal given for '{journal.path}' is being written already (its start() was "
+            "called); the engine starts the journal itself: give a Journal that is not "
+            "started, or its path")
     if not isinstance(scheduler, (Scheduler, TrainToEnd, type(None))):
         raise ConfigurationError(
             f"scheduler must be a Scheduler or None (no early stopping); got "
             f"{type(scheduler).__name__}: {scheduler!r:.80}. Make one by name with "
             "nord.search.schedulers.make_scheduler('asha', min_epochs=1, max_epochs=9)")
+
+
+def _open_journal(journal: Union[str, os.PathLike, Journal, NoJournal, None]
+                  ) -> Tuple[Union[Journal, NoJournal], bool]:
+    """The run's journal, and whether the engine opened it (and so closes it): the Journal at
+    a path, a NoJournal for None; a Journal or NoJournal given is the caller's."""
+    if journal is None:
+        return NoJournal(), True
+    if isinstance(journal, (str, os.PathLike)):
+        return Journal(journal), True
+    return journal, False
 
 
 def run_record(algorithm: SearchAlgorithm, evaluator, executor: Executor, mode: str,
@@ -82,7 +100,7 @@ def run_record(algorithm: SearchAlgorithm, evaluator, executor: Executor, mode: 
 
 
 def run_search(algorithm: Optional[SearchAlgorithm], evaluator=None, *,
-               journal: Union[str, os.PathLike, None] = None,
+               journal: Union[str, os.PathLike, Journal, NoJournal, None] = None,
                mode: str = "sync", executor: Optional[Executor] = None, resume: bool = False,
                batch_size: Optional[int] = None, limits: Optional[Limits] = None,
                training: Optional[Training] = None, reporting: Optional[Reporting] = None,
@@ -94,9 +112,13 @@ def run_search(algorithm: Optional[SearchAlgorithm], evaluator=None, *,
             Ranks that do not run the engine (MPI workers) never touch it: None will do there.
         evaluator: evaluates candidates in this process (a :class:`SerialExecutor` is made
             for it). Leave it None when ``executor`` is given.
-        journal: the path of the run's :class:`~nord.journal.Journal`: every proposal and
-            result is committed there as it happens, by the engine's rank only, which opens
-            and closes it (read it after the run with ``Journal(path)``). None keeps no
+        journal: the run's :class:`~nord.journal.Journal`, where every proposal and result is
+            committed as it happens, by the engine's rank only. A path: the engine opens the
+            journal there and closes it when the run ends (read it after the run with
+            ``Journal(path)``). A ``Journal`` object (opened or not, but not started): the
+            engine starts, writes and finishes the run in it and leaves it open, for you to
+            read and close (``with Journal(path) as journal: run_search(...,
+            journal=journal)``). None, or a :class:`~nord.journal.recorder.NoJournal`: no
             record.
         mode: 'sync' (generations, results told in candidate order) or 'async' (steady state).
         executor: where evaluations run; default ``SerialExecutor(evaluator)``. With an
@@ -119,11 +141,11 @@ def run_search(algorithm: Optional[SearchAlgorithm], evaluator=None, *,
         A :class:`SearchSummary` on the rank that runs the engine; None on worker ranks.
 
     Raises:
-        ConfigurationError: a bad ``mode``, ``budget``, ``batch_size``, ``journal``,
-            ``time_budget`` or ``target``, a setting given both in its group and as a
-            keyword, or neither evaluator nor executor, a ``scheduler`` that is not one or has
-            served another run, or a scheduler the algorithm cannot run under
-            (``SearchAlgorithm.schedulers``).
+        ConfigurationError: a bad ``mode``, ``budget``, ``batch_size``, ``journal`` (a Journal
+            already started is one), ``time_budget`` or ``target``, a setting given both in
+            its group and as a keyword, or neither evaluator nor executor, a ``scheduler`` that
+            is not one or has served another run, or a scheduler the algorithm cannot run
+            under (``SearchAlgorithm.schedulers``).
         TypeError: a keyword that is no setting.
         JournalError: the journal cannot be started or resumed by this run (nothing is then
             written), or cannot be written.
@@ -150,7 +172,7 @@ def run_search(algorithm: Optional[SearchAlgorithm], evaluator=None, *,
                       stopping, training, reporting)
 
 
-def _drive(algorithm, evaluator, executor: Executor, path, mode: str, resume: bool,
+def _drive(algorithm, evaluator, executor: Executor, given_journal, mode: str, resume: bool,
            batch_size: Optional[int], stopping: Stopping, training: Training,
            reporting: Reporting) -> Optional[SearchSummary]:
     budget, scheduler = stopping.budget, training.scheduler
@@ -159,7 +181,7 @@ def _drive(algorithm, evaluator, executor: Executor, path, mode: str, resume: bo
         executor.serve()
         return None
 
-    journal = NoJournal() if path is None else Journal(path)
+    journal, opened = _open_journal(given_journal)
     search: Optional[Search] = None
     checkpoints: CheckpointStore = NoCheckpoints()
     failed = True
@@ -234,7 +256,8 @@ def _drive(algorithm, evaluator, executor: Executor, path, mode: str, resume: bo
     finally:
         executor.on_epoch = None   # the search is done: no cycle keeps it alive
         executor.close(failed=failed)
-        journal.close()
+        if opened:   # a journal given is its owner's to close
+            journal.close()
         checkpoints.close()
 
 
