@@ -1,17 +1,16 @@
 """What happens around a candidate's epochs and steps, said by listeners a training run calls.
 
 A :class:`~nord.evaluators.training_run.TrainingRun` trains; its listeners, called in the order
-given, do everything else: the diagnostics (callbacks and stopping rules), the learning-rate
-schedule, the checkpoint writer, the epoch reporter and the progress bar. A listener that has
-nothing to do is left out of the list, so the loop never asks whether there is one::
+of its list, do everything else: the progress bar, the diagnostics (callbacks and stopping
+rules), the learning-rate schedule, the checkpoint writer and the epoch reporter. A listener
+that has nothing to do is left out of the list, so the loop never asks whether there is one::
 
-    listeners = Listeners([diagnostics, LearningRate(schedule), CheckpointWriter(...),
-                           EpochReporter(leg.report), ProgressBars(target)])
-    listeners.started(run, epochs_done)
-    listeners.epoch_started(run, epoch)              # epochs count from 1
-    hook = listeners.step_hook(run, epoch)           # None: no listener wants steps
-    listeners.epoch_ended(run, end)                  # an EpochEnd, filled in turn
-    listeners.ended(run, epochs_trained)
+    for listener in [ProgressBars(target), diagnostics, LearningRate(schedule),
+                     CheckpointWriter(path, descriptor, ...), EpochReporter(leg.report)]:
+        listener.started(run, epochs_done)        # then, for each epoch (counted from 1):
+        listener.epoch_started(run, epoch)        # step_ended(run, epoch, step, loss) where
+        listener.epoch_ended(run, end)            # wants_steps; epoch_ended with an EpochEnd
+        listener.ended(run, epochs_trained)       # filled in turn
 
 Each epoch's end is one :class:`EpochEnd` handed down the list: the diagnostics add their
 scalars and may stop training (``end.stopped``), the schedule sets the next rate, the
@@ -22,7 +21,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, List, Optional
 
 from nord.errors import DiskFullError
 from nord.evaluators.checkpoints import save_checkpoint
@@ -30,8 +29,8 @@ from nord.evaluators.result import EpochRecord
 from nord.nn.schedules import Schedule
 from nord.nn.training import ProgressBar
 
-__all__ = ["EpochEnd", "TrainingListener", "Listeners", "LearningRate", "CheckpointWriter",
-           "EpochReporter", "ProgressBars"]
+__all__ = ["EpochEnd", "TrainingListener", "LearningRate", "CheckpointWriter", "EpochReporter",
+           "ProgressBars"]
 
 logger = logging.getLogger(__name__)
 
@@ -99,41 +98,6 @@ class TrainingListener:
         """After the last epoch, or a failure."""
 
 
-class Listeners:
-    """The listeners of one training run, called in order."""
-
-    def __init__(self, listeners: Sequence[TrainingListener]):
-        self.listeners = list(listeners)
-
-    def started(self, run, epochs_done: int) -> None:
-        for listener in self.listeners:
-            listener.started(run, epochs_done)
-
-    def epoch_started(self, run, epoch: int) -> None:
-        for listener in self.listeners:
-            listener.epoch_started(run, epoch)
-
-    def step_hook(self, run, epoch: int) -> Optional[Callable[[int, float], None]]:
-        """What ``train_epoch`` calls after each step, or None where no listener wants steps
-        (the loop then calls nothing)."""
-        stepping = [listener for listener in self.listeners if listener.wants_steps]
-        if not stepping:
-            return None
-
-        def hook(step: int, loss: float) -> None:
-            for listener in stepping:
-                listener.step_ended(run, epoch, step, loss)
-        return hook
-
-    def epoch_ended(self, run, end: EpochEnd) -> None:
-        for listener in self.listeners:
-            listener.epoch_ended(run, end)
-
-    def ended(self, run, epochs_trained: int) -> None:
-        for listener in self.listeners:
-            listener.ended(run, epochs_trained)
-
-
 class LearningRate(TrainingListener):
     """Steps the recipe's schedule after each epoch (after the diagnostics, which read the
     epoch's own rate; before the checkpoint, which keeps the next)."""
@@ -152,8 +116,9 @@ class CheckpointWriter(TrainingListener):
     may promote it) and every ``checkpoint_every`` epochs within a leg (a killed run goes on
     from there). A stopped epoch is not kept: a resume would train it again."""
 
-    def __init__(self, path: str, every: int, keep_at_end: bool, target: int):
+    def __init__(self, path: str, descriptor, every: int, keep_at_end: bool, target: int):
         self.path = path
+        self.descriptor = descriptor
         self.every = int(every)
         self.keep_at_end = bool(keep_at_end)
         self.target = int(target)
@@ -185,7 +150,7 @@ class CheckpointWriter(TrainingListener):
                                    type(failure).__name__, failure)
 
     def _save(self, run, epochs: int) -> None:
-        save_checkpoint(self.path, run.descriptor, run.model, run.optimizer, epochs, run.device,
+        save_checkpoint(self.path, self.descriptor, run.model, run.optimizer, epochs, run.device,
                         run.progress, run.stateful_parts())
 
 

@@ -214,7 +214,7 @@ class LocalEvaluator(Evaluator):
 
     # --- the work -------------------------------------------------------------------------
     def _evaluate(self, descriptor: NeuralDescriptor, leg: Leg = Leg()) -> EvaluationResult:
-        return TrainingRun(self, descriptor, leg).result()
+        return TrainingRun(self, leg).result(descriptor)
 
     def memory_need(self, descriptor: NeuralDescriptor) -> Optional[int]:
         """Bytes that training ``descriptor`` would take on its device (the meta-device

@@ -4,7 +4,7 @@ A :class:`~nord.evaluators.local.LocalEvaluator` keeps the settings; each candid
 TrainingRun that builds the network, its optimizer and the recipe's parts, goes on from a
 checkpoint where one is left, trains epoch by epoch, validates, and tests::
 
-    result = TrainingRun(evaluator, descriptor, leg).result()
+    result = TrainingRun(evaluator, leg).result(descriptor)
 
 Everything around an epoch or a step is said by its listeners
 (``nord.evaluators.listeners``): diagnostics, the learning-rate schedule, the checkpoint writer,
@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import os
 import time
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import torch
 
@@ -25,7 +25,7 @@ from nord.evaluators.base import Leg
 from nord.evaluators.checkpoints import CheckpointError, LegProgress, load_checkpoint
 from nord.evaluators.diagnostics import Diagnostics, RuleFired
 from nord.evaluators.listeners import (CheckpointWriter, EpochEnd, EpochReporter, LearningRate,
-                                       Listeners, ProgressBars, TrainingListener)
+                                       ProgressBars, TrainingListener)
 from nord.evaluators.result import EvaluationResult
 from nord.evaluators.stop_rules import STOPPED_METRIC
 from nord.nn.augment import Augmentation, black_pixel
@@ -49,13 +49,11 @@ class TrainingRun:
 
     Args:
         evaluator: a LocalEvaluator (or subclass): the curator, recipe and settings.
-        descriptor: the candidate.
-        leg: how far to train it, and where its epochs and checkpoints go.
+        leg: how far to train the candidate, and where its epochs and checkpoints go.
     """
 
-    def __init__(self, evaluator, descriptor: NeuralDescriptor, leg: Leg = Leg()):
+    def __init__(self, evaluator, leg: Leg = Leg()):
         self.evaluator = evaluator
-        self.descriptor = descriptor
         self.leg = leg
         self.group = evaluator.group
         self.recipe = evaluator.recipe
@@ -67,24 +65,27 @@ class TrainingRun:
         self.note = ""
         self.steps_per_epoch = 0
 
-    def result(self) -> EvaluationResult:
-        """Train, validate and test the candidate (raises on failure: the evaluator records it)."""
+    def result(self, descriptor: NeuralDescriptor) -> EvaluationResult:
+        """Train, validate and test ``descriptor`` (raises on failure: the evaluator records
+        it)."""
         if self.evaluator.threads is not None:
             torch.set_num_threads(self.evaluator.threads)
         diagnostics = Diagnostics(self.evaluator.callbacks, self.evaluator.stop_rules,
                                   self.evaluator.strict_callbacks,
                                   max(self.evaluator.epochs, self.target))
-        listeners, stopped, start = Listeners(()), None, 0
+        self.listeners: List[TrainingListener] = []
+        stopped, start = None, 0
         try:
-            self._build()
-            start = self._resume()
+            self._build(descriptor)
+            start = self._resume(descriptor)
             n_params = self.model.count_parameters()
             self.optimizer = self.group.prepare(self.model, self.optimizer)
             loader = self._loader()
-            listeners = Listeners(self._listeners(diagnostics))
-            listeners.started(self, start)
+            self.listeners = self._listeners(descriptor, diagnostics)
+            for listener in self.listeners:
+                listener.started(self, start)
             for epoch in range(start, self.target):
-                stopped = self._train(epoch, loader, listeners, diagnostics)
+                stopped = self._train(epoch, loader, diagnostics)
                 if stopped is not None:
                     break
             started = time.perf_counter()
@@ -96,24 +97,26 @@ class TrainingRun:
             if self.evaluator.keep_model:
                 self.evaluator.model = self.model
         finally:
-            listeners.ended(self, self.target if stopped is None else stopped["trained"])
+            for listener in self.listeners:
+                listener.ended(self, self.target if stopped is None else stopped["trained"])
             self._release()
         return self._result(test, test_loss, eval_time, n_params, start, stopped,
                             diagnostics.notes)
 
     # --- the epochs ------------------------------------------------------------------------
-    def _train(self, epoch: int, loader, listeners: Listeners,
+    def _train(self, epoch: int, loader,
                diagnostics: Diagnostics) -> Optional[Dict[str, Any]]:
         """Epoch ``epoch`` (from 0), validated and handed to the listeners; where a stopping
         rule ended training, the stop."""
         started = time.perf_counter()
         loader.set_epoch(epoch)
         self.step.augment.start_epoch(self.evaluator.seed, epoch, self.group.rank)
-        listeners.epoch_started(self, epoch + 1)
+        for listener in self.listeners:
+            listener.epoch_started(self, epoch + 1)
         try:
             train_loss = train_epoch(
                 self.model, loader, self.optimizer, self.device, check_every=self.check_every,
-                progress=listeners.step_hook(self, epoch + 1), step=self.step,
+                progress=self._step_hook(epoch + 1), step=self.step,
                 agree=self.group.agree if self.group.data_parallel else None)
         except RuleFired as fired:
             return fired.stopped
@@ -131,10 +134,24 @@ class TrainingRun:
                               "valid_loss": valid_loss}
         end = EpochEnd(epoch + 1, train_loss, valid, valid_loss, started, len(loader))
         with uninterrupted():   # a stop signal among these waits for the checkpoint
-            listeners.epoch_ended(self, end)
+            for listener in self.listeners:
+                listener.epoch_ended(self, end)
         return end.stopped
 
-    def _listeners(self, diagnostics: Diagnostics) -> List[TrainingListener]:
+    def _step_hook(self, epoch: int) -> Optional[Callable[[int, float], None]]:
+        """What ``train_epoch`` calls after each step of ``epoch``, or None where no listener
+        wants steps (the loop then calls nothing)."""
+        stepping = [listener for listener in self.listeners if listener.wants_steps]
+        if not stepping:
+            return None
+
+        def hook(step: int, loss: float) -> None:
+            for listener in stepping:
+                listener.step_ended(self, epoch, step, loss)
+        return hook
+
+    def _listeners(self, descriptor: NeuralDescriptor,
+                   diagnostics: Diagnostics) -> List[TrainingListener]:
         """This run's listeners, in the order they act (those with nothing to do left out)."""
         listeners: List[TrainingListener] = []
         if self.evaluator.progress and self.group.is_root:
@@ -143,21 +160,22 @@ class TrainingRun:
             listeners.append(diagnostics)
         listeners.append(LearningRate(self.schedule))
         if self.leg.checkpoint:
-            listeners.append(CheckpointWriter(self.leg.checkpoint, self.leg.checkpoint_every,
-                                              self.leg.keep_at_end, self.target))
+            listeners.append(CheckpointWriter(self.leg.checkpoint, descriptor,
+                                              self.leg.checkpoint_every, self.leg.keep_at_end,
+                                              self.target))
         if self.leg.report and self.group.is_root:
             listeners.append(EpochReporter(self.leg.report))
         return listeners
 
     # --- building and resuming -------------------------------------------------------------
-    def _build(self) -> None:
+    def _build(self, descriptor: NeuralDescriptor) -> None:
         """The network and the recipe's parts on the device (never on the host first), once
         the meta-device estimate says that they fit; every rank agrees."""
         error = None
         try:
-            meta = self._refuse_if_too_large()
+            meta = self._refuse_if_too_large(descriptor)
             seed_generators(self.evaluator.seed, self.device)   # equal weights for equal seeds
-            self.model = NeuralNet.on_device(self.descriptor, self.curator.input_shape,
+            self.model = NeuralNet.on_device(descriptor, self.curator.input_shape,
                                              self.curator.num_classes, self.device, meta)
             if self.recipe.memory_format == "channels-last":
                 self.model = self.model.to(memory_format=torch.channels_last)
@@ -188,18 +206,18 @@ class TrainingRun:
                             self.recipe.cutout_length_for(side),
                             black_pixel(self.curator.mean, self.curator.std, shape[0]))
 
-    def _refuse_if_too_large(self) -> Optional[NeuralNet]:
+    def _refuse_if_too_large(self, descriptor: NeuralDescriptor) -> Optional[NeuralNet]:
         """Raise CandidateTooLargeError above ``max_params`` or the device's free memory;
         else the meta network measured (the real one is made of it, or built like it)."""
         evaluator = self.evaluator
         try:
-            need, meta = measure_on_meta(self.descriptor, self.curator.input_shape,
+            need, meta = measure_on_meta(descriptor, self.curator.input_shape,
                                          self.curator.num_classes,
                                          evaluator.largest_batch(self.curator),
                                          evaluator.optimizer,
                                          **evaluator.optimizer_arguments())
         except Exception as error:  # noqa: BLE001 - building it for real says what is wrong
-            logger.debug("no memory estimate for %s: %s", self.descriptor.hash, error)
+            logger.debug("no memory estimate for %s: %s", descriptor.hash, error)
             return None
         check_fits(need, self.device, evaluator.max_params)
         return meta
@@ -208,7 +226,7 @@ class TrainingRun:
         """The recipe's parts whose state a checkpoint keeps besides weights and optimizer."""
         return {"schedule": self.schedule, "precision": self.precision}
 
-    def _resume(self) -> int:
+    def _resume(self, descriptor: NeuralDescriptor) -> int:
         """Go on from the candidate's checkpoint, where there is one: the epochs it holds. A
         damaged checkpoint is trained again from scratch (the result's note says so); a
         missing one is an error. A leg that follows its own schedule starts afresh."""
@@ -217,7 +235,7 @@ class TrainingRun:
             return 0
         error, start = None, 0
         try:
-            start, self.progress = load_checkpoint(path, self.descriptor, self.model,
+            start, self.progress = load_checkpoint(path, descriptor, self.model,
                                                    self.optimizer, self.device,
                                                    self.stateful_parts())
         except FileNotFoundError:
@@ -233,7 +251,7 @@ class TrainingRun:
         new_leg = start > 0 and self.progress.leg_end and start < self.target
         if self.note or (new_leg and self.recipe.schedule_span == "leg"):
             start, self.progress = 0, LegProgress()
-            self._build()
+            self._build(descriptor)
         elif new_leg:
             self.progress = LegProgress(leg_start=start)   # the next leg of a paused candidate
         return start
