@@ -70,6 +70,31 @@ def trained_identical(env, backend):
     env.log(f"identical after training on {env.size} ranks: accuracy {result.accuracy}")
 
 
+def recipe_training(env, backend):
+    """A recipe's schedule with warm-up, augmentation drawn per rank, clipping and label
+    smoothing train data-parallel: every rank ends with the same weights and result, the
+    schedule has reached its last epoch's rate, and each rank augmented its own samples."""
+    from nord.nn.recipe import Recipe
+    recipe = Recipe(optimizer="sgd", lr=0.05, momentum=0.9, nesterov=True, weight_decay=5e-4,
+                    lr_schedule="cosine", warmup_epochs=1, warmup_lr=0.005, min_lr=0.001,
+                    augment=("flip", "crop", "cutout"), clip_grad=1.0, label_smoothing=0.1,
+                    batch_size=24)
+    evaluator = DistributedEvaluator(env, curator=Digits(seed=0), backend=backend, device=CPU,
+                                     epochs=3, seed=2, recipe=recipe, keep_model=True)
+    result = evaluator.descriptor_evaluate(network() if env.is_root else None)
+    require(result.ok, result.error)
+    flat = torch.cat([p.detach().reshape(-1) for p in evaluator.model.parameters()]).numpy()
+    gathered = env.allgather(flat.tobytes())
+    require(all(g == gathered[0] for g in gathered), "parameters differ between ranks")
+    results = env.allgather(result.to_dict())
+    require(all(r == results[0] for r in results), f"results differ between ranks: {results}")
+    require(result.accuracy > 0.3, f"training did not learn: {result.accuracy}")
+    from nord.nn.augment import augmentation_seed
+    seeds = env.allgather(augmentation_seed(2, 0, env.rank))
+    require(len(set(seeds)) == env.size, f"ranks draw the same augmentations: {seeds}")
+    env.log(f"recipe trained identically on {env.size} ranks: accuracy {result.accuracy}")
+
+
 def uneven_data(env, backend):
     """A training set not divisible by the ranks (nor by the batch) does not deadlock."""
     rng = np.random.default_rng(0)
@@ -404,7 +429,8 @@ def groups_of_two(env, backend):
         grouped.log(f"groups of two: {grouped.n_groups} groups")
 
 
-CHECKS = {f.__name__: f for f in (fixed_weights, trained_identical, uneven_data, failing_network,
+CHECKS = {f.__name__: f for f in (fixed_weights, trained_identical, recipe_training, uneven_data,
+                                  failing_network,
                                   rank_specific_failure, backward_failure, nan_on_one_rank,
                                   failure_between_checks, one_collective_per_step, horovod_alone_is_refused,
                                   serve_and_release, groups_of_one,
