@@ -1,8 +1,9 @@
 """Candidates per GPU: nord's evaluator against a hand-written loop, candidates per hour on 1
 and N worker processes (time-sliced, and under CUDA MPS where it is available), and the
-NORD paper's experiment 1 on one device against the paper's 162 minutes on a GT730.
+NORD paper's experiment 1 on one device against the paper's 162 minutes on a GT730, and one
+epoch of a NAS-Bench-201 network at fp32 and at bf16.
 
-    python bench/gpu.py [--workers 4] [--device auto] [--quick]
+    python bench/gpu.py [--workers 4] [--device auto] [--quick] [--parts recipe-epoch]
 
 Every figure is a ratio or a rate measured in this run, on this machine: on the CPU the
 script is a smoke test of the measurement (``--quick``), and its figures say nothing about a
@@ -18,6 +19,12 @@ GPU. Parts:
 3. ``experiment1``: pygmo's GA, population 10, 10 generations, 2-layer convolutional nets,
    CIFAR-10-shaped data written in the official file format (50,000 + 10,000 images; 500 +
    100 and population 4, 1 generation with ``--quick``), with ``--workers`` processes.
+4. ``recipe-epoch`` (only when named in ``--parts``): one training epoch of the benchmark's
+   network (C 16, N 5) on 50,000 CIFAR-shaped images by the ``nasbench201`` recipe (batch
+   256, crop and flip), at fp32 and at bf16, and the speed-up; printed as
+   ``nb201_epoch_fp32_s: ...``, ``nb201_epoch_bf16_s: ...`` and ``bf16_speedup: ...`` lines.
+   ``--quick``: C 4, N 1, 64 images. Where bf16 is refused (a CPU without AMX, a GPU before
+   Ampere) the line says why and there is no speed-up.
 """
 import argparse
 import hashlib
@@ -37,7 +44,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from nord import NeuralDescriptor  # noqa: E402
 from nord.benchmarks.nasbench201.network import network_to_descriptor  # noqa: E402
 from nord.data import TensorCurator  # noqa: E402
+from nord.evaluators.base import Leg  # noqa: E402
 from nord.evaluators.local import LocalEvaluator  # noqa: E402
+from nord.nn.precision import precision_refusal  # noqa: E402
+from nord.nn.recipe import get_recipe  # noqa: E402
 from nord.parallel.mps import control_program, daemon_running  # noqa: E402
 from nord.parallel.placement import worker_devices  # noqa: E402
 from nord.search.executors import ProcessExecutor, Task  # noqa: E402
@@ -216,6 +226,54 @@ def experiment1(workers: int, device: str, quick: bool, epochs: int) -> None:
                                             f"; the paper: {PAPER_MINUTES} min on a GT730"))
 
 
+# --- 4. one epoch of a NAS-Bench-201 network, fp32 against bf16 -----------------------------
+NB201_EPOCH = {"n_train": 50_000, "channels": 16, "cells_per_stage": 5}
+"""The benchmark's network (C 16, N 5) and CIFAR-10's training set."""
+NB201_EPOCH_QUICK = {"n_train": 64, "channels": 4, "cells_per_stage": 1}
+"""``--quick``: a smoke test of the measurement that takes a CPU a second or two."""
+
+
+def epoch_seconds(curator: TensorCurator, precision: str, device: torch.device, channels: int,
+                  cells_per_stage: int) -> float:
+    """Seconds of one training epoch of the network around ``NB201_CELL`` by the
+    ``nasbench201`` recipe at ``precision``: the second of two, since the first pays for CUDA's
+    and cuDNN's first calls. The data is on the device; the curator has no validation split,
+    so the epoch is training alone."""
+    recipe = get_recipe("nasbench201").replace(precision=precision)
+    evaluator = LocalEvaluator(curator=curator, epochs=2, device=device, recipe=recipe)
+    epochs = []
+    result = evaluator.descriptor_evaluate(
+        network_to_descriptor(NB201_CELL, channels, cells_per_stage), Leg(report=epochs.append))
+    assert result.ok, result.error
+    return epochs[-1].seconds
+
+
+def recipe_epoch(device: torch.device, size: dict = NB201_EPOCH) -> dict:
+    """One epoch at fp32 and at bf16 (where ``device`` takes it) of a network and data of
+    ``size`` (:data:`NB201_EPOCH`'s keys): the figures printed, as
+    ``{'nb201_epoch_fp32_s': ..., 'nb201_epoch_bf16_s': ..., 'bf16_speedup': ...}``."""
+    curator = cifar_shaped(size["n_train"], 64)   # tested after the timed epochs: kept small
+    tf32 = device.type == "cuda" and torch.backends.cudnn.allow_tf32
+    print(f"one epoch of a NAS-Bench-201 network (C {size['channels']}, N "
+          f"{size['cells_per_stage']}), recipe nasbench201 (batch "
+          f"{get_recipe('nasbench201').batch_size}), {size['n_train']} images 3x32x32 on "
+          f"{device}{'; fp32 convolutions run in TF32 (cudnn.allow_tf32)' if tf32 else ''}")
+    figures = {}
+    for precision in ("fp32", "bf16"):
+        refusal = precision_refusal(precision, device)
+        if refusal is not None:
+            print(f"nb201_epoch_{precision}_s: not measured, refused: {refusal}")
+            continue
+        seconds = epoch_seconds(curator, precision, device, size["channels"],
+                                size["cells_per_stage"])
+        figures[f"nb201_epoch_{precision}_s"] = seconds
+        print(f"nb201_epoch_{precision}_s: {seconds:.3f}", flush=True)
+    if len(figures) == 2:
+        figures["bf16_speedup"] = figures["nb201_epoch_fp32_s"] / figures["nb201_epoch_bf16_s"]
+        print(f"bf16_speedup: {figures['bf16_speedup']:.3f}")
+    return figures
+
+
 def main(args) -> int:
     device = args.device
     if device == "auto":
@@ -229,6 +287,9 @@ def main(args) -> int:
         candidates_per_hour(args.workers, device, args.quick)
     if "experiment1" in args.parts:
         experiment1(args.workers, device, args.quick, args.epochs)
+    if "recipe-epoch" in args.parts:
+        recipe_epoch(torch.device(device if device != "cuda" else "cuda:0"),
+                     NB201_EPOCH_QUICK if args.quick else NB201_EPOCH)
     return 0
 
 
@@ -240,7 +301,7 @@ if __name__ == "__main__":
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--epochs", type=int, default=1, help="experiment 1's epochs")
     parser.add_argument("--parts", default="evaluator,per-hour,experiment1",
-                        help="comma-separated: evaluator, per-hour, experiment1")
+                        help="comma-separated: evaluator, per-hour, experiment1, recipe-epoch")
     arguments = parser.parse_args()
     arguments.parts = arguments.parts.split(",")
     sys.exit(main(arguments))
