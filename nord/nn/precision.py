@@ -31,9 +31,12 @@ def precision_refusal(precision: str, device: torch.device) -> Optional[str]:
     if precision == "fp32":
         return None
     if device.type == "cuda":
-        if precision == "bf16" and not torch.cuda.is_bf16_supported():
-            return (f"--precision bf16: {torch.cuda.get_device_name(device)} has no bf16 "
-                    f"arithmetic; use --precision fp16 or fp32 {choices}")
+        # native bf16 from Ampere (compute capability 8.0) on; torch.cuda.is_bf16_supported()
+        # also counts emulation, and asks of the current device rather than this one
+        if precision == "bf16" and torch.cuda.get_device_capability(device) < (8, 0):
+            return (f"--precision bf16: {torch.cuda.get_device_name(device)} has no native bf16 "
+                    f"arithmetic (compute capability below 8.0); use --precision fp16 or fp32 "
+                    f"{choices}")
         return None
     if device.type == "cpu":
         if precision == "bf16" and _cpu_has_amx():
