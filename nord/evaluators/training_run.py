@@ -318,6 +318,8 @@ class TrainingRun:
             "selection": "validation" if self.has_valid else "test",
             "valid_samples": self.curator.n_valid, "test_samples": self.curator.n_test,
             "test_loss": test_loss, "epochs_resumed": start}
+        if self.recipe.schedule_span == "leg":   # a leg restarts: its training began here
+            metrics["trained_from"] = self.progress.leg_start
         if self.note:
             metrics["checkpoint"] = self.note
         if notes:

@@ -243,11 +243,12 @@ class JournalReader(JournalFile):
             if epochs:
                 kept[candidate] = int(epochs)
         legs = [] if self._version == 1 else self._query(
-            "SELECT candidate, start_epochs, json_extract(result, '$.metrics.epochs_resumed') "
-            "FROM legs WHERE result IS NOT NULL")
+            "SELECT candidate, start_epochs, json_extract(result, '$.metrics.epochs_resumed'), "
+            "json_extract(result, '$.metrics.trained_from') FROM legs WHERE result IS NOT NULL")
         if legs:   # trained in legs: a told result resumed from a pause, the legs say more
             kept = {}
-            for candidate, start, epochs in legs:
+            for candidate, start, epochs, trained_from in legs:
+                start = start if trained_from is None else trained_from   # a leg restarted
                 if epochs and epochs > start:
                     kept[candidate] = kept.get(candidate, 0) + int(epochs) - start
         return kept

@@ -185,9 +185,6 @@ def test_asha_with_a_schedule_per_leg_killed_mid_leg_resumes_bit_identically(leg
 
 @pytest.mark.processes
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason="Journal.resumed() counts only the epochs past the "
-                   "pause a promoted leg started from; under --schedule-span leg the leg "
-                   "trains from scratch, so the checkpoint kept all the epochs it held")
 def test_asha_with_a_schedule_per_leg_counts_the_epochs_its_checkpoint_kept(leg_span):
     _, cut, leg = leg_span
     with Journal(cut[0]) as record:

@@ -88,7 +88,9 @@ class Checkpoints:
 
     def note_resumed(self, number: int, metrics: Mapping, start: int = 0) -> None:
         """Remember a candidate that went on from a checkpoint an interrupted run left
-        (``epochs_resumed`` in its result's ``metrics`` beyond its leg's ``start``)."""
+        (``epochs_resumed`` in its result's ``metrics`` beyond where its leg's training began:
+        its ``start``, or ``trained_from`` for a leg trained again from scratch)."""
+        start = int(metrics.get("trained_from", start))
         kept = int(metrics.get("epochs_resumed", 0) or 0) - start
         if kept > 0:
             self.resumed[number] = kept
