@@ -33,7 +33,7 @@ set therefore uses rungs 2/6/18: two epochs rank candidates with Spearman +0.56 
 search's against a spread of 2.01, at 0.277 of its epochs.
 
 **Checkpoint cost.** A paused candidate is saved when its leg ends and loaded when it is
-promoted (``save_checkpoint`` and ``load_checkpoint`` in ``nord.evaluators.local``). For a
+promoted (``save_checkpoint`` and ``load_checkpoint`` in ``nord.evaluators.checkpoints``). For a
 few candidates that ASHA paused at the first rung (the smallest, the median and the largest
 by parameters), the first leg is trained again as the engine runs it, leaving a checkpoint;
 a save and a load of that checkpoint are then timed (median of several) and divided by the
@@ -60,7 +60,8 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from nord.data import Digits, TensorCurator  # noqa: E402
-from nord.evaluators.local import LocalEvaluator, load_checkpoint, save_checkpoint  # noqa: E402
+from nord.evaluators.checkpoints import load_checkpoint, save_checkpoint  # noqa: E402
+from nord.evaluators.local import LocalEvaluator  # noqa: E402
 from nord.journal import Journal  # noqa: E402
 from nord.nn.network import NeuralNet  # noqa: E402
 from nord.search.engine import run_search  # noqa: E402

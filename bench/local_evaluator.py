@@ -105,17 +105,24 @@ def curator_tensors(curator):
     return tensors
 
 
+def timed(side):
+    started = time.perf_counter()
+    returned = side()
+    return time.perf_counter() - started, returned
+
+
 def paired(nord_side, plain_side, repeats):
-    """Time the two sides alternately ``repeats`` times: their times, the per-pair ratios,
-    and what each side returned last."""
+    """Time the two sides alternately ``repeats`` times, the side that goes first taking
+    turns (whichever runs first in a pair pays for caches the other finds warm): their times,
+    the per-pair ratios, and what each side returned last."""
     ratios, nord_times, plain_times = [], [], []
-    for _ in range(repeats):
-        started = time.perf_counter()
-        nord_returned = nord_side()
-        nord_time = time.perf_counter() - started
-        started = time.perf_counter()
-        plain_returned = plain_side()
-        plain_time = time.perf_counter() - started
+    for repeat in range(repeats):
+        if repeat % 2 == 0:
+            nord_time, nord_returned = timed(nord_side)
+            plain_time, plain_returned = timed(plain_side)
+        else:
+            plain_time, plain_returned = timed(plain_side)
+            nord_time, nord_returned = timed(nord_side)
         nord_times.append(nord_time)
         plain_times.append(plain_time)
         ratios.append(nord_time / plain_time)

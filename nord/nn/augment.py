@@ -93,11 +93,11 @@ class Augmentation:
         offsets = self._draw_int(2 * p + 1, (n, 2), x.device)
         padded = self._fill.to(x.device, x.dtype).expand(n, c, h + 2 * p, w + 2 * p).clone()
         padded[:, :, p:p + h, p:p + w] = x
-        rows = (offsets[:, 0:1] + torch.arange(h, device=x.device)).view(n, 1, h, 1)
-        cols = (offsets[:, 1:2] + torch.arange(w, device=x.device)).view(n, 1, 1, w)
-        samples = torch.arange(n, device=x.device).view(n, 1, 1, 1)
-        channels = torch.arange(c, device=x.device).view(1, c, 1, 1)
-        return padded[samples, channels, rows, cols]
+        # every h x w window of the padded images, as a view (n, c, 2p + 1, 2p + 1, h, w):
+        # picking one per sample copies each pixel once (a gather over four index grids
+        # took five times as long)
+        windows = padded.unfold(2, h, 1).unfold(3, w, 1)
+        return windows[torch.arange(n, device=x.device), :, offsets[:, 0], offsets[:, 1]]
 
     def _flip(self, x: torch.Tensor) -> torch.Tensor:
         flipped = (torch.rand(x.shape[0], generator=self.generator) < 0.5).to(x.device)
