@@ -19,13 +19,14 @@ class, registered under the name ``--evaluation`` gives (in a plug-in module, fo
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple, Type
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Type
 
 from nord.errors import ConfigurationError
 from nord.registry import check_subclass
 
-if TYPE_CHECKING:   # RunConfig asks its way when it is made: settings imports this module
-    from nord.app.settings import RunConfig
+RunConfig = Any
+"""What a way reads: a ``nord.app.settings.RunConfig``, which asks its way when it is made (it
+imports this module, so this module does not import it back)."""
 
 # The evaluators, data sets and proxies are imported where they are used, so that a
 # configuration is checked (and refused) before torch or a data set is loaded.
