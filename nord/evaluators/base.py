@@ -48,6 +48,8 @@ class Leg:
             learning curve); None: nobody keeps them.
         checkpoint_every: epochs between the checkpoints written within the leg (0: none).
         keep_at_end: leave a checkpoint when the leg ends (a scheduler may promote it).
+        max_epochs: the most epochs the candidate may train over all its legs, which a
+            learning-rate schedule spans (None: the evaluator's own setting).
     """
 
     epochs: Optional[int] = None
@@ -56,23 +58,25 @@ class Leg:
     report: Optional[Callable[[EpochRecord], None]] = None
     checkpoint_every: int = 0
     keep_at_end: bool = True
+    max_epochs: Optional[int] = None
 
     @classmethod
     def of(cls, task) -> "Leg":
         """The leg a search engine's task (``nord.search.executors.Task``) asks for."""
         return cls(getattr(task, "epochs", None), getattr(task, "resume_from", None),
                    getattr(task, "checkpoint", None), getattr(task, "report", None),
-                   getattr(task, "checkpoint_every", 0), getattr(task, "keep_at_end", True))
+                   getattr(task, "checkpoint_every", 0), getattr(task, "keep_at_end", True),
+                   getattr(task, "max_epochs", None))
 
     def settings(self) -> Tuple[Any, ...]:
         """What another rank of a group needs to train the same leg (all but ``report``)."""
         return (self.epochs, self.resume_from, self.checkpoint, self.checkpoint_every,
-                self.keep_at_end)
+                self.keep_at_end, self.max_epochs)
 
     @classmethod
     def from_settings(cls, settings: Tuple[Any, ...]) -> "Leg":
-        epochs, resume_from, checkpoint, every, keep_at_end = settings
-        return cls(epochs, resume_from, checkpoint, None, every, keep_at_end)
+        epochs, resume_from, checkpoint, every, keep_at_end, max_epochs = settings
+        return cls(epochs, resume_from, checkpoint, None, every, keep_at_end, max_epochs)
 
 
 def _takes_leg(evaluate: Callable) -> bool:

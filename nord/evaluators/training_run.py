@@ -194,10 +194,11 @@ class TrainingRun:
 
     def _span(self) -> int:
         """The epochs the learning-rate schedule spans: this leg's, or the most the candidate
-        may train (``Recipe.schedule_span``)."""
+        may train (a scheduler's ``max_epochs``, else the evaluator's; ``schedule_span``)."""
         if self.recipe.schedule_span == "leg":
             return self.target
-        return max(self.evaluator.epochs, self.target)
+        most = self.leg.max_epochs if self.leg.max_epochs is not None else self.evaluator.epochs
+        return max(most, self.target)
 
     def _augmentation(self) -> Augmentation:
         shape = self.curator.input_shape

@@ -326,3 +326,28 @@ def test_three_epochs_end_bitwise_equal_to_a_plain_pytorch_loop(recipe):
     assert not different, f"not bitwise equal: {different}"
     assert not torch.equal(ours["0.weight"] if "0.weight" in ours else next(iter(ours.values())),
                            next(iter(initial.state_dict().values()))), "nothing was trained"
+
+
+# --- a schedule under a scheduler --------------------------------------------------------------
+def test_under_a_scheduler_the_schedule_spans_its_max_epochs_not_the_evaluators(tmp_path):
+    """An evaluator made for one epoch, trained in legs by ASHA up to 4: its cosine spans 4."""
+    from nord.data import Digits
+    from nord.journal import Journal
+    from nord.search import RandomSearch, run_search
+    from nord.search.schedulers import make_scheduler
+    from nord.search.spaces import make_space
+    from tests.helpers.learning_rates import EpochLearningRate
+    torch.set_num_threads(1)
+    space = make_space("conv", layers=1, channels=[2, 4], kernel_size=[1, 3])
+    evaluator = LocalEvaluator(curator=Digits(seed=0), recipe="nasbench201", batch_size=64,
+                               device="cpu", callbacks=[EpochLearningRate])
+    journal = str(tmp_path / "r.db")
+    run_search(RandomSearch(space, seed=0), evaluator, budget=4, journal=journal, mode="async",
+               scheduler=make_scheduler("asha", min_epochs=1, max_epochs=4, eta=2))
+    with Journal(journal) as record:
+        rates = {(row["candidate"], row["epoch"]): row["metrics"]["epoch_lr"]
+                 for row in record.epochs()}
+    cosine = [0.1 * (1 + math.cos(math.pi * e / 4)) / 2 for e in range(4)]
+    assert max(epoch for _, epoch in rates) >= 2, "nothing was promoted"
+    for (_, epoch), rate in rates.items():
+        assert rate == pytest.approx(cosine[epoch - 1], rel=1e-12)

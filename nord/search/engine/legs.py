@@ -81,7 +81,8 @@ class Legs:
         task = Task(number, basis.genome, basis.key, self.space, basis._descriptor,
                     basis._json, epochs=target, resume_from=path if start > 0 else None,
                     checkpoint=path, checkpoint_every=self.checkpoint_every,
-                    keep_at_end=target < self.scheduler.max_epochs)
+                    keep_at_end=target < self.scheduler.max_epochs,
+                    max_epochs=self.scheduler.max_epochs)
         if again is None:
             self.event += 1
             self.count += 1

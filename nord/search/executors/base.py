@@ -57,6 +57,9 @@ class Task:
             there: see :class:`~nord.evaluators.base.Leg`.
         checkpoint_every: epochs between checkpoints within the leg (0: none).
         keep_at_end: leave a checkpoint when this leg of training ends.
+        max_epochs: the most epochs the candidate may train over all its legs (a scheduler's
+            ``max_epochs``; None: the evaluator's own setting), which a learning-rate
+            schedule spans.
 
     ``answer`` (None unless set) is the result of a repeat the run charges for (an
     executor whose ``charges_repeats`` is true): the executor occupies a worker for its cost
@@ -66,14 +69,14 @@ class Task:
     """
 
     __slots__ = ("number", "genome", "key", "space", "_descriptor", "_json", "epochs",
-                 "resume_from", "checkpoint", "checkpoint_every", "keep_at_end", "report",
-                 "answer")
+                 "resume_from", "checkpoint", "checkpoint_every", "keep_at_end", "max_epochs",
+                 "report", "answer")
 
     def __init__(self, number: int, genome: Sequence[Any], key: Hashable = None, space=None,
                  descriptor=None, descriptor_json: Optional[str] = None,
                  epochs: Optional[int] = None, resume_from: Optional[str] = None,
                  checkpoint: Optional[str] = None, checkpoint_every: int = 0,
-                 keep_at_end: bool = True):
+                 keep_at_end: bool = True, max_epochs: Optional[int] = None):
         self.number = number
         self.genome = genome
         self.key = key
@@ -85,6 +88,7 @@ class Task:
         self.checkpoint = checkpoint
         self.checkpoint_every = checkpoint_every
         self.keep_at_end = keep_at_end
+        self.max_epochs = max_epochs
         self.report = None
         self.answer = None
 
@@ -120,15 +124,16 @@ class Task:
         if with_descriptor:
             self.descriptor  # noqa: B018 - decode now, for ranks without the space
         return (self.number, tuple(self.genome), self.key, self.descriptor_json, self.epochs,
-                self.resume_from, self.checkpoint, self.checkpoint_every, self.keep_at_end)
+                self.resume_from, self.checkpoint, self.checkpoint_every, self.keep_at_end,
+                self.max_epochs)
 
     @classmethod
     def from_message(cls, message, space=None) -> "Task":
         (number, genome, key, descriptor_json, epochs, resume_from, checkpoint, every,
-         keep_at_end) = message
+         keep_at_end, max_epochs) = message
         return cls(number, genome, key, space, descriptor_json=descriptor_json, epochs=epochs,
                    resume_from=resume_from, checkpoint=checkpoint, checkpoint_every=every,
-                   keep_at_end=keep_at_end)
+                   keep_at_end=keep_at_end, max_epochs=max_epochs)
 
     def __repr__(self) -> str:
         return f"Task({self.number}, {tuple(self.genome)}, key={self.key!r})"
