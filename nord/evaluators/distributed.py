@@ -93,16 +93,33 @@ class DataParallelGroup(Alone):
         return super().diverged(error) or (isinstance(error, PeerFailure)
                                            and error.kind == "NonFiniteLossError")
 
+    def share_root_buffers(self, model) -> None:
+        buffers = list(model.named_buffers())
+        if self.backend == "horovod":
+            import horovod.torch as hvd
+            hvd.broadcast_parameters(buffers, root_rank=0)   # collective
+            return
+        import torch.distributed as dist
+        for _, tensor in buffers:
+            dist.broadcast(tensor, src=0)   # collective
+
     def prepare(self, model, optimizer):
         """Every rank starts from the root's weights (and optimizer state); the optimizer
-        returned all-reduces each step's gradients."""
+        returned all-reduces each step's gradients, with the state ``optimizer`` holds (a
+        checkpoint's: momentum, Adam's moments)."""
         if self.backend == "horovod":
             import horovod.torch as hvd
             hvd.broadcast_parameters(model.state_dict(), root_rank=0)
-            hvd.broadcast_optimizer_state(optimizer, root_rank=0)
-            return _HorovodStep(
-                hvd.DistributedOptimizer(optimizer, named_parameters=model.named_parameters()),
-                model)
+            distributed = hvd.DistributedOptimizer(optimizer,
+                                                   named_parameters=model.named_parameters())
+            # Horovod's optimizer is a new one over the same parameter groups (so the
+            # learning-rate schedule still steps it) but with empty state: it takes over the
+            # state, which is keyed by the same parameters
+            distributed.state = optimizer.state
+            if optimizer.state:   # a fresh optimizer is equal everywhere, and broadcasting
+                # one would step it with zero gradients (a step of weight decay)
+                hvd.broadcast_optimizer_state(distributed, root_rank=0)
+            return _HorovodStep(distributed, model)
         import torch.distributed as dist
         for tensor in model.state_dict().values():
             dist.broadcast(tensor, src=0)

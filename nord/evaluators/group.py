@@ -56,6 +56,11 @@ class Alone:
         """The optimizer to train with, once the model holds its starting weights."""
         return optimizer
 
+    def share_root_buffers(self, model) -> None:
+        """After an epoch's training: every rank takes the group root's buffers (batch
+        normalisation's running statistics, which each rank gathers from its own shard), so
+        that the ranks validate, test and checkpoint one and the same network."""
+
     def diverged(self, error: BaseException) -> bool:
         """Whether ``error`` says the training loss became NaN or infinite (on any rank)."""
         return isinstance(error, NonFiniteLossError)

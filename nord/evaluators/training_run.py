@@ -127,6 +127,7 @@ class TrainingRun:
             return stopped
         finally:
             self.progress.train_time += time.perf_counter() - started
+        self.group.share_root_buffers(self.model)
         valid, valid_loss = self._measure("valid") if self.has_valid else (
             self.progress.last.get("valid_accuracy", _NAN),
             self.progress.last.get("valid_loss", _NAN))

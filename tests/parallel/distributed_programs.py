@@ -56,9 +56,10 @@ def trained_identical(env, backend):
                                      epochs=2, seed=1, batch_size=32, keep_model=True)
     result = evaluator.descriptor_evaluate(network() if env.is_root else None)
     require(result.ok, result.error)
-    flat = torch.cat([p.detach().reshape(-1) for p in evaluator.model.parameters()]).numpy()
+    flat = torch.cat([t.detach().double().reshape(-1)   # weights and batch norm statistics
+                      for t in evaluator.model.state_dict().values()]).numpy()
     gathered = env.allgather(flat.tobytes())
-    require(all(g == gathered[0] for g in gathered), "parameters differ between ranks")
+    require(all(g == gathered[0] for g in gathered), "weights or statistics differ between ranks")
     results = env.allgather(result.to_dict())
     require(all(r == results[0] for r in results), f"results differ between ranks: {results}")
     require(result.accuracy > 0.3, f"training did not learn: {result.accuracy}")
@@ -83,9 +84,10 @@ def recipe_training(env, backend):
                                      epochs=3, seed=2, recipe=recipe, keep_model=True)
     result = evaluator.descriptor_evaluate(network() if env.is_root else None)
     require(result.ok, result.error)
-    flat = torch.cat([p.detach().reshape(-1) for p in evaluator.model.parameters()]).numpy()
+    flat = torch.cat([t.detach().double().reshape(-1)   # weights and batch norm statistics
+                      for t in evaluator.model.state_dict().values()]).numpy()
     gathered = env.allgather(flat.tobytes())
-    require(all(g == gathered[0] for g in gathered), "parameters differ between ranks")
+    require(all(g == gathered[0] for g in gathered), "weights or statistics differ between ranks")
     results = env.allgather(result.to_dict())
     require(all(r == results[0] for r in results), f"results differ between ranks: {results}")
     require(result.accuracy > 0.3, f"training did not learn: {result.accuracy}")
@@ -93,6 +95,34 @@ def recipe_training(env, backend):
     seeds = env.allgather(augmentation_seed(2, 0, env.rank))
     require(len(set(seeds)) == env.size, f"ranks draw the same augmentations: {seeds}")
     env.log(f"recipe trained identically on {env.size} ranks: accuracy {result.accuracy}")
+
+
+def legs_equal_straight(env, backend):
+    """Trained 1 epoch, checkpointed, and resumed to 2, a candidate ends as one trained 2
+    epochs straight, with every optimizer (its state, Adam's moments and momentum, carried
+    through the checkpoint on every rank) and with a scheduled recipe with weight decay."""
+    import os
+    import tempfile
+    from nord.evaluators.base import Leg
+    folder = env.bcast(tempfile.mkdtemp() if env.is_root else None)
+    recipes = [{"optimizer": name} for name in ("sgd", "adam", "adamw", "rmsprop")]
+    recipes.append({"recipe": "nasbench201", "batch_size": 32})
+    for index, settings in enumerate(recipes):
+        evaluator = DistributedEvaluator(env, curator=Digits(seed=0), backend=backend,
+                                         device=CPU, epochs=2, seed=4, **settings)
+        straight = evaluator.descriptor_evaluate(network() if env.is_root else None)
+        path = os.path.join(folder, f"candidate-{index}.pt")
+        evaluator.descriptor_evaluate(network() if env.is_root else None,
+                                      Leg(epochs=1, checkpoint=path, keep_at_end=True))
+        resumed = evaluator.descriptor_evaluate(
+            network() if env.is_root else None,
+            Leg(epochs=2, resume_from=path, checkpoint=path, keep_at_end=False))
+        require(straight.ok and resumed.ok, f"{settings}: {straight.error} {resumed.error}")
+        require(resumed.metrics["epochs_resumed"] == 1, f"{settings}: not resumed")
+        figures = [(r.accuracy, r.loss, r.metrics["train_loss"], r.reported_accuracy)
+                   for r in (straight, resumed)]
+        require(figures[0] == figures[1], f"{settings}: resumed {figures[1]} != {figures[0]}")
+    env.log(f"legs equal straight training on {env.size} ranks for {len(recipes)} optimizers")
 
 
 def uneven_data(env, backend):
@@ -429,7 +459,8 @@ def groups_of_two(env, backend):
         grouped.log(f"groups of two: {grouped.n_groups} groups")
 
 
-CHECKS = {f.__name__: f for f in (fixed_weights, trained_identical, recipe_training, uneven_data,
+CHECKS = {f.__name__: f for f in (fixed_weights, trained_identical, recipe_training,
+                                  legs_equal_straight, uneven_data,
                                   failing_network,
                                   rank_specific_failure, backward_failure, nan_on_one_rank,
                                   failure_between_checks, one_collective_per_step, horovod_alone_is_refused,

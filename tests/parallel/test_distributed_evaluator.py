@@ -8,7 +8,8 @@ from tests.mpirun import requires_mpirun, run_mpi
 
 pytestmark = [requires_mpirun, pytest.mark.mpi]
 
-COMMON = ["fixed_weights", "trained_identical", "recipe_training", "uneven_data", "failing_network",
+COMMON = ["fixed_weights", "trained_identical", "recipe_training", "legs_equal_straight",
+          "uneven_data", "failing_network",
           "rank_specific_failure", "backward_failure", "nan_on_one_rank", "failure_between_checks",
           "serve_and_release", "groups_of_one"]
 
