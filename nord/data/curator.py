@@ -462,11 +462,14 @@ class DataCurator(ABC):
         self._on_device: Dict[str, Tuple[torch.Tensor, ...]] = {}
         self._statistics: Optional[Tuple[Tuple[float, ...], Tuple[float, ...]]] = None
 
-    def normalise_with(self, mean: Sequence[float], std: Sequence[float]) -> "DataCurator":
+    def normalise_with(self, mean: Optional[Sequence[float]] = None,
+                       std: Optional[Sequence[float]] = None) -> "DataCurator":
         """Normalise with these per-channel statistics (of the samples as scaled, e.g. pixels in
-        [0, 1]) instead of the training split's: a published protocol's figures. Data already
-        loaded otherwise is loaded again on next use; returns self."""
-        statistics = (tuple(float(v) for v in mean), tuple(float(v) for v in std))
+        [0, 1]) instead of the training split's: a published protocol's figures; neither given:
+        the training split's own again. Data already loaded otherwise is loaded again on next
+        use; returns self."""
+        statistics = (None if mean is None and std is None
+                      else (tuple(float(v) for v in mean), tuple(float(v) for v in std)))
         if statistics != self._statistics:
             self._statistics = statistics
             self._data = None

@@ -174,9 +174,9 @@ class LocalEvaluator(Evaluator):
         """The data set, normalised as the recipe says."""
         if self.curator is None:
             self.curator = Digits()
-        statistics = self.recipe.statistics_for(self.curator.name)
-        if statistics is not None:
-            self.curator.normalise_with(*statistics)
+        # set either way: a curator shared with an evaluator of another recipe is put back
+        self.curator.normalise_with(*(self.recipe.statistics_for(self.curator.name)
+                                      or (None, None)))
         return self.curator
 
     def check_data(self, curator) -> None:

@@ -159,7 +159,8 @@ class TrainingRun:
             listeners.append(ProgressBars(self.target))
         if diagnostics:
             listeners.append(diagnostics)
-        listeners.append(LearningRate(self.schedule))
+        if self.recipe.varies_lr:
+            listeners.append(LearningRate(self.schedule))
         if self.leg.checkpoint:
             listeners.append(CheckpointWriter(self.leg.checkpoint, descriptor,
                                               self.leg.checkpoint_every, self.leg.keep_at_end,

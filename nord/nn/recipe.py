@@ -50,6 +50,10 @@ PUBLISHED_STATISTICS: Dict[str, Tuple[Tuple[float, ...], Tuple[float, ...]]] = {
 its data sets with (``xautodl/datasets/get_dataset_with_transform.py``): what
 ``normalise='published'`` uses."""
 
+OPTIMIZER_WEIGHT_DECAY = {"adamw": 0.01}
+"""torch's default weight decay of an optimizer that has one besides 0: what
+``weight_decay=None`` trains with."""
+
 RECIPE_FLAGS = {f: "--" + f.replace("_", "-") for f in (
     "optimizer", "lr", "momentum", "nesterov", "weight_decay", "lr_schedule", "warmup_epochs",
     "warmup_lr", "min_lr", "decay_epochs", "decay_rate", "schedule_span", "augment",
@@ -122,7 +126,8 @@ class Recipe:
         lr: the learning rate (the peak, after any warm-up).
         momentum: SGD's and RMSprop's momentum (0: none).
         nesterov: Nesterov momentum (SGD with momentum only).
-        weight_decay: L2 penalty (decoupled for AdamW, as torch's AdamW applies it).
+        weight_decay: L2 penalty (decoupled for AdamW, as torch's AdamW applies it); None: the
+            optimizer's own default (0, and 0.01 for AdamW: ``OPTIMIZER_WEIGHT_DECAY``).
         lr_schedule: 'constant', 'cosine' (from ``lr`` down to ``min_lr``), 'step' (times
             ``decay_rate`` every ``decay_epochs``) or 'linear' (from ``lr`` down to ``min_lr``);
             the rate changes once per epoch, after it.
@@ -159,7 +164,7 @@ class Recipe:
     lr: float = 1e-3
     momentum: float = 0.0
     nesterov: bool = False
-    weight_decay: float = 0.0
+    weight_decay: Optional[float] = None
     lr_schedule: str = "constant"
     warmup_epochs: int = 0
     warmup_lr: float = 1e-5
@@ -187,7 +192,9 @@ class Recipe:
                                       rule=" (0: none)"))
         if not isinstance(self.nesterov, bool):
             raise ConfigurationError(f"{_name('nesterov')} is true or false; got {self.nesterov!r}")
-        put(self, "weight_decay", _number("weight_decay", self.weight_decay, rule=" (0: none)"))
+        if self.weight_decay is not None:
+            put(self, "weight_decay", _number("weight_decay", self.weight_decay,
+                                              rule=" (0: none)"))
         put(self, "lr_schedule", _choice("lr_schedule", self.lr_schedule, SCHEDULES))
         put(self, "warmup_epochs", check_int(self.warmup_epochs, _name("warmup_epochs"), 0))
         put(self, "warmup_lr", _number("warmup_lr", self.warmup_lr, inclusive=False))
@@ -282,6 +289,7 @@ class Recipe:
         """What a journal records of the recipe training on ``dataset``: its parts, and the
         statistics the data was normalised with."""
         described = self.to_dict()
+        described["weight_decay"] = self.weight_decay_used
         if self.normalise == "published":
             described["normalised_with"] = (
                 "NAS-Bench-201's published statistics" if self.statistics_for(dataset)
@@ -290,16 +298,24 @@ class Recipe:
 
     # --- what the parts mean -----------------------------------------------------------------
     def optimizer_kwargs(self) -> Dict[str, Any]:
-        """The optimizer's keyword arguments besides ``lr`` (none that equal torch's default,
-        so that a default recipe builds exactly the optimizer nord always built)."""
+        """The optimizer's keyword arguments besides ``lr``: only the parts the recipe sets, so
+        that a default recipe builds exactly the optimizer nord always built (a weight decay of
+        None leaves the optimizer's own default)."""
         kwargs: Dict[str, Any] = {}
         if self.momentum:
             kwargs["momentum"] = self.momentum
         if self.nesterov:
             kwargs["nesterov"] = True
-        if self.weight_decay:
+        if self.weight_decay is not None:
             kwargs["weight_decay"] = self.weight_decay
         return kwargs
+
+    @property
+    def weight_decay_used(self) -> float:
+        """The weight decay training applies (``weight_decay``, or the optimizer's default)."""
+        if self.weight_decay is not None:
+            return self.weight_decay
+        return OPTIMIZER_WEIGHT_DECAY.get(self.optimizer, 0.0)
 
     def crop_padding_for(self, side: int) -> int:
         """The crop's padding for images of ``side`` pixels."""

@@ -351,3 +351,26 @@ def test_under_a_scheduler_the_schedule_spans_its_max_epochs_not_the_evaluators(
     assert max(epoch for _, epoch in rates) >= 2, "nothing was promoted"
     for (_, epoch), rate in rates.items():
         assert rate == pytest.approx(cosine[epoch - 1], rel=1e-12)
+
+
+def test_weight_decay_is_passed_when_given_and_recorded_as_trained():
+    """AdamW's own default is 0.01: 0 must reach it, and None must be recorded as 0.01."""
+    parameter = [torch.nn.Parameter(torch.zeros(1))]
+    none = Recipe(optimizer="adamw", lr_schedule="cosine")
+    zero = none.replace(weight_decay=0.0)
+    assert torch.optim.AdamW(parameter, lr=1e-3, **zero.optimizer_kwargs()).param_groups[0][
+        "weight_decay"] == 0.0
+    assert torch.optim.AdamW(parameter, lr=1e-3, **none.optimizer_kwargs()).param_groups[0][
+        "weight_decay"] == 0.01
+    assert (none.describe("digits")["weight_decay"], zero.describe("digits")["weight_decay"]) == (
+        0.01, 0.0)
+    assert Recipe(optimizer="adamw").trains_as_default and not zero.trains_as_default
+
+
+def test_a_curator_shared_by_two_recipes_is_normalised_as_each_says():
+    curator = _cifar_like()
+    own = curator.mean
+    LocalEvaluator(curator=curator, recipe="nasbench201").get_curator()
+    assert curator.mean == pytest.approx(PUBLISHED_STATISTICS["cifar10"][0], rel=1e-6)
+    LocalEvaluator(curator=curator).get_curator()
+    assert curator.mean == own

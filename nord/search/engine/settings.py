@@ -7,7 +7,8 @@
                reporting=Reporting(on_result=print))
 
 Each field is also accepted as a keyword of its own (``budget=200`` is
-``limits=Limits(budget=200)``), so calls written before the groups existed work unchanged.
+``limits=Limits(budget=200)``), so keyword calls written before the groups existed work
+unchanged (everything after the evaluator is keyword-only).
 The objects hold what was given; ``run_search`` checks it (docs/engine.md).
 """
 from __future__ import annotations
