@@ -22,6 +22,7 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Type
 
 from nord.errors import ConfigurationError
+from nord.nn.recipe import RECIPE_PARTS
 from nord.registry import check_subclass
 
 RunConfig = Any
@@ -35,10 +36,7 @@ TEST_SELECTION = ("there is no validation split (valid_fraction=0 and the data s
                   "official one): the search selected architectures by their TEST accuracy, so "
                   "the best one's test accuracy is optimistically biased. Hold out a validation "
                   "split (--valid-fraction 0.1) for results you report")
-_RECIPE = ("recipe", "momentum", "nesterov", "weight_decay", "lr_schedule", "warmup_epochs",
-           "warmup_lr", "min_lr", "decay_epochs", "decay_rate", "schedule_span", "augment",
-           "crop_padding", "cutout_length", "clip_grad", "label_smoothing", "precision",
-           "memory_format", "normalise")
+_RECIPE = ("recipe", *RECIPE_PARTS)
 LOOKUP_UNUSED = ("epochs", "batch_size", "lr", "optimizer", "valid_fraction", "data_root",
                  "data_checksums", "max_params", *_RECIPE)
 """Settings of training and of the data it reads: what a run that reads its results from a

@@ -18,6 +18,9 @@ from nord.app.plugins import load_modules, recorded
 from nord.checks import (MAX_BUDGET, MAX_SEED, check_device, check_duration, check_int,
                          check_valid_fraction)
 from nord.errors import ConfigurationError
+from nord.nn.recipe import DEFAULT as DEFAULT_RECIPE
+from nord.nn.recipe import RECIPE_PARTS, get_recipe
+from nord.registry import normalise_name
 
 # The registries and the rules of other modules (proxies, schedulers, workers) are imported
 # where they are used, so that a configuration is checked (and refused) before torch or a data
@@ -29,13 +32,8 @@ EXECUTION_FIELDS = ("budget", "journal", "threads", "device", "backend", "worker
 RESUME_CHANGES = ("device", "threads", "backend", "worker_processes", "mps", "max_attempts",
                   "checkpoint_every", "time_budget", "target")
 """Where it runs: what ``nord resume`` may change besides the budget."""
-RECIPE_PARTS = ("momentum", "nesterov", "weight_decay", "lr_schedule", "warmup_epochs",
-                "warmup_lr", "min_lr", "decay_epochs", "decay_rate", "schedule_span", "augment",
-                "crop_padding", "cutout_length", "clip_grad", "label_smoothing", "precision",
-                "memory_format", "normalise")
-"""The parts of a training recipe (``nord.nn.recipe.Recipe``) that have settings of their own
-besides ``recipe``; ``optimizer``, ``lr`` and ``batch_size`` are recipe parts too."""
-TRAINING_DEFAULTS = {"batch_size": 64, "lr": 1e-3, "optimizer": "adam"}
+TRAINING_DEFAULTS = {"batch_size": 64, "lr": DEFAULT_RECIPE.lr,
+                     "optimizer": DEFAULT_RECIPE.optimizer}
 """What a run trains with where neither the flags nor its recipe say (these settings default
 to None: the recipe's)."""
 RECORDED_WHEN_SET = {"data_checksums": None, "max_params": None, "plugins": None, "proxy": None,
@@ -266,12 +264,17 @@ class RunConfig:
         training setting holds the value trained with: ``optimizer``, ``lr`` and
         ``batch_size`` always, the other parts where the recipe differs from the default (a
         run trained as before recipes records none of them, so its journal is unchanged)."""
-        from nord.nn.recipe import get_recipe
         recipe = get_recipe(self.recipe).replace(
             optimizer=self.optimizer, lr=self.lr, batch_size=self.batch_size,
             **{part: getattr(self, part) for part in RECIPE_PARTS})
         self.optimizer, self.lr = recipe.optimizer, recipe.lr
         self.batch_size = recipe.batch_size or TRAINING_DEFAULTS["batch_size"]
+        if recipe.schedule_span == "leg" and self.scheduler is None:
+            raise ConfigurationError(
+                "--schedule-span leg (schedule_span=) gives each leg of training under "
+                "--scheduler a learning-rate schedule of its own, and this run has no "
+                "scheduler (each candidate trains --epochs in one go): drop it, or add "
+                "--scheduler asha (or sha, median, hyperband)")
         if recipe.trains_as_default:
             self.recipe = None
             return
@@ -286,7 +289,6 @@ class RunConfig:
 
     def training_recipe(self):
         """The :class:`~nord.nn.recipe.Recipe` every candidate is trained with."""
-        from nord.nn.recipe import get_recipe
         return get_recipe(self.recipe).replace(
             optimizer=self.optimizer, lr=self.lr, batch_size=self.batch_size,
             **{part: getattr(self, part) for part in RECIPE_PARTS})
@@ -297,6 +299,8 @@ class RunConfig:
         value = getattr(self, name)
         if name in TRAINING_DEFAULTS:
             return value is not None and value != TRAINING_DEFAULTS[name]
+        if name == "recipe":   # naming the default recipe sets nothing
+            return value is not None and normalise_name(value) != "default"
         default = next(f for f in fields(self) if f.name == name)
         return value != (default.default_factory() if callable(default.default_factory)
                          else default.default)

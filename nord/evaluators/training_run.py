@@ -184,7 +184,8 @@ class TrainingRun:
             lr = self.recipe.lr * self.group.lr_factor
             self.optimizer = make_optimizer(self.evaluator.optimizer, self.model.parameters(),
                                             lr, **self.evaluator.optimizer_arguments())
-            self.schedule = make_schedule(self.recipe, self.optimizer, self._span())
+            self.schedule = make_schedule(self.recipe, self.optimizer, self._span(),
+                                          self.group.lr_factor)
             self.precision = Precision(self.recipe.precision, self.device)
             self.step = TrainingStep(self._augmentation(), self.recipe.label_smoothing,
                                      self.recipe.clip_grad, self.precision,

@@ -26,7 +26,7 @@ from nord.checks import check_int
 from nord.errors import ConfigurationError
 from nord.registry import Registry
 
-__all__ = ["Recipe", "RECIPES", "get_recipe", "register_recipe", "list_recipes",
+__all__ = ["Recipe", "RECIPES", "RECIPE_PARTS", "get_recipe", "register_recipe", "list_recipes",
            "OPTIMIZERS", "SCHEDULES", "AUGMENTATIONS", "PRECISIONS", "MEMORY_FORMATS",
            "NORMALISATIONS", "SCHEDULE_SPANS", "PUBLISHED_STATISTICS", "RECIPE_FLAGS"]
 
@@ -54,11 +54,15 @@ OPTIMIZER_WEIGHT_DECAY = {"adamw": 0.01}
 """torch's default weight decay of an optimizer that has one besides 0: what
 ``weight_decay=None`` trains with."""
 
-RECIPE_FLAGS = {f: "--" + f.replace("_", "-") for f in (
-    "optimizer", "lr", "momentum", "nesterov", "weight_decay", "lr_schedule", "warmup_epochs",
-    "warmup_lr", "min_lr", "decay_epochs", "decay_rate", "schedule_span", "augment",
-    "crop_padding", "cutout_length", "clip_grad", "label_smoothing", "batch_size", "precision",
-    "memory_format", "normalise")}
+RECIPE_PARTS = ("momentum", "nesterov", "weight_decay", "lr_schedule", "warmup_epochs",
+                "warmup_lr", "min_lr", "decay_epochs", "decay_rate", "schedule_span", "augment",
+                "crop_padding", "cutout_length", "clip_grad", "label_smoothing", "precision",
+                "memory_format", "normalise")
+"""The parts of a recipe besides the optimizer, learning rate and batch size (which runs had
+settings for before recipes): each a setting of its own."""
+
+RECIPE_FLAGS = {f: "--" + f.replace("_", "-")
+                for f in ("optimizer", "lr", "batch_size", *RECIPE_PARTS)}
 """The ``nord run`` flag of each part of a recipe: what a refusal names."""
 
 
@@ -114,6 +118,14 @@ def _augmentations(value: Any) -> Tuple[str, ...]:
         raise ConfigurationError(
             f"{_name('augment')} names {', '.join(repeated)} more than once; name each once")
     return tuple(names)
+
+
+class _Defaults:
+    """The parts' defaults, read by the checks of every recipe (the class attributes below are
+    filled in from :class:`Recipe`'s fields once it is defined)."""
+
+
+DEFAULT_PARTS = _Defaults()
 
 
 @dataclass(frozen=True)
@@ -240,6 +252,43 @@ class Recipe:
             raise ConfigurationError(
                 f"{_name('warmup_lr')} is where the warm-up starts, rising to --lr ({self.lr:g}); "
                 f"got {self.warmup_lr:g}: give a smaller --warmup-lr")
+        self._check_parts_act(source)
+
+    def _check_parts_act(self, source: str) -> None:
+        """Refuse a part set away from its default where nothing reads it (a cutout length
+        without cutout, a step schedule's rate under cosine): the run would record it as if it
+        had shaped the training."""
+        idle = {"warmup_lr": not self.warmup_epochs,
+                "min_lr": self.lr_schedule not in ("cosine", "linear"),
+                "decay_epochs": self.lr_schedule != "step",
+                "decay_rate": self.lr_schedule != "step",
+                "crop_padding": "crop" not in self.augment,
+                "cutout_length": "cutout" not in self.augment}
+        why = {"warmup_lr": ("the rate a warm-up starts from, and there is no warm-up",
+                             "give --warmup-epochs"),
+               "min_lr": (f"where the cosine and linear schedules end, and the schedule is "
+                          f"{self.lr_schedule}", "use --lr-schedule cosine or linear"),
+               "decay_epochs": (f"the step schedule's, and the schedule is {self.lr_schedule}",
+                                "use --lr-schedule step"),
+               "decay_rate": (f"the step schedule's, and the schedule is {self.lr_schedule}",
+                              "use --lr-schedule step"),
+               "crop_padding": ("the crop's, and --augment has no crop", "add crop to --augment"),
+               "cutout_length": ("the cutout's, and --augment has no cutout",
+                                 "add cutout to --augment")}
+        for part, unused in idle.items():
+            value, default = getattr(self, part), getattr(DEFAULT_PARTS, part)
+            if unused and value != default:
+                what, fix = why[part]
+                back = f" (or give {RECIPE_FLAGS[part]} {default})" if default is not None else ""
+                raise ConfigurationError(
+                    f"{_name(part)} {value}{source} is {what}, so it would change nothing: "
+                    f"leave it out{back}, or {fix}")
+        if self.schedule_span == "leg" and not self.varies_lr:
+            raise ConfigurationError(
+                f"{_name('schedule_span')} leg{source} gives each leg a learning-rate schedule "
+                "of its own, retraining promoted candidates from scratch, but the rate is "
+                "constant: they would train the same epochs again. Use --schedule-span "
+                "max-epochs, or a --lr-schedule")
 
     # --- making and reading ----------------------------------------------------------------
     def replace(self, **changes: Any) -> "Recipe":
@@ -338,6 +387,8 @@ class Recipe:
         return self.lr_schedule != "constant" or self.warmup_epochs > 0
 
 
+for _part in fields(Recipe):
+    setattr(_Defaults, _part.name, _part.default)
 DEFAULT = Recipe()
 
 RECIPES: Registry[Recipe] = Registry(

@@ -44,9 +44,11 @@ class Schedule:
             self._scheduler.load_state_dict(state)
 
 
-def make_schedule(recipe: Recipe, optimizer: torch.optim.Optimizer, epochs: int) -> Schedule:
+def make_schedule(recipe: Recipe, optimizer: torch.optim.Optimizer, epochs: int,
+                  scale: float = 1.0) -> Schedule:
     """The schedule ``recipe`` prescribes over ``epochs`` epochs (warm-up included), set to
-    its first epoch's rate; ``optimizer`` was made with the recipe's ``lr``."""
+    its first epoch's rate; ``optimizer`` was made with the recipe's ``lr`` times ``scale``
+    (a data-parallel group's ``scale_lr``), and every rate of the schedule is scaled alike."""
     warmup = recipe.warmup_epochs
     decay = max(1, int(epochs) - warmup)
     phases: List[Any] = []
@@ -55,7 +57,7 @@ def make_schedule(recipe: Recipe, optimizer: torch.optim.Optimizer, epochs: int)
                                             end_factor=1.0, total_iters=warmup))
     if recipe.lr_schedule == "cosine":
         phases.append(lr_scheduler.CosineAnnealingLR(optimizer, T_max=decay,
-                                                     eta_min=recipe.min_lr))
+                                                     eta_min=recipe.min_lr * scale))
     elif recipe.lr_schedule == "linear":
         phases.append(lr_scheduler.LinearLR(optimizer, start_factor=1.0,
                                             end_factor=recipe.min_lr / recipe.lr,

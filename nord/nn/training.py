@@ -291,8 +291,9 @@ def _train_data_parallel(model, loader, optimizer: DataParallelOptimizer, device
         if error is None:
             step.apply(model, optimizer)
             total += loss.detach()
-            if progress is not None:
-                progress(steps, float(loss.detach()))
+        if progress is not None:   # on every rank: a listener of the step may take part in a
+            # collective (a stopping rule the group root decides), failed rank or not
+            progress(steps, float(loss.detach()) if error is None else math.nan)
     if steps and float(flags) > 0:
         _fail_together(agree, error, own, checked, steps)
     return float(total) / steps if steps else float("nan")

@@ -125,6 +125,39 @@ def legs_equal_straight(env, backend):
     env.log(f"legs equal straight training on {env.size} ranks for {len(recipes)} optimizers")
 
 
+def failure_between_checks_with_step_rules(env, backend):
+    """As failure_between_checks, with a callback publishing every step and a stopping rule
+    the group root decides at each of them: the failed rank still takes part in those
+    decisions, so no rank waits alone in a collective, and all fail together."""
+
+    class FailsAtSecondStepOnLastRank(DataParallelGroup):
+        def prepare(self, model, optimizer):
+            optimizer = super().prepare(model, optimizer)
+            if self.rank == self.size - 1:
+                calls = []
+
+                def hook(*_):
+                    calls.append(1)
+                    if len(calls) == 2:
+                        raise RuntimeError("simulated out of memory at the second step")
+
+                model.register_forward_hook(hook)
+            return optimizer
+
+    import functools
+    from nord.evaluators.callbacks import callback_classes
+    every_step = functools.partial(callback_classes(["grad_norm_step"])[0], every_steps=1)
+    evaluator = DistributedEvaluator(env, curator=Digits(seed=0), backend=backend, device=CPU,
+                                     epochs=1, batch_size=32, check_every=5,
+                                     callbacks=[every_step], stop_rules=["not finite(loss)"])
+    evaluator.group = FailsAtSecondStepOnLastRank(evaluator.comm, evaluator.backend)
+    result = evaluator.descriptor_evaluate(network() if env.is_root else None)
+    statuses = env.allgather((result.status, result.error))
+    require(all(s == statuses[0] for s in statuses), f"not consistent: {statuses}")
+    require(statuses[0][0] == "failed" and "second step" in statuses[0][1], statuses[0][1])
+    env.log("failure between checks, with rules decided at every step: consistent")
+
+
 def uneven_data(env, backend):
     """A training set not divisible by the ranks (nor by the batch) does not deadlock."""
     rng = np.random.default_rng(0)
@@ -463,7 +496,8 @@ CHECKS = {f.__name__: f for f in (fixed_weights, trained_identical, recipe_train
                                   legs_equal_straight, uneven_data,
                                   failing_network,
                                   rank_specific_failure, backward_failure, nan_on_one_rank,
-                                  failure_between_checks, one_collective_per_step, horovod_alone_is_refused,
+                                  failure_between_checks, failure_between_checks_with_step_rules,
+                                  one_collective_per_step, horovod_alone_is_refused,
                                   serve_and_release, groups_of_one,
                                   groups_of_two)}
 

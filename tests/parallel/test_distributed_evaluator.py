@@ -11,6 +11,7 @@ pytestmark = [requires_mpirun, pytest.mark.mpi]
 COMMON = ["fixed_weights", "trained_identical", "recipe_training", "legs_equal_straight",
           "uneven_data", "failing_network",
           "rank_specific_failure", "backward_failure", "nan_on_one_rank", "failure_between_checks",
+          "failure_between_checks_with_step_rules",
           "serve_and_release", "groups_of_one"]
 
 

@@ -60,6 +60,14 @@ def test_published_statistics_are_the_benchmarks_pixel_means_and_deviations():
     ({"label_smoothing": 1.0}, "label_smoothing (--label-smoothing) must be a number >= 0 and < 1"),
     ({"batch_size": 0}, "batch sizes count samples"),
     ({"nesterov": "yes"}, "nesterov (--nesterov) is true or false"),
+    ({"warmup_lr": 0.01}, "warmup_lr (--warmup-lr) 0.01 is the rate a warm-up starts from, and "
+                          "there is no warm-up, so it would change nothing"),
+    ({"min_lr": 1e-4}, "is where the cosine and linear schedules end, and the schedule is "
+                       "constant"),
+    ({"decay_rate": 0.5, "lr_schedule": "cosine"}, "the step schedule's"),
+    ({"crop_padding": 2, "augment": "flip"}, "--augment has no crop"),
+    ({"cutout_length": 8}, "--augment has no cutout"),
+    ({"schedule_span": "leg"}, "but the rate is constant"),
 ])
 def test_a_bad_part_is_refused_naming_its_flag(parts, words):
     with pytest.raises(ConfigurationError) as refused:
@@ -374,3 +382,29 @@ def test_a_curator_shared_by_two_recipes_is_normalised_as_each_says():
     assert curator.mean == pytest.approx(PUBLISHED_STATISTICS["cifar10"][0], rel=1e-6)
     LocalEvaluator(curator=curator).get_curator()
     assert curator.mean == own
+
+
+def test_a_scaled_learning_rate_scales_every_rate_of_the_schedule():
+    for schedule in ("cosine", "linear"):
+        recipe = Recipe(optimizer="sgd", lr=0.1, lr_schedule=schedule, min_lr=0.01,
+                        warmup_epochs=1, warmup_lr=0.02)
+        optimizer = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=0.1 * 4)
+        made = make_schedule(recipe, optimizer, 5, scale=4)
+        rates = []
+        for _ in range(5):
+            rates.append(optimizer.param_groups[0]["lr"])
+            optimizer.step()
+            made.step()
+        assert rates == pytest.approx([4 * rate for rate in _rates(recipe, 5)])
+
+
+def test_run_settings_of_a_recipe_that_nothing_would_read_are_refused():
+    from nord.app.settings import RunConfig
+    with pytest.raises(ConfigurationError, match="this run has no scheduler"):
+        RunConfig(recipe="nasbench201", schedule_span="leg")
+    assert RunConfig(recipe="nasbench201", schedule_span="leg", scheduler="asha", mode="async",
+                     max_epochs=4).schedule_span == "leg"
+    with pytest.raises(ConfigurationError, match="the darts-search recipe's"):
+        RunConfig(recipe="darts-search", lr_schedule="constant")
+    # naming the default recipe sets nothing, even where nothing is trained
+    assert RunConfig(space="nasbench201", recipe="default").recipe is None
