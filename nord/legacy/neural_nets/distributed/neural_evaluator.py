@@ -95,7 +95,7 @@ class DistributedNeuralEvaluator(NeuralEvaluator):
         return self.evaluator.is_root
 
     def _shard(self):
-        return self.evaluator._rank(), self.evaluator._size()
+        return self.evaluator.group.rank, self.evaluator.group.size
 
     @property
     def trainsampler(self):
@@ -109,5 +109,5 @@ class DistributedNeuralEvaluator(NeuralEvaluator):
 
     def descriptor_evaluate(self, descriptor, untrained: bool = False, verbose: bool = False) -> float:
         """As :meth:`NeuralEvaluator.descriptor_evaluate`, on every rank (rank 0's descriptor)."""
-        self._globals()["final_lr"] = self._current()["lr"] * self.evaluator._size()
+        self._globals()["final_lr"] = self._current()["lr"] * self.evaluator.group.size
         return super().descriptor_evaluate(descriptor, untrained, verbose)
