@@ -59,6 +59,28 @@ def _cpu_has_amx() -> bool:
     return bool(checks()) if checks is not None else False
 
 
+class _Unscaled:
+    """The loss scaler of fp32 and bf16 training: none (the gradients are their true size)."""
+
+    def scale(self, loss: torch.Tensor) -> torch.Tensor:
+        return loss
+
+    def unscale_(self, optimizer: Any) -> None:
+        pass
+
+    def step(self, optimizer: Any) -> None:
+        optimizer.step()
+
+    def update(self) -> None:
+        pass
+
+    def state_dict(self) -> Dict[str, Any]:
+        return {}
+
+    def load_state_dict(self, state: Dict[str, Any]) -> None:
+        pass
+
+
 class Precision:
     """One training's precision (see the module docstring). The fp16 scaler's state is part
     of a checkpoint (:meth:`state_dict`), so that a resumed candidate scales as it would have.
@@ -69,7 +91,7 @@ class Precision:
         self.name = name
         self.device = device
         self.reduced = name != "fp32"
-        self._scaler = torch.amp.GradScaler(device.type) if name == "fp16" else None
+        self._scaler = (torch.amp.GradScaler(device.type) if name == "fp16" else _Unscaled())
 
     def autocast(self):
         if not self.reduced:
@@ -78,24 +100,20 @@ class Precision:
 
     def scale(self, loss: torch.Tensor) -> torch.Tensor:
         """The loss to run the backward pass from (scaled for fp16)."""
-        return loss if self._scaler is None else self._scaler.scale(loss)
+        return self._scaler.scale(loss)
 
     def unscale(self, optimizer: Any) -> None:
         """Bring the gradients back to their true size (before clipping them)."""
-        if self._scaler is not None:
-            self._scaler.unscale_(optimizer)
+        self._scaler.unscale_(optimizer)
 
     def step(self, optimizer: Any) -> None:
         """Apply the gradients (the scaler skips a step whose gradients overflowed)."""
-        if self._scaler is None:
-            optimizer.step()
-        else:
-            self._scaler.step(optimizer)
-            self._scaler.update()
+        self._scaler.step(optimizer)
+        self._scaler.update()
 
     def state_dict(self) -> Dict[str, Any]:
-        return {} if self._scaler is None else self._scaler.state_dict()
+        return self._scaler.state_dict()
 
     def load_state_dict(self, state: Dict[str, Any]) -> None:
-        if self._scaler is not None and state:
+        if state:
             self._scaler.load_state_dict(state)

@@ -120,14 +120,6 @@ def _augmentations(value: Any) -> Tuple[str, ...]:
     return tuple(names)
 
 
-class _Defaults:
-    """The parts' defaults, read by the checks of every recipe (the class attributes below are
-    filled in from :class:`Recipe`'s fields once it is defined)."""
-
-
-DEFAULT_PARTS = _Defaults()
-
-
 @dataclass(frozen=True)
 class Recipe:
     """How a candidate is trained (see the module docstring); checked when made.
@@ -276,7 +268,7 @@ class Recipe:
                "cutout_length": ("the cutout's, and --augment has no cutout",
                                  "add cutout to --augment")}
         for part, unused in idle.items():
-            value, default = getattr(self, part), getattr(DEFAULT_PARTS, part)
+            value, default = getattr(self, part), _PART_DEFAULTS[part]
             if unused and value != default:
                 what, fix = why[part]
                 back = f" (or give {RECIPE_FLAGS[part]} {default})" if default is not None else ""
@@ -387,8 +379,8 @@ class Recipe:
         return self.lr_schedule != "constant" or self.warmup_epochs > 0
 
 
-for _part in fields(Recipe):
-    setattr(_Defaults, _part.name, _part.default)
+_PART_DEFAULTS = {part.name: part.default for part in fields(Recipe)}
+"""Each part's default, which the checks of a recipe read (so defined before the first one)."""
 DEFAULT = Recipe()
 
 RECIPES: Registry[Recipe] = Registry(

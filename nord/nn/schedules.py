@@ -20,28 +20,43 @@ from torch.optim import lr_scheduler
 
 from nord.nn.recipe import Recipe
 
-__all__ = ["Schedule", "make_schedule"]
+__all__ = ["Schedule", "ConstantRate", "make_schedule"]
 
 
 class Schedule:
-    """An optimizer's learning rate over epochs (a torch scheduler, or none for a constant
-    rate): :meth:`step` after each epoch, its state in checkpoints."""
+    """An optimizer's learning rate over epochs, set by a torch scheduler: :meth:`step` after
+    each epoch, its state in checkpoints."""
 
-    def __init__(self, scheduler: Any = None):
+    def __init__(self, scheduler: Any):
         self._scheduler = scheduler
 
     def step(self) -> None:
         """The epoch has ended: set the next epoch's rate."""
-        if self._scheduler is not None:
-            self._scheduler.step()
+        self._scheduler.step()
 
     def state_dict(self) -> Dict[str, Any]:
-        return {} if self._scheduler is None else self._scheduler.state_dict()
+        return self._scheduler.state_dict()
 
     def load_state_dict(self, state: Dict[str, Any]) -> None:
-        """Where a checkpoint's schedule stood (an empty state: a constant rate)."""
-        if self._scheduler is not None and state:
+        """Where a checkpoint's schedule stood."""
+        if state:
             self._scheduler.load_state_dict(state)
+
+
+class ConstantRate(Schedule):
+    """The rate the optimizer was made with, for every epoch: no scheduler, nothing to keep."""
+
+    def __init__(self):
+        super().__init__(None)
+
+    def step(self) -> None:
+        pass
+
+    def state_dict(self) -> Dict[str, Any]:
+        return {}
+
+    def load_state_dict(self, state: Dict[str, Any]) -> None:
+        pass
 
 
 def make_schedule(recipe: Recipe, optimizer: torch.optim.Optimizer, epochs: int,
@@ -66,7 +81,7 @@ def make_schedule(recipe: Recipe, optimizer: torch.optim.Optimizer, epochs: int,
         phases.append(lr_scheduler.StepLR(optimizer, step_size=recipe.decay_epochs,
                                           gamma=recipe.decay_rate))
     if not phases:
-        return Schedule()
+        return ConstantRate()
     if len(phases) == 1:
         return Schedule(phases[0])
     return Schedule(lr_scheduler.SequentialLR(optimizer, phases, milestones=[warmup]))

@@ -344,7 +344,14 @@ def test_under_a_scheduler_the_schedule_spans_its_max_epochs_not_the_evaluators(
     from nord.search import RandomSearch, run_search
     from nord.search.schedulers import make_scheduler
     from nord.search.spaces import make_space
-    from tests.helpers.learning_rates import EpochLearningRate
+    from nord.evaluators.callbacks import TrainingCallback
+
+    class EpochLearningRate(TrainingCallback):   # not registered: no name leaks to other tests
+        name = "epoch_lr"
+
+        def on_epoch_end(self, state):
+            return {"epoch_lr": state.optimizer.param_groups[0]["lr"]}
+
     torch.set_num_threads(1)
     space = make_space("conv", layers=1, channels=[2, 4], kernel_size=[1, 3])
     evaluator = LocalEvaluator(curator=Digits(seed=0), recipe="nasbench201", batch_size=64,
