@@ -256,8 +256,8 @@ def compare_recipe(name, curator, recipe, epochs, repeats, seed=0):
                              keep_model=True)
     curator = checked.get_curator()        # normalised as the recipe says, for both sides
     tensors = curator_tensors(curator)
-    fill = torch.tensor([-m / s for m, s in zip(curator.mean, curator.std)],
-                        dtype=torch.float32).view(1, -1, 1, 1)   # a black pixel, normalised
+    fill = ((torch.zeros(len(curator.mean)) - torch.tensor(curator.mean))
+            / torch.tensor(curator.std)).view(1, -1, 1, 1)   # a black pixel, normalised
     network = descriptor(curator.input_shape[0])
 
     def plain_side():
