@@ -125,24 +125,27 @@ def legs_equal_straight(env, backend):
     env.log(f"legs equal straight training on {env.size} ranks for {len(recipes)} optimizers")
 
 
+class FailsAtSecondStepOnLastRank(DataParallelGroup):
+    """A group whose last rank runs out of memory at its second training step."""
+
+    def prepare(self, model, optimizer):
+        optimizer = super().prepare(model, optimizer)
+        if self.rank == self.size - 1:
+            calls = []
+
+            def hook(*_):
+                calls.append(1)
+                if len(calls) == 2:
+                    raise RuntimeError("simulated out of memory at the second step")
+
+            model.register_forward_hook(hook)
+        return optimizer
+
+
 def failure_between_checks_with_step_rules(env, backend):
     """As failure_between_checks, with a callback publishing every step and a stopping rule
     the group root decides at each of them: the failed rank still takes part in those
     decisions, so no rank waits alone in a collective, and all fail together."""
-
-    class FailsAtSecondStepOnLastRank(DataParallelGroup):
-        def prepare(self, model, optimizer):
-            optimizer = super().prepare(model, optimizer)
-            if self.rank == self.size - 1:
-                calls = []
-
-                def hook(*_):
-                    calls.append(1)
-                    if len(calls) == 2:
-                        raise RuntimeError("simulated out of memory at the second step")
-
-                model.register_forward_hook(hook)
-            return optimizer
 
     import functools
     from nord.evaluators.callbacks import callback_classes
@@ -292,20 +295,6 @@ def nan_on_one_rank(env, backend):
 def failure_between_checks(env, backend):
     """A rank that fails between two reads of the flag keeps taking part in the
     collectives until the read; then all ranks fail together, and the next network trains."""
-
-    class FailsAtSecondStepOnLastRank(DataParallelGroup):
-        def prepare(self, model, optimizer):
-            optimizer = super().prepare(model, optimizer)
-            if self.rank == self.size - 1:
-                calls = []
-
-                def hook(*_):
-                    calls.append(1)
-                    if len(calls) == 2:
-                        raise RuntimeError("simulated out of memory at the second step")
-
-                model.register_forward_hook(hook)
-            return optimizer
 
     evaluator = DistributedEvaluator(env, curator=Digits(seed=0), backend=backend, device=CPU,
                                      epochs=1, batch_size=32, check_every=5)
