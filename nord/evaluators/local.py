@@ -121,7 +121,7 @@ class LocalEvaluator(Evaluator):
         # settings that would fail every candidate are refused now, not spent as failures
         optimizer_class(self.optimizer, self.lr)
         check_precision(self.recipe.precision, resolve_device(device))
-        self.curator = curator
+        self.curator = curator if curator is not None else Digits()
         self.epochs = int(epochs)
         self.optimizer_kwargs = dict(optimizer_kwargs or {})
         self.data_fraction = float(data_fraction)
@@ -139,8 +139,8 @@ class LocalEvaluator(Evaluator):
         self.model: Optional[torch.nn.Module] = None
         self.group = Alone()
         """The ranks that train each candidate together (``nord.evaluators.group``)."""
-        if curator is not None and curator.loaded:
-            self.check_data(curator)
+        if self.curator.loaded:
+            self.check_data(self.curator)
 
     # --- the settings ---------------------------------------------------------------------
     @property
@@ -172,8 +172,6 @@ class LocalEvaluator(Evaluator):
 
     def get_curator(self):
         """The data set, normalised as the recipe says."""
-        if self.curator is None:
-            self.curator = Digits()
         # set either way: a curator shared with an evaluator of another recipe is put back
         self.curator.normalise_with(*(self.recipe.statistics_for(self.curator.name)
                                       or (None, None)))

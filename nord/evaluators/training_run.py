@@ -265,7 +265,7 @@ class TrainingRun:
         evaluation left one (the group root's view, so that every rank starts alike)."""
         if self.leg.resume_from is not None:
             return self.leg.resume_from
-        if self.leg.checkpoint is None:
+        if not self.leg.checkpoint:
             return None
         return self.group.root_decides(
             self.leg.checkpoint if os.path.exists(self.leg.checkpoint) else None)
