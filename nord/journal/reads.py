@@ -14,6 +14,7 @@ import sqlite3
 from typing import Any, Dict, List, Optional, Sequence, Union
 
 from nord.errors import JournalError
+from nord.evaluators.stop_rules import stopped_by_rule
 from nord.journal.connection import JournalFile
 from nord.journal.records import RunRecord
 from nord.journal.schema import JSON_RUN_COLUMNS, RESULT_COLUMNS, STATUSES
@@ -253,6 +254,50 @@ class JournalReader(JournalFile):
                     kept[candidate] = kept.get(candidate, 0) + int(epochs) - start
         return kept
 
+    def trainings(self, mentioning: Sequence[str] = ()) -> List[Dict[str, Any]]:
+        """Every result that training produced: under a scheduler each ended leg's (``leg``
+        its number), in the order handed out, then each evaluation of a candidate without
+        legs that reused no other's result (``leg`` None), in the order told. What a training
+        callback or a stopping rule said of a candidate is in these, whichever leg said it
+        (:meth:`evaluations` keeps only a candidate's furthest leg).
+
+        Args:
+            mentioning: only the results whose metrics have one of these keys (e.g.
+                ``("stopped_by", "diagnostics")``); all when empty.
+
+        Returns:
+            dicts of ``candidate``, ``leg``, ``epochs``, ``status`` and ``metrics`` (decoded).
+        """
+        patterns = tuple(f'%"{key}"%' for key in mentioning)
+
+        def sieve(column: str) -> str:   # a quick one in SQL; the keys are checked below
+            return (" AND (" + " OR ".join([f"{column} LIKE ?"] * len(patterns)) + ")"
+                    if patterns else "")
+
+        own = "cached_from IS NULL" if self._version > 1 else "NOT cached"
+        legs, no_legs = [], ""
+        if self._version > 1:
+            legs = self._query("SELECT leg, candidate, result FROM legs WHERE result IS NOT "
+                               f"NULL{sieve('result')} ORDER BY leg", patterns)
+            no_legs = " AND candidate NOT IN (SELECT candidate FROM legs)"
+        evaluations = self._query("SELECT candidate, epochs, status, metrics FROM evaluations "
+                                  f"WHERE {own}{no_legs}{sieve('metrics')} ORDER BY sequence",
+                                  patterns)
+        try:
+            trained = []
+            for row in legs:
+                result = json.loads(row["result"])
+                trained.append({"candidate": row["candidate"], "leg": row["leg"],
+                                "epochs": result.get("epochs"), "status": result.get("status"),
+                                "metrics": result.get("metrics") or {}})
+            trained += [{"candidate": row["candidate"], "leg": None, "epochs": row["epochs"],
+                         "status": row["status"], "metrics": json.loads(row["metrics"])}
+                        for row in evaluations]
+        except (TypeError, ValueError) as error:
+            raise self._damaged(error) from error
+        return [row for row in trained
+                if not mentioning or any(key in row["metrics"] for key in mentioning)]
+
     def final_evaluations(self) -> List[Dict[str, Any]]:
         """:meth:`evaluations` (each architecture with its final result)."""
         return self.evaluations()
@@ -317,11 +362,10 @@ class JournalReader(JournalFile):
             " MAX(CASE WHEN status = 'ok' THEN accuracy END), MIN(started), MAX(ended)"
             " FROM evaluations")[0]
         total, ok, failed, cached_count, best, first, last = counts
-        diagnosed = self._query(   # results a training callback raised in (ok or not)
-            "SELECT COUNT(*), MIN(candidate) FROM evaluations WHERE metrics LIKE "
-            "'%\"diagnostics\"%'")[0]
-        stopped = self._query(     # results a stopping rule ended early
-            "SELECT COUNT(*) FROM evaluations WHERE metrics LIKE '%\"stopped_by\"%'")[0][0]
+        # every leg's, so that what an earlier leg than the result's said counts too
+        said = self.trainings(mentioning=("diagnostics", "stopped_by"))
+        diagnosed = [row for row in said if row["metrics"].get("diagnostics")]
+        stopped = [row for row in said if stopped_by_rule(row["metrics"])]
         if self.legs():   # a promoted candidate's result is its furthest leg's, not the told one
             top = self.best()
             best = None if top is None else top["accuracy"]
@@ -329,8 +373,12 @@ class JournalReader(JournalFile):
             "path": str(self.path), **meta, "state": self.state(),
             "evaluations": total, "ok": ok or 0, "failed": failed or 0,
             "cached": cached_count or 0, "best_accuracy": _real(best),
-            "resumed": self.resumed(), "diagnosed": diagnosed[0] or 0,
-            "first_diagnosed": diagnosed[1], "stopped_by_rules": stopped or 0,
+            "resumed": self.resumed(),
+            "diagnosed": len({row["candidate"] for row in diagnosed}),
+            "diagnosed_legs": sum(row["leg"] is not None for row in diagnosed),
+            "first_diagnosed": min((row["candidate"] for row in diagnosed), default=None),
+            "stopped_by_rules": len({row["candidate"] for row in stopped}),
+            "stopped_legs": sum(row["leg"] is not None for row in stopped),
             "wall_time": (last - first) if first is not None and last is not None else math.nan,
         }
 

@@ -32,6 +32,8 @@ __all__ = ["measured_on", "RunData", "load_run", "load_runs", "run_numbers", "is
 logger = logging.getLogger(__name__)
 
 PathLike = Union[str, os.PathLike]
+SAID = ("stopped_by", "diagnostics")
+"""The keys of a result's metrics by which a stopping rule or a training callback speaks."""
 _READ_ATTEMPTS = 5
 
 
@@ -52,6 +54,8 @@ class RunData:
         legs: ``Journal.legs()``: the legs of training under a scheduler (empty without one).
         series: ``Journal.series()`` of the ``best`` candidates: their callbacks' per-step
             series (empty without any).
+        said: ``Journal.trainings(mentioning=SAID)``: every result of training (under a
+            scheduler, every leg's) that a stopping rule ended or a callback raised in.
     """
 
     path: Path
@@ -64,6 +68,7 @@ class RunData:
     epochs: List[Dict[str, Any]] = field(default_factory=list)
     legs: List[Dict[str, Any]] = field(default_factory=list)
     series: List[Dict[str, Any]] = field(default_factory=list)
+    said: List[Dict[str, Any]] = field(default_factory=list)
 
     @property
     def protocol(self) -> Protocol:
@@ -221,6 +226,7 @@ def load_run(path: PathLike, label: Optional[str] = None, best_count: int = 3) -
             best = journal.best(count=max(1, int(best_count)))
             epochs, legs = journal.epochs(), journal.legs()
             series = [row for entry in best for row in journal.series(entry["candidate"])]
+            said = journal.trainings(mentioning=SAID)
             counts = {len(evaluations), int(summary.get("evaluations") or 0),
                       sum(g["evaluations"] for g in generations), journal.count()}
             if len(counts) == 1:
@@ -228,7 +234,7 @@ def load_run(path: PathLike, label: Optional[str] = None, best_count: int = 3) -
             logger.debug("%s changed while it was read (attempt %d)", path, attempt + 1)
     return RunData(path=path, label=label or path.stem, metadata=metadata, summary=summary,
                    evaluations=evaluations, generations=generations, best=list(best),
-                   epochs=epochs, legs=legs, series=series)
+                   epochs=epochs, legs=legs, series=series, said=said)
 
 
 def load_runs(paths: Union[PathLike, Iterable[PathLike]],
@@ -403,7 +409,10 @@ def run_numbers(run: RunData) -> Dict[str, Any]:
     ``best_accuracy``, ``best_reported_accuracy``, ``best_n_params``, ``best_generation``,
     ``best_candidate``, ``best_hash``, ``best_epochs``, ``protocol`` (what ``accuracy`` and
     ``reported_accuracy`` measure and whether selection used test data:
-    :meth:`nord.report.protocol.Protocol.to_json`), ``wall_time``, ``evaluation_time`` and
+    :meth:`nord.report.protocol.Protocol.to_json`), ``stopped_by_rules`` and ``diagnosed``
+    (candidates a stopping rule ended, or a training callback raised in, in any of their
+    legs) with ``stopped_legs`` and ``diagnosed_legs`` (the legs of training under a
+    scheduler that said so; 0 without one), ``wall_time``, ``evaluation_time`` and
     ``per_generation`` (one dict per generation: ``generation``, ``evaluations``, ``ok``,
     ``failed``, ``cached``, ``accuracy_mean``, ``accuracy_median``, ``accuracy_min``,
     ``accuracy_max``, ``accuracy_std``, ``best_so_far``, ``n_params_mean``, ``wall_time``).
@@ -454,6 +463,8 @@ def run_numbers(run: RunData) -> Dict[str, Any]:
         "best_candidate": best.get("candidate") if best else None,
         "best_hash": architecture_key(best) if best else None,
         "best_epochs": best.get("epochs") if best else None,
+        **{key: int(summary.get(key) or 0) for key in (
+            "stopped_by_rules", "stopped_legs", "diagnosed", "diagnosed_legs")},
         "wall_time": _finite(summary.get("wall_time")),
         "evaluation_time": evaluation_time,
         "per_generation": per_generation,

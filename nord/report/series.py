@@ -72,10 +72,10 @@ def plot_series(run: RunData, path: PathLike, count: int = 3) -> Path:
 
 def watch_notes(run: RunData) -> List[str]:
     """One line per candidate that a callback raised in (its first diagnostic) or that a
-    stopping rule ended (the rule, the epoch and step)."""
-    lines = []
-    for row in run.evaluations:
-        metrics = row.get("metrics") or {}
+    stopping rule ended (the rule, the epoch and step), in whichever leg it happened."""
+    lines, diagnosed = [], set()
+    for row in run.said:
+        metrics = row["metrics"]
         stopped = metrics.get("stopped_by")
         if stopped:
             where = f"epoch {stopped.get('epoch')}" + (
@@ -83,5 +83,7 @@ def watch_notes(run: RunData) -> List[str]:
             lines.append(f"candidate {row['candidate']}: stopped by the rule "
                          f"'{stopped.get('rule')}' at {where}")
         for diagnostic in (metrics.get("diagnostics") or [])[:1]:
-            lines.append(f"candidate {row['candidate']}: {diagnostic} (result unchanged)")
+            if row["candidate"] not in diagnosed:
+                diagnosed.add(row["candidate"])
+                lines.append(f"candidate {row['candidate']}: {diagnostic} (result unchanged)")
     return lines

@@ -83,6 +83,11 @@ def _count(value: Any) -> str:
     return "n/a" if value is None else f"{int(value):,}"
 
 
+def _in_legs(legs: int) -> str:
+    """How many of a scheduler's legs of training a count of candidates spans ('' without)."""
+    return f" (in {legs} legs of training)" if legs else ""
+
+
 def _selected_on(numbers: Dict[str, Any]) -> str:
     if numbers["protocol"].get("measure") == "proxy score":
         return "untrained networks (proxy score)"
@@ -422,10 +427,14 @@ def _page(title: str, runs: List[RunData], numbers: List[Dict[str, Any]],
     for label, name in (files.get("series") or {}).items():
         page.heading(f"Step by step: {label}", level=3)
         page.image(name, f"per-step series of the best candidates of {label}", 1200)
-    for run in runs:
+    for run, n in zip(runs, numbers):
         notes = watch_notes(run)
         if notes:
             page.heading(f"What the callbacks said: {run.label}", level=3)
+            page.paragraph(f"Candidates ended early by a stopping rule: {n['stopped_by_rules']}"
+                           f"{_in_legs(n['stopped_legs'])}; candidates with a training "
+                           f"callback's diagnostic: {n['diagnosed']}"
+                           f"{_in_legs(n['diagnosed_legs'])}.")
             page.paragraph("; ".join(notes[:20]) + (f"; and {len(notes) - 20} more"
                                                     if len(notes) > 20 else "") + ".")
     scheduled = [(run, n) for run, n in zip(runs, numbers) if n.get("schedule")]

@@ -43,15 +43,20 @@ def _list(args) -> int:
             proxy = (run.get("evaluator") or {}).get("proxy") or "a zero-cost proxy"
             print(f"  best is the {proxy} score mapped into (0, 1), not an accuracy")
         if run.get("diagnosed"):
-            print(f"  {run['diagnosed']} result(s) with a training callback's diagnostic (a "
-                  f"callback raised; the result is unchanged), the first: candidate "
-                  f"{run['first_diagnosed']}")
+            print(f"  {run['diagnosed']} candidate(s) with a training callback's diagnostic"
+                  f"{_in_legs(run['diagnosed_legs'])} (a callback raised; the result is "
+                  f"unchanged), the first: candidate {run['first_diagnosed']}")
         if run.get("stopped_by_rules"):
             print(f"  {run['stopped_by_rules']} candidate(s) ended early by a stopping rule "
-                  "(--stop-when)")
+                  f"(--stop-when){_in_legs(run['stopped_legs'])}")
         if run["resumed"]:
             print(f"  {resumed_line(run['resumed'])}")
     return status
+
+
+def _in_legs(legs: int) -> str:
+    """How many of a scheduler's legs of training a count of candidates spans ('' without)."""
+    return f", in {legs} leg(s) of training" if legs else ""
 
 
 def register(commands) -> None:
