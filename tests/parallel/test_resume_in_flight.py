@@ -79,15 +79,32 @@ def test_an_asynchronous_run_on_mpi_ranks_killed_mid_training(tmp_path):
                        kill_after=5, mpi=3, wait=30)
 
 
+def horovod_built():
+    try:
+        import horovod.torch  # noqa: F401
+        return True
+    except ImportError:
+        return False
+
+
+BACKENDS = ["torch", pytest.param("horovod", marks=pytest.mark.skipif(
+    not horovod_built(), reason="Horovod is not built (run scripts/build_horovod.sh)"))]
+
+
 @requires_mpirun
 @pytest.mark.mpi
-def test_a_data_parallel_group_killed_mid_training(tmp_path):
+@pytest.mark.parametrize("optimizer", [[], ["--optimizer", "sgd", "--momentum", "0.9"]],
+                         ids=["adam", "sgd-momentum"])
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_data_parallel_group_killed_mid_training(tmp_path, backend, optimizer):
+    """The default optimizer (Adam) and SGD with momentum keep state across epochs that a
+    resumed group must take back from the checkpoint on every rank, under either backend."""
     # One candidate trains at a time, on both ranks of the group, in step: the rank that
     # kills finds the other mid-epoch already, so it kills at once (waiting, it held the
     # other rank in the step's all-reduce for the whole wait)
     resumed = killed_and_resumed(
         tmp_path, ["--budget", "2", "--evaluation", "distributed", "--group-size", "2",
-                   "--backend", "torch"], kill_after=10, mpi=3, wait=0)
+                   "--backend", backend, *optimizer], kill_after=10, mpi=3, wait=0)
     assert resumed == {1: 1}   # both ranks of the group logged epochs 1-4 of candidate 0, then 1
 
 
