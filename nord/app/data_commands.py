@@ -18,7 +18,7 @@ import math
 import os
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Dict, List, Mapping, NamedTuple, Optional, TextIO, Tuple
 
@@ -26,9 +26,11 @@ from nord.data.download import (
     CIFAR10_MD5,
     CIFAR10_URLS,
     FASHION_MNIST_MD5,
+    FASHION_MNIST_UNPACKED_MD5,
     FASHION_MNIST_URLS,
     MIRROR_ENV,
     MNIST_MD5,
+    MNIST_UNPACKED_MD5,
     MNIST_URLS,
     ROOT_ENV,
     DownloadProgress,
@@ -36,7 +38,9 @@ from nord.data.download import (
     default_root,
     download_command,
     download_files,
+    file_md5,
     format_bytes,
+    gunzipped_md5,
     read_checksums,
 )
 from nord.data.files import (
@@ -76,21 +80,58 @@ class _Files:
     target: Callable[[Path], Path]             # root -> the folder downloads go to
     places: Callable[[Path], List[Path]]       # root -> where the data set is looked for
     locate: Callable[[Path], Optional[Path]]   # root -> the folder or archive it is read from
+    folder: str = ""                           # an IDX data set's folder under the root
+    unpacked: Mapping[str, str] = field(default_factory=dict)   # its official files, gunzipped
 
 
-def _idx(folder: str, urls: Tuple[str, ...], checksums: Mapping[str, str]) -> _Files:
+_LABELS = ("train_labels", "test_labels")
+"""The IDX files that tell MNIST from Fashion-MNIST: the same names, sizes and label set (0-9)
+in both, but other labels; small enough to check at once."""
+
+
+def _is_official(path: Path, files: _Files) -> bool:
+    """Whether ``path`` is one of ``files``' official files (as downloaded, or unpacked, or
+    recompressed by a packager: what it unpacks to is checked)."""
+    try:
+        if path.suffix != ".gz":
+            return file_md5(path) == files.unpacked.get(path.name)
+        return (file_md5(path) == files.checksums.get(path.name)
+                or gunzipped_md5(path) == files.unpacked.get(path.stem))
+    except OSError:   # unreadable: whose it is shows when it is read
+        return False
+
+
+def _whose(found: Mapping[str, Path]) -> Optional[str]:
+    """The data set whose official files these IDX files are, known by their labels' MD5s;
+    None when they are no data set's official files (a test copy, a subset, damaged)."""
+    for name, files in _FILES.items():
+        if files.unpacked and all(_is_official(found[key], files) for key in _LABELS):
+            return name
+    return None
+
+
+def _idx_files(name: str, root: Path) -> Optional[Dict[str, Path]]:
+    """The IDX files data set ``name`` is read from under ``root``: MNIST and Fashion-MNIST
+    share their file names and a place (the root itself), and the other data set's official
+    files are not this one."""
+    return find_idx_files(root, _FILES[name].folder, lambda found: _whose(found) in (None, name))
+
+
+def _idx(name: str, folder: str, urls: Tuple[str, ...], checksums: Mapping[str, str],
+         unpacked: Mapping[str, str]) -> _Files:
     def locate(root: Path) -> Optional[Path]:
-        found = find_idx_files(root, folder)
+        found = _idx_files(name, root)
         return None if found is None else found["train_images"].parent
 
     return _Files(urls, checksums, tuple(stem + ".gz" for stem in IDX_FILES.values()),
-                  lambda root: idx_directories(root, folder)[0], lambda root: idx_directories(root, folder),
-                  locate)
+                  lambda root: idx_directories(root, folder)[0],
+                  lambda root: idx_directories(root, folder), locate, folder, unpacked)
 
 
 _FILES: Dict[str, _Files] = {
-    "mnist": _idx(MNIST_FOLDER, MNIST_URLS, MNIST_MD5),
-    "fashion-mnist": _idx(FASHION_MNIST_FOLDER, FASHION_MNIST_URLS, FASHION_MNIST_MD5),
+    "mnist": _idx("mnist", MNIST_FOLDER, MNIST_URLS, MNIST_MD5, MNIST_UNPACKED_MD5),
+    "fashion-mnist": _idx("fashion-mnist", FASHION_MNIST_FOLDER, FASHION_MNIST_URLS,
+                          FASHION_MNIST_MD5, FASHION_MNIST_UNPACKED_MD5),
     "cifar10": _Files(CIFAR10_URLS, CIFAR10_MD5, (CIFAR10_ARCHIVE,), lambda root: root,
                       lambda root: [root / CIFAR10_FOLDER, root / CIFAR10_ARCHIVE], find_cifar10),
 }
@@ -307,8 +348,9 @@ def _partials(folder: Path) -> List[Path]:
 
 def _list(args) -> int:
     root = _root(args.root)
-    print(f"data root: {root} (--root DIR, or ${ROOT_ENV}); 'present' means the files are there by name, "
-          "`nord data download NAME` checks them")
+    print(f"data root: {root} (--root DIR, or ${ROOT_ENV}); 'present' means the files are there "
+          "(MNIST's and Fashion-MNIST's, which share their names, told apart by their labels' "
+          "MD5s), `nord data download NAME` checks them")
     width = max(len(name) for name in CURATORS.names())
     for entry in CURATORS.entries():
         files = _FILES.get(entry.name)
@@ -317,14 +359,43 @@ def _list(args) -> int:
             continue
         place = files.locate(root)
         if place is not None:
-            print(f"{entry.name:{width}s}  present  {place}")
+            print(f"{entry.name:{width}s}  {_idx_state(entry.name, place, root)}")
             continue
         looked = ", ".join(str(p) for p in files.places(root))
         partial = "".join(f"; partial download {p} ({format_bytes(p.stat().st_size)})"
                           for p in _partials(files.target(root)))
-        print(f"{entry.name:{width}s}  missing  looked for in {looked}{partial}; "
-              f"`{download_command(entry.name, root)}` fetches it")
+        print(f"{entry.name:{width}s}  missing  looked for in {looked}{partial}"
+              f"{_others_there(entry.name, root)}; `{download_command(entry.name, root)}` "
+              "fetches it")
     return 0
+
+
+def _idx_state(name: str, place: Path, root: Path) -> str:
+    """The state and place of data set ``name`` found at ``place``: for IDX files, whether
+    they are its official files, or others in its own folder, or others whose data set
+    nothing tells (in the data root itself, where both IDX data sets look)."""
+    files = _FILES[name]
+    if not files.unpacked:
+        return f"present  {place}"
+    if _whose(_idx_files(name, root)) == name:
+        return f"present  {place}"
+    if place != root:   # its own folder: the files are meant as this data set's
+        return (f"present  {place} (not the official files: a run reads them with "
+                "--data-checksums FILE)")
+    return (f"unknown  {place} holds IDX files that are no data set's official ones, so "
+            f"whose they are is not known; put {name}'s in {files.target(root)}")
+
+
+def _others_there(name: str, root: Path) -> str:
+    """Where data set ``name`` is looked for and another's official files are instead."""
+    files = _FILES[name]
+    if not files.unpacked:
+        return ""
+    found = find_idx_files(root, files.folder,
+                           lambda found: _whose(found) not in (None, name))
+    if found is None:
+        return ""
+    return f"; {found['train_images'].parent} holds {_whose(found)}'s official files"
 
 
 def register(subparsers) -> None:

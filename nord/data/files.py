@@ -23,7 +23,7 @@ import pickle
 import tarfile
 import zlib
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple, Union
+from typing import Callable, Dict, List, Optional, Tuple, Union
 
 import numpy as np
 
@@ -219,15 +219,17 @@ def idx_directories(root: PathLike, folder: str) -> List[Path]:
     return [root / folder / "raw", root / folder, root]
 
 
-def find_idx_files(root: PathLike, folder: str) -> Optional[Dict[str, Path]]:
+def find_idx_files(root: PathLike, folder: str,
+                   accept: Optional[Callable[[Dict[str, Path]], bool]] = None
+                   ) -> Optional[Dict[str, Path]]:
     """The four IDX files (keys of :data:`IDX_FILES`) from the first of :func:`idx_directories`
-    that holds all of them, each plain or ``.gz``; None when none does. Files are never
-    mixed from two folders."""
+    that holds all of them, each plain or ``.gz`` (and whose four ``accept`` takes, when
+    given); None when none does. Files are never mixed from two folders."""
     for directory in idx_directories(root, folder):
         found = {}
         for key, stem in IDX_FILES.items():
             found[key] = next((directory / n for n in (stem + ".gz", stem) if (directory / n).is_file()), None)
-        if all(found.values()):
+        if all(found.values()) and (accept is None or accept(found)):
             return found
     return None
 

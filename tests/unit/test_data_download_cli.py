@@ -501,6 +501,88 @@ def test_list_says_what_is_where(tmp_path, capsys):
     assert "built in" in rows["digits"]
 
 
+OFFICIAL = {"mnist": ("MNIST_MD5", "MNIST_UNPACKED_MD5"),
+            "fashion-mnist": ("FASHION_MNIST_MD5", "FASHION_MNIST_UNPACKED_MD5")}
+OTHER = {"mnist": "fashion-mnist", "fashion-mnist": "mnist"}
+DEBIAN_FASHION_MNIST = Path("/usr/share/datasets/fashion-mnist")
+
+
+def make_official(monkeypatch, name, folder, names):
+    """Small IDX files in ``folder`` taken for data set ``name``'s official files: its table of
+    official MD5s (of the .gz files, or of what they unpack to) names theirs."""
+    from nord.data import download as tables
+    packed, unpacked = (getattr(tables, table) for table in OFFICIAL[name])
+    for file_name in names:
+        table = packed if file_name.endswith(".gz") else unpacked
+        monkeypatch.setitem(table, file_name, md5(folder / file_name))
+
+
+@pytest.mark.parametrize("gz", [True, False], ids=["gz", "unpacked"])
+@pytest.mark.parametrize("name", ["fashion-mnist", "mnist"])
+def test_list_tells_mnist_and_fashion_mnist_apart_by_their_files(tmp_path, capsys, monkeypatch,
+                                                                 name, gz):
+    """Both ship four IDX files of the same names, sizes and labels 0-9, and both look in the
+    data root itself: the files there are the data set whose official labels they hold."""
+    _, names = write_mnist(tmp_path, gz=gz, n_train=12, n_test=6, seed=3)
+    make_official(monkeypatch, name, tmp_path, names)
+    code, out, _ = nord(capsys, "data", "list", "--root", tmp_path)
+    assert code == 0
+    rows = {line.split()[0]: line for line in out.splitlines()[1:]}
+    assert rows[name].split()[1:] == ["present", str(tmp_path)]
+    other = rows[OTHER[name]]
+    assert other.split()[1] == "missing"
+    assert f"; {tmp_path} holds {name}'s official files;" in other
+    assert f"nord data download {OTHER[name]} --root {tmp_path}" in other
+
+
+@pytest.mark.skipif(not DEBIAN_FASHION_MNIST.is_dir(),
+                    reason=f"{DEBIAN_FASHION_MNIST} is missing: scripts/setup.sh installs "
+                           "dataset-fashion-mnist")
+def test_list_knows_a_real_fashion_mnist_folder_by_the_official_checksums(tmp_path, capsys):
+    """Debian's copy of the official Fashion-MNIST (recompressed: its .gz files unpack to the
+    official files) is Fashion-MNIST, not MNIST, by the MD5s nord knows."""
+    for label_file in ("train-labels-idx1-ubyte.gz", "t10k-labels-idx1-ubyte.gz"):
+        (tmp_path / label_file).write_bytes((DEBIAN_FASHION_MNIST / label_file).read_bytes())
+    for image_file in ("train-images-idx3-ubyte.gz", "t10k-images-idx3-ubyte.gz"):
+        (tmp_path / image_file).symlink_to(DEBIAN_FASHION_MNIST / image_file)
+    code, out, _ = nord(capsys, "data", "list", "--root", tmp_path)
+    rows = {line.split()[0]: line for line in out.splitlines()[1:]}
+    assert rows["fashion-mnist"].split()[1:] == ["present", str(tmp_path)]
+    assert rows["mnist"].split()[1] == "missing"
+    assert f"{tmp_path} holds fashion-mnist's official files" in rows["mnist"]
+
+
+def test_list_does_not_guess_whose_unofficial_files_lie_in_the_root(tmp_path, capsys):
+    """IDX files that are no data set's official ones, in the place both look: neither is said
+    to be present; in a data set's own folder they are its files, not the official ones."""
+    write_mnist(tmp_path, n_train=12, n_test=6)
+    code, out, _ = nord(capsys, "data", "list", "--root", tmp_path)
+    rows = {line.split()[0]: line for line in out.splitlines()[1:]}
+    assert rows["mnist"].split()[1] == rows["fashion-mnist"].split()[1] == "unknown"
+    assert f"put mnist's in {tmp_path / 'MNIST' / 'raw'}" in rows["mnist"]
+    write_mnist(tmp_path / "FashionMNIST", n_train=12, n_test=6)
+    code, out, _ = nord(capsys, "data", "list", "--root", tmp_path)
+    rows = {line.split()[0]: line for line in out.splitlines()[1:]}
+    assert rows["fashion-mnist"].split()[1:3] == ["present", str(tmp_path / "FashionMNIST")]
+    assert "not the official files" in rows["fashion-mnist"]
+    assert rows["mnist"].split()[1] == "unknown"
+
+
+def test_download_does_not_take_the_other_data_sets_files_for_its_own(tmp_path, capsys,
+                                                                       monkeypatch):
+    """Fashion-MNIST's official files in the root are not MNIST: `nord data download mnist`
+    fetches MNIST into its own folder, where MNIST looks first, and reads it from there."""
+    root = tmp_path / "data"
+    _, names = write_mnist(root, n_train=12, n_test=6, seed=3)
+    make_official(monkeypatch, "fashion-mnist", root, names)
+    folder, sums = serve_mnist(tmp_path)
+    with FileServer(folder) as server:
+        code, out, err = download(capsys, "mnist", root, server, sums)
+    assert code == 0, err
+    assert "already in" not in out and splits(out)[2] == 20
+    assert sorted(os.listdir(root / "MNIST" / "raw")) == sorted(IDX_NAMES)
+
+
 # -- the library's messages name the command line's way too ------------------------------------
 def test_missing_files_name_the_download_command(tmp_path):
     with pytest.raises(MissingDataError) as error:
