@@ -379,8 +379,20 @@ class JournalReader(JournalFile):
             "first_diagnosed": min((row["candidate"] for row in diagnosed), default=None),
             "stopped_by_rules": len({row["candidate"] for row in stopped}),
             "stopped_legs": sum(row["leg"] is not None for row in stopped),
-            "wall_time": (last - first) if first is not None and last is not None else math.nan,
+            "wall_time": self._wall_time(meta, first, last),
         }
+
+    @staticmethod
+    def _wall_time(meta: Dict[str, Any], first: Optional[float], last: Optional[float]
+                   ) -> float:
+        """The run's own running time over its sessions (the gaps between a stopped session
+        and its resume left out, as ``--time-budget`` counts it); on a simulated clock, or
+        in a journal written before sessions were timed, its first evaluation's start to
+        its last one's end."""
+        running = meta.get("running_seconds")
+        if running is not None and not (meta.get("execution") or {}).get("simulated"):
+            return float(running)
+        return (last - first) if first is not None and last is not None else math.nan
 
     def attempts(self, told: bool = False) -> Dict[int, int]:
         """Candidate -> how often in a row its evaluation (under a scheduler: its current leg)

@@ -360,7 +360,7 @@ def plot_wall_time(runs: Sequence[RunData], path: PathLike) -> Path:
     evaluations finished against wall time (generations of asynchronous runs overlap).
 
     A generation's wall time is the last end minus the first start of its evaluations; the
-    total is the same over the whole run (see :mod:`nord.report.runs`).
+    total is the run's own running time over its sessions (``Journal.summary()``).
     """
     figure = new_figure(11.0, 4.0)
     total_axes, right_axes = figure.subplots(1, 2, gridspec_kw={"width_ratios": [1, 1.6]})

@@ -55,9 +55,10 @@ DEFINITIONS = [
     "Reported accuracy: the figure an evaluator reports besides the search signal, never seen "
     "by the search (the test accuracy; tabular benchmarks: the 200-epoch test accuracy). "
     "Report this one.",
-    "Total wall time: last end minus first start over the run's evaluations (a run stopped "
-    "and resumed includes the pause). Wall time of a generation: last end minus first start "
-    "over its evaluations; in asynchronous runs generations overlap.",
+    "Total wall time: the run's own running time, summed over its sessions as --time-budget "
+    "counts it (a run stopped and resumed leaves out the pause; a simulated run: its "
+    "simulated time). Wall time of a generation: last end minus first start over its "
+    "evaluations; in asynchronous runs generations overlap.",
     "Evaluation time: training plus testing seconds summed over the evaluations really run "
     "(cached ones excluded), over all workers.",
     "Cached: an architecture evaluated earlier in the run, whose result was reused.",

@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 
 from nord.architecture.descriptor import NeuralDescriptor
 from nord.errors import ConfigurationError, JournalError
-from nord.journal import Journal
+from nord.evaluators.result import EvaluationResult
+from nord.journal import EvaluationRecord, Journal, RunRecord
 from nord.report import (dominates, hypervolume, is_multi_objective, layered_layout, load_runs,
                          pareto_front, pareto_indices, write_report)
 from nord.report.page import Code, Link, Page
@@ -102,13 +103,51 @@ def test_summary_best_is_the_most_accurate_evaluation(report):
         assert run["best_candidate"] == best["candidate"]
 
 
-def test_summary_times_are_first_start_to_last_end(report):
+def test_summary_times_are_the_running_time_and_the_evaluations_compute(report):
     for path, run in zip(report["paths"], report["summary"]["runs"]):
         rows = evaluations_of(path)
-        assert run["wall_time"] == pytest.approx(max(r["ended"] for r in rows)
-                                                 - min(r["started"] for r in rows))
+        with Journal(path) as journal:
+            assert run["wall_time"] == pytest.approx(journal.running_seconds())
         assert run["evaluation_time"] == pytest.approx(
             sum(r["train_time"] + r["eval_time"] for r in rows if not r["cached"]))
+
+
+def sessions(path, spans, execution=None):
+    """A run journaled in one session per ``(first start, last end)`` of ``spans``, each
+    stopped and then resumed (the evaluations' times are the spans', the sessions' own
+    running time is what the journal measures); the journal's running seconds."""
+    record = RunRecord("random", {}, 0, {"space": "toy"}, budget=9,
+                       execution=execution or {"ranks": 1})
+    for index, (start, end) in enumerate(spans):
+        with Journal(path) as journal:
+            journal.start(record, resume=index > 0)
+            result = EvaluationResult(accuracy=0.5, n_params=10, train_time=end - start)
+            journal.record([], [EvaluationRecord(index, index, 0, (index, 2), f"h{index}", None,
+                                                 1, result, None, start, end)])
+            journal.finish("interrupted" if index < len(spans) - 1 else "finished")
+    with Journal(path) as journal:
+        return journal.running_seconds()
+
+
+def test_total_wall_time_leaves_out_the_time_between_sessions(tmp_path):
+    """Stopped for a night and resumed: the total wall time is the sessions' own, as the
+    time budget counts it, not the first start to the last end."""
+    night = 12 * 3600.0
+    running = sessions(tmp_path / "r.db", [(1000.0, 1002.0), (1000.0 + night, 1002.0 + night)])
+    assert 0 < running < 600
+    page = write_report([tmp_path / "r.db"], tmp_path / "out").read_text()
+    run = json.loads((tmp_path / "out" / "summary.json").read_text())["runs"][0]
+    assert run["wall_time"] == pytest.approx(running)
+    with Journal(tmp_path / "r.db") as journal:
+        assert journal.summary()["wall_time"] == pytest.approx(running)
+    assert f"| total wall time | {format_duration(running)} |" in page
+
+
+def test_on_a_simulated_clock_the_wall_time_is_the_simulated_one(tmp_path):
+    """A simulated run's timestamps are simulated seconds; its wall time is theirs."""
+    sessions(tmp_path / "r.db", [(0.0, 5000.0)], execution={"simulated": True, "workers": 8})
+    with Journal(tmp_path / "r.db") as journal:
+        assert journal.summary()["wall_time"] == pytest.approx(5000.0)
 
 
 def test_summary_per_generation_statistics_equal_those_of_the_evaluations(report):
