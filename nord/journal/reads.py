@@ -354,7 +354,13 @@ class JournalReader(JournalFile):
         return unique[:count]
 
     def summary(self) -> Dict[str, Any]:
-        """Metadata plus counts, the best accuracy and the state: one line of ``list_runs``."""
+        """Metadata plus counts, the best accuracy and the state: one line of ``list_runs``.
+
+        Under a scheduler ``ok``, ``failed`` and the best accuracy are those of each
+        candidate's final result (:meth:`evaluations`: a promoted leg that failed makes a
+        failure); ``stopped_by_rules`` and ``diagnosed`` count the candidates a stopping rule
+        ended or a callback raised in, in any leg (``stopped_legs``, ``diagnosed_legs``: in
+        how many legs); ``wall_time`` is the running time of the run's sessions."""
         meta = self.metadata()
         cached = "cached" if self._version == 1 else "cached_from IS NOT NULL"
         counts = self._query(
@@ -367,6 +373,9 @@ class JournalReader(JournalFile):
         diagnosed = [row for row in said if row["metrics"].get("diagnostics")]
         stopped = [row for row in said if stopped_by_rule(row["metrics"])]
         if self.legs():   # a promoted candidate's result is its furthest leg's, not the told one
+            final = self.evaluations()
+            ok = sum(row["status"] == "ok" for row in final)
+            failed = len(final) - ok
             top = self.best()
             best = None if top is None else top["accuracy"]
         return {

@@ -6,6 +6,7 @@ import json
 import pytest
 
 from nord.app.cli import main
+from nord.evaluators.result import EvaluationResult
 from nord.journal import Journal
 from nord.report import write_report
 from nord.search.algorithms.random_search import RandomSearch
@@ -93,3 +94,39 @@ def test_without_a_scheduler_a_cached_repeat_is_not_counted_again(tmp_path, caps
     assert main(["list", str(path)]) == 0
     assert (f"  {summary['stopped_by_rules']} candidate(s) ended early by a stopping rule "
             "(--stop-when)\n") in capsys.readouterr().out
+
+
+class FailsWhenPromoted(ToyCurves):
+    """ToyCurves whose odd widths fail in every leg after their first (out of memory, say)."""
+
+    def evaluate_task(self, task):
+        width = next(layer for layer in task.descriptor.layers.values()
+                     if layer.type == "conv2d").params["out_channels"]
+        if task.resume_from is not None and width % 2:
+            return EvaluationResult.failure("toy: out of memory in a promoted leg")
+        return super().evaluate_task(task)
+
+
+@pytest.mark.parametrize("name, mode", [("asha", "async"), ("hyperband", "async")])
+def test_a_promoted_leg_that_fails_is_a_failure_in_the_list_and_the_report(tmp_path, capsys,
+                                                                           name, mode):
+    """A candidate told ok at its first rung whose promoted leg failed ends failed: the
+    failures `nord list` and the report count are those of the candidates' final results."""
+    path = tmp_path / "r.db"
+    run_search(RandomSearch(ToySpace(), seed=0), FailsWhenPromoted(max_epochs=9), budget=24,
+               mode=mode, journal=path,
+               scheduler=make_scheduler(name, min_epochs=1, max_epochs=9, eta=3))
+    with Journal(path) as journal:
+        told = journal.evaluations(told=True)
+        final = journal.evaluations()
+        summary = journal.summary()
+    failed = sum(row["status"] != "ok" for row in final)
+    assert failed > sum(row["status"] != "ok" for row in told)   # the case under test
+    assert (summary["ok"], summary["failed"]) == (len(final) - failed, failed)
+    capsys.readouterr()
+    assert main(["list", str(path)]) == 0
+    line = capsys.readouterr().out.splitlines()[1]
+    assert line.split()[3:5] == [f"{len(told)}/24", str(failed)]
+    write_report([path], tmp_path / "report")
+    run = json.loads((tmp_path / "report" / "summary.json").read_text())["runs"][0]
+    assert run["failed"] == sum(g["failed"] for g in run["per_generation"]) == failed
