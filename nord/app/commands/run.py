@@ -147,8 +147,9 @@ RUN_FLAGS = (
     ("journal", "--journal", str,
      "the run's SQLite journal (default: runs/<algorithm>-<date>-<time>.db)"),
     ("plugins", "--plugin", "list",
-     "modules to import first, comma-separated: they register your own algorithm, space, "
-     "data set or scheduler (recorded: a resume imports them too) (default: none)"),
+     "modules to import first, comma-separated, each by name (mypackage.nas) or as the path "
+     "of a Python file (./mynas.py): they register your own {registered} (recorded: a resume "
+     "imports them too) (default: none)"),
     ("callbacks", "--callbacks", "list",
      "training callbacks whose scalars each epoch records, comma-separated: grad_norm "
      "(gradient norm per layer), weight_norm (weight norm per layer), dead_relu (share of "
@@ -195,12 +196,31 @@ ALGORITHM_FLAGS = (
 """``nord run`` flags that set an entry of ``algorithm_params``: (flag, key, help)."""
 
 
+def plugin_registries():
+    """The registries a ``--plugin`` module may add to, in the order its help names them."""
+    from nord.architecture.layers import LAYERS
+    from nord.data.registry import CURATORS
+    from nord.evaluators.callbacks import CALLBACKS
+    from nord.nn.recipe import RECIPES
+    from nord.search.algorithms.registry import ALGORITHMS
+    from nord.search.schedulers import SCHEDULERS
+    from nord.search.spaces.registry import SPACES
+    return (ALGORITHMS, SPACES, CURATORS, SCHEDULERS, CALLBACKS, RECIPES, LAYERS)
+
+
+def _kinds() -> str:
+    """'search algorithms, ..., or layer types': the kinds of ``plugin_registries()``."""
+    kinds = [registry.kind.split(" (")[0] + "s" for registry in plugin_registries()]
+    return f"{', '.join(kinds[:-1])} or {kinds[-1]}"
+
+
 def run_arguments():
     """Every ``nord run`` flag but --config, in the order of its help: (name, flag, the
     options of ``add_argument``), where name is the RunConfig field, the ALGORITHM_FLAGS
     shortcut, or 'resume'."""
     from nord.search.algorithms.registry import ALGORITHMS
     algorithms = "; ".join(ALGORITHMS.choices())
+    registered = _kinds()
     for name, flag, kind, text in RUN_FLAGS:
         if kind == "flag":
             yield name, flag, dict(action="store_true", help=text)
@@ -213,7 +233,8 @@ def run_arguments():
             continue
         yield name, flag, dict(type=str if kind in ("json", "list") else kind,
                                metavar=_METAVARS.get(name) or _METAVARS[kind],
-                               help=_flag_help(name, text.format(algorithms=algorithms)))
+                               help=_flag_help(name, text.format(algorithms=algorithms,
+                                                                 registered=registered)))
         if name == "algorithm_params":
             for shortcut, _, text in ALGORITHM_FLAGS:
                 yield shortcut, f"--{shortcut}", dict(type=int, metavar="N", help=text)
