@@ -61,8 +61,8 @@ class CommandParser(argparse.ArgumentParser):
             return
         if isinstance(action, argparse._SubParsersAction):
             raise argparse.ArgumentError(
-                None, f"unknown command {value!r}{_guess(value, action.choices)}; the commands are "
-                      f"{', '.join(action.choices)}")
+                None, f"unknown command {value!r}{_guess(value, action.choices)}; the commands "
+                      f"are {', '.join(action.choices)}")
         raise argparse.ArgumentError(
             None, f"{'/'.join(action.option_strings) or action.dest} takes one of "
                   f"{', '.join(map(str, action.choices))}; got {value!r}"
@@ -180,8 +180,8 @@ def refuse_unknown(parser, args, unknown: List[str]) -> None:
     if command == "resume":
         from nord.app.commands.resume import RESUME_FLAGS
         from nord.app.commands.run import run_arguments
-        settings = [flag for flag in flags
-                    if flag in {flag for _, flag, _ in run_arguments()} | {"--config"}]
+        run_flags = {"--config", *(flag for _, flag, _ in run_arguments())}
+        settings = [flag for flag in flags if flag in run_flags]
         if settings:
             parser.exit(2, (
                 f"nord resume: {', '.join(settings)} cannot change on resume: the run keeps "

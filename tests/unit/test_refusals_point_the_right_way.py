@@ -97,11 +97,11 @@ def _mistyped(flag: str) -> str:
 
 
 @pytest.mark.parametrize("words, flag", [
-    (words, max((option for action in sub._actions for option in action.option_strings
-                 if option.startswith("--") and option != "--help"), key=len))
-    for words, sub in _leaves() if len(_flags(sub)) > 1], ids=lambda value: " ".join(value) if isinstance(value, tuple)
-                                                      else value)
+    (words, flag) for words, sub in _leaves() for flag in _flags(sub)
+    if len(flag) >= 6 and flag != "--help"], ids=lambda value: " ".join(value)
+                                             if isinstance(value, tuple) else value)
 def test_a_mistyped_flag_of_any_command_gets_one_line_with_the_nearest(words, flag, capsys):
+    """Every flag of every command, two letters swapped."""
     sub = dict(_leaves())[words]
     typo = _mistyped(flag)
     error = _refusal([*words, *_required(sub), typo, "1"], capsys)

@@ -148,8 +148,8 @@ for _name, _cls, _aliases, _description, _preset, _sized in (
          "reward baseline of momentum 0.9 (NATS-Bench's settings)", {}, False),
         ("bohb", BOHB, (),
          "BOHB: TPE-like kernel densities propose the candidates of Hyperband's brackets "
-         "(it runs only under the hyperband or sha scheduler); 4 samples, no random share, bandwidth factor "
-         "3 (the NAS-Bench-201 paper's settings)", {}, False),
+         "(it runs only under the hyperband or sha scheduler); 4 samples, no random share, "
+         "bandwidth factor 3 (the NAS-Bench-201 paper's settings)", {}, False),
         ("asha", ASHASearch, (),
          "ASHA: random proposals trained as far as the asha scheduler promotes them (it runs "
          "only under it, asynchronously)", {}, False),
