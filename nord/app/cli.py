@@ -54,7 +54,7 @@ class CommandParser(argparse.ArgumentParser):
     where the rest is (``--help``), instead of the usage of every flag."""
 
     def error(self, message: str):
-        self.exit(2, f"{self.prog}: {message}; see '{self.prog} --help'\n")
+        refuse(f"{self.prog}: {message}; see '{self.prog} --help'")
 
     def _check_value(self, action, value):
         if action.choices is None or value in action.choices:
@@ -67,6 +67,17 @@ class CommandParser(argparse.ArgumentParser):
             None, f"{'/'.join(action.option_strings) or action.dest} takes one of "
                   f"{', '.join(map(str, action.choices))}; got {value!r}"
                   f"{_guess(str(value), map(str, action.choices))}")
+
+
+def refuse(line: str) -> None:
+    """Exit with status 2 saying ``line``: under mpirun, where every rank refuses alike, rank 0
+    alone says it (the others wait first, so that mpirun does not end the job before it has)."""
+    from nord.parallel import launcher_rank
+    if (launcher_rank() or 0) != 0:
+        time.sleep(QUIET_RANKS_WAIT)
+    else:
+        print(line, file=sys.stderr)
+    sys.exit(2)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -183,13 +194,12 @@ def refuse_unknown(parser, args, unknown: List[str]) -> None:
         run_flags = {"--config", *(flag for _, flag, _ in run_arguments())}
         settings = [flag for flag in flags if flag in run_flags]
         if settings:
-            parser.exit(2, (
-                f"nord resume: {', '.join(settings)} cannot change on resume: the run keeps "
-                "the settings its journal holds, so that one journal never mixes results "
-                f"measured differently; a resume may change only --budget, "
-                f"{', '.join(RESUME_FLAGS)}. To run with other settings, start a new run "
-                f"from these: nord config {args.journal} > run.toml, edit it, then nord run "
-                "--config run.toml --journal NEW.db\n"))
+            refuse(f"nord resume: {', '.join(settings)} cannot change on resume: the run keeps "
+                   "the settings its journal holds, so that one journal never mixes results "
+                   f"measured differently; a resume may change only --budget, "
+                   f"{', '.join(RESUME_FLAGS)}. To run with other settings, start a new run "
+                   f"from these: nord config {args.journal} > run.toml, edit it, then nord "
+                   "run --config run.toml --journal NEW.db")
     if not flags:
         refuser.error(f"unexpected argument{'s' if len(unknown) > 1 else ''} "
                       f"{' '.join(unknown)}")

@@ -109,6 +109,18 @@ def test_a_mistyped_flag_of_any_command_gets_one_line_with_the_nearest(words, fl
     assert f"'nord {' '.join(words)} --help'" in error
 
 
+def test_under_mpirun_rank_0_alone_says_a_refusal(monkeypatch, capsys):
+    import nord.app.cli as cli
+    monkeypatch.setattr(cli, "QUIET_RANKS_WAIT", 0)
+    for rank, said in (("1", ""), ("0", "nord run: unknown flag --algoritm")):
+        monkeypatch.setenv("OMPI_COMM_WORLD_RANK", rank)
+        with pytest.raises(SystemExit) as ended:
+            main(["run", "--algoritm", "rea"])
+        assert ended.value.code == 2
+        error = capsys.readouterr().err
+        assert error.startswith(said) if said else error == ""
+
+
 def test_the_trial_s_mistyped_algorithm_flag_gets_its_nearest(capsys):
     assert _refusal(["run", "--algoritm", "rea"], capsys) == (
         "nord run: unknown flag --algoritm (did you mean --algorithm?); see 'nord run --help'\n")
