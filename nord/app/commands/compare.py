@@ -230,7 +230,9 @@ def register(commands) -> None:
         description="Each algorithm runs --seeds times with --budget evaluations; the table "
                     "gives the mean and standard deviation of the 200-epoch test accuracy of "
                     "the architecture it returns (the one with the best 12-epoch validation "
-                    "accuracy, the only signal it sees).")
+                    "accuracy, the only signal it sees); a legend under the table says what "
+                    "each column holds. With --workers N each run has a budget of simulated "
+                    "time instead (below).")
     compare.add_argument("--benchmark", default="nasbench201", choices=["nasbench201"],
                          help="the tabular benchmark")
     compare.add_argument("--dataset", default="cifar10", metavar="NAME",
