@@ -269,6 +269,7 @@ def test_a_time_budget_far_beyond_the_benchmark_is_warned_about_with_its_cost(mo
                               f"{per_run:,.0f} results a run on cifar10, more than the 15,625 "
                               "cells")
     assert "60 runs (2 algorithms x 30 seeds) take about" in warning and "of CPU" in warning
+    assert f"{per_run * 200 / 1e9:.2g} GB of memory" in warning
 
 
 @pytest.mark.parametrize("flags", [["--workers", "8", "--dataset", "imagenet16"],
