@@ -147,6 +147,30 @@ def test_a_mistyped_command_or_choice_gets_one_line(argv, words, capsys):
     assert words in _refusal(argv, capsys)
 
 
+@pytest.mark.parametrize("registry, words, flag", [
+    ("nord.search.algorithms.registry:ALGORITHMS", ["run"], "--algorithm"),
+    ("nord.search.algorithms.registry:ALGORITHMS", ["compare"], "--algorithms"),
+    ("nord.search.spaces.registry:SPACES", ["run"], "--space"),
+    ("nord.data.registry:CURATORS", ["run"], "--dataset"),
+    ("nord.benchmarks.nasbench201.table:DATASET_NAMES", ["run"], "--dataset"),
+    ("nord.benchmarks.nasbench201.table:DATASET_NAMES", ["compare"], "--dataset"),
+    ("nord.nn.recipe:RECIPES", ["run"], "--recipe"),
+    ("nord.search.schedulers:SCHEDULERS", ["run"], "--scheduler"),
+])
+def test_a_flag_s_help_names_what_its_registry_holds_now(registry, words, flag):
+    """Registered a moment ago, named in the help: a help text cannot lag its registry."""
+    from nord.registry import import_dotted
+    registry = import_dotted(registry.replace(":", "."))
+    registry.register("zz-registered-now", registry.get(registry.names()[0]),
+                      description="registered by a test")
+    try:
+        sub = dict(_commands())[tuple(words)]
+        action = next(a for a in sub._actions if flag in a.option_strings)
+        assert "zz-registered-now" in action.help
+    finally:
+        registry.unregister("zz-registered-now")
+
+
 def test_every_command_has_a_description():
     for words, sub in _commands():
         assert sub.description, f"nord {' '.join(words)} has no description"

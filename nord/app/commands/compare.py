@@ -221,6 +221,7 @@ def register(commands) -> None:
     """Add ``nord compare`` to the ``nord`` command's subcommands."""
     from nord.search.algorithms.registry import ALGORITHMS
     from nord.benchmarks.nasbench201.costs import DEVICES
+    from nord.benchmarks.nasbench201.table import DATASET_NAMES
     names = "; ".join(f"{entry.label}: {entry.description}" for entry in ALGORITHMS.entries())
     scheduled = [entry for entry in ALGORITHMS.entries() if entry.value.cls.schedulers]
     asynchronous = [entry.name for entry in scheduled
@@ -241,8 +242,7 @@ def register(commands) -> None:
     compare.add_argument("--benchmark", default="nasbench201", choices=["nasbench201"],
                          help="the tabular benchmark")
     compare.add_argument("--dataset", default="cifar10", metavar="NAME",
-                         help="cifar10 (also cifar10-valid), cifar100, imagenet16 (also "
-                              "ImageNet16-120)")
+                         help=", ".join(DATASET_NAMES.choices()))
     compare.add_argument("--algorithms", default=None,
                          help=f"comma-separated: {names} (default: random,rea; not with "
                               "--multi-objective, which runs nsga2)")
