@@ -353,8 +353,8 @@ def register(subparsers) -> None:
     listing = commands.add_parser("list", help="the data sets, where each is looked for, and whether it is there",
                                   description="List the data sets nord reads, where each is "
                                               "looked for under the data root, and whether its "
-                                              "files are there by name ('nord data download "
-                                              "NAME' checks them).")
+                                              "files are there ('nord data download NAME' "
+                                              "checks them).")
     listing.add_argument("--root", default=None,
                          help=f"the data root (default ${ROOT_ENV}, else ~/.cache/nord/data)")
     listing.set_defaults(handler=_list)
