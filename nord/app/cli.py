@@ -19,10 +19,11 @@ everything else takes plain arguments.
 from __future__ import annotations
 
 import argparse
+import difflib
 import os
 import sys
 import time
-from typing import List, Optional
+from typing import Iterable, List, Optional
 
 from nord.app.commands import (compare, config, export, layers, listing, report, resume, run,
                                serve)
@@ -35,9 +36,53 @@ from nord.version import __version__
 DESCRIPTION = "nord: neural architecture search, from a laptop to an MPI or SLURM cluster."
 
 
+def nearest(word: str, known: Iterable[str]) -> Optional[str]:
+    """The name in ``known`` closest to a mistyped ``word`` (``_`` and ``-`` alike), or None
+    when none is close."""
+    spelled = {name.replace("_", "-").lower(): name for name in known}
+    match = difflib.get_close_matches(word.replace("_", "-").lower(), spelled, n=1, cutoff=0.6)
+    return spelled[match[0]] if match else None
+
+
+def _guess(word: str, known: Iterable[str]) -> str:
+    guess = nearest(word, known)
+    return f" (did you mean {guess}?)" if guess is not None else ""
+
+
+class CommandParser(argparse.ArgumentParser):
+    """argparse's parser, refusing in one line: what was wrong, the nearest valid word, and
+    where the rest is (``--help``), instead of the usage of every flag."""
+
+    def error(self, message: str):
+        refuse(f"{self.prog}: {message}; see '{self.prog} --help'")
+
+    def _check_value(self, action, value):
+        if action.choices is None or value in action.choices:
+            return
+        if isinstance(action, argparse._SubParsersAction):
+            raise argparse.ArgumentError(
+                None, f"unknown command {value!r}{_guess(value, action.choices)}; the commands "
+                      f"are {', '.join(action.choices)}")
+        raise argparse.ArgumentError(
+            None, f"{'/'.join(action.option_strings) or action.dest} takes one of "
+                  f"{', '.join(map(str, action.choices))}; got {value!r}"
+                  f"{_guess(str(value), map(str, action.choices))}")
+
+
+def refuse(line: str) -> None:
+    """Exit with status 2 saying ``line``: under mpirun, where every rank refuses alike, rank 0
+    alone says it (the others wait first, so that mpirun does not end the job before it has)."""
+    from nord.parallel import launcher_rank
+    if (launcher_rank() or 0) != 0:
+        time.sleep(QUIET_RANKS_WAIT)
+    else:
+        print(line, file=sys.stderr)
+    sys.exit(2)
+
+
 def build_parser() -> argparse.ArgumentParser:
 
-    parser = argparse.ArgumentParser(
+    parser = CommandParser(
         prog="nord", description=DESCRIPTION,
         epilog="'nord COMMAND --help' explains a command and its flags.")
     parser.add_argument("--version", action="version", version=f"nord {__version__}")
@@ -124,24 +169,43 @@ def main(argv: Optional[List[str]] = None) -> int:
         return 2
 
 
+def chosen(parser: argparse.ArgumentParser, args) -> argparse.ArgumentParser:
+    """The parser of the (sub)command ``args`` were parsed for: ``nord data download``'s,
+    not ``nord``'s."""
+    while True:
+        commands = next((action for action in parser._actions
+                         if isinstance(action, argparse._SubParsersAction)), None)
+        if commands is None or getattr(args, commands.dest, None) not in commands.choices:
+            return parser
+        parser = commands.choices[getattr(args, commands.dest)]
+
+
 def refuse_unknown(parser, args, unknown: List[str]) -> None:
-    """Flags the command does not take, refused in the command's words (argparse would answer
-    with the usage of ``nord`` itself); for ``nord resume``, a setting of what the run
-    measures, which a resume keeps."""
+    """Words the command does not take, refused in one line in the command's words (argparse
+    would answer with the usage of ``nord`` itself), each flag with the nearest one the
+    command has; for ``nord resume``, a ``nord run`` setting of what the run measures, which
+    a resume keeps."""
     command = getattr(args, "command", None)
+    refuser = chosen(parser, args)
+    flags = [word.split("=")[0] for word in unknown if word.startswith("-")]
     if command == "resume":
         from nord.app.commands.resume import RESUME_FLAGS
-        flags = [word.split("=")[0] for word in unknown if word.startswith("--")]
-        parser.exit(2, (
-            f"nord resume: {', '.join(flags or unknown)} cannot change on resume: the run keeps "
-            "the settings its journal holds, so that one journal never mixes results measured "
-            f"differently; a resume may change only --budget, {', '.join(RESUME_FLAGS)}. To "
-            f"run with other settings, start a new run from these: nord config "
-            f"{args.journal} > run.toml, edit it, then nord run --config run.toml --journal "
-            "NEW.db\n"))
-    subcommands = next((action.choices for action in parser._actions
-                        if isinstance(action, argparse._SubParsersAction)), {})
-    (subcommands.get(command) or parser).error(f"unrecognized arguments: {' '.join(unknown)}")
+        from nord.app.commands.run import run_arguments
+        run_flags = {"--config", *(flag for _, flag, _ in run_arguments())}
+        settings = [flag for flag in flags if flag in run_flags]
+        if settings:
+            refuse(f"nord resume: {', '.join(settings)} cannot change on resume: the run keeps "
+                   "the settings its journal holds, so that one journal never mixes results "
+                   f"measured differently; a resume may change only --budget, "
+                   f"{', '.join(RESUME_FLAGS)}. To run with other settings, start a new run "
+                   f"from these: nord config {args.journal} > run.toml, edit it, then nord "
+                   "run --config run.toml --journal NEW.db")
+    if not flags:
+        refuser.error(f"unexpected argument{'s' if len(unknown) > 1 else ''} "
+                      f"{' '.join(unknown)}")
+    known = [option for action in refuser._actions for option in action.option_strings]
+    refuser.error(f"unknown flag{'s' if len(flags) > 1 else ''} " + ", ".join(
+        flag + _guess(flag, known) for flag in flags))
 
 
 if __name__ == "__main__":

@@ -421,7 +421,11 @@ def register(subparsers) -> None:
     download.add_argument("--timeout", type=float, default=60.0,
                           help="seconds without an answer before a request fails (default 60)")
     download.set_defaults(handler=_download)
-    listing = commands.add_parser("list", help="the data sets, where each is looked for, and whether it is there")
+    listing = commands.add_parser("list", help="the data sets, where each is looked for, and whether it is there",
+                                  description="List the data sets nord reads, where each is "
+                                              "looked for under the data root, and whether its "
+                                              "files are there ('nord data download NAME' "
+                                              "checks them).")
     listing.add_argument("--root", default=None,
                          help=f"the data root (default ${ROOT_ENV}, else ~/.cache/nord/data)")
     listing.set_defaults(handler=_list)

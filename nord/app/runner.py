@@ -95,29 +95,35 @@ def _check_journal(config: RunConfig, way: Evaluation, resume: bool,
 
 
 def _nothing_left(config: RunConfig, stored, journal) -> Optional[str]:
-    """Why resuming a finished run would do nothing (a limit it reached still holds), in the
-    words of ``nord resume``; None when a limit was raised and the run can go on."""
+    """Why resuming a finished run would do nothing (limits it reached still hold), in the
+    words of ``nord resume``, naming every such limit and the flag that raises it, so that
+    one resume can raise them all; None when the run can go on."""
     from nord.search.engine.stopping import format_duration
     count, path = journal.count(), config.journal
     budget = config.budget or stored.budget
     left = "nothing to do, and the journal was left as it is"
+    reached, raises = [], []   # the limits that hold; the flag raising each, and how far
     if config.time_budget is not None:
         running = journal.running_seconds()
         if running >= config.time_budget:
-            return (f"'{path}' holds a finished run whose time budget of "
-                    f"{format_duration(config.time_budget)} is spent ({running:.1f} s of "
-                    f"running time, {count} evaluations): {left}. To run longer, extend it: "
-                    f"nord resume {path} --time-budget T, with T over {math.ceil(running)}s")
+            reached.append(f"its time budget of {format_duration(config.time_budget)} is spent "
+                           f"({running:.1f} s of running time)")
+            raises.append(("--time-budget T", f"T over {math.ceil(running)}s"))
     if config.target is not None:
         best = journal.best()
         if best is not None and best["accuracy"] >= config.target:
-            return (f"'{path}' holds a finished run in which candidate {best['candidate']} "
-                    f"reached the target accuracy {config.target:g} ({best['accuracy']:.4f}): "
-                    f"{left}. To search on, give a higher one: nord resume {path} --target X")
+            reached.append(f"candidate {best['candidate']} reached the target accuracy "
+                           f"{config.target:g} ({best['accuracy']:.4f})")
+            raises.append(("--target X", f"X over {best['accuracy']:.4f}"))
     if count >= budget:
-        return (f"'{path}' holds a finished run ({count} evaluations, budget {stored.budget}): "
-                f"{left}. To evaluate more, extend it: nord resume {path} --budget N, with "
-                f"N > {stored.budget}")
+        reached.append(f"its budget of {stored.budget} evaluations is used ({count} "
+                       "evaluations)")
+        raises.append(("--budget N", f"N > {stored.budget}"))
+    if reached:
+        return (f"'{path}' holds a finished run in which {' and '.join(reached)}: {left}. "
+                f"To run on, raise {'it' if len(raises) == 1 else 'all of them in one resume'}: "
+                f"nord resume {path} {' '.join(flag for flag, _ in raises)}, with "
+                f"{' and '.join(rule for _, rule in raises)}")
     detail = journal.metadata().get("status_detail") or ""
     if budget <= stored.budget and (detail.startswith("the algorithm")
                                     or (not detail and count < stored.budget)):

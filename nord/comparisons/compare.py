@@ -22,7 +22,7 @@ import math
 import os
 import time
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
@@ -60,6 +60,30 @@ REPEAT_RULES = {
             "counts it",
 }
 """The table's line on the rule in force."""
+
+COLUMNS = {
+    "seeds": "runs over which the row is; n/m: n of the m runs returned an architecture",
+    "test acc. 200 ep (%)": "the returned architecture's 200-epoch test accuracy, mean ± std",
+    "search signal (%)": "its search signal, the accuracy the algorithm saw, mean ± std",
+    "told": "results told to the algorithm in a run, repeats included (mean)",
+    "distinct": "distinct architectures among them (mean)",
+    "repeats": "results for an architecture told before in the same run (mean)",
+    "paid (h)": "hours of one-GPU training the results told cost a run, by the benchmark's "
+                "training times and the repeats rule above (mean)",
+    "compute (s)": "seconds this machine spent on the algorithm's runs, all seeds together "
+                   "(summed over worker processes)",
+    "sim. time (h)": "simulated hours a run used, at most the time budget (mean)",
+    "utilisation": "busy share of the simulated workers' time (mean)",
+}
+"""The legend under the table: what each column but the algorithm's name holds."""
+
+UNITS = {
+    "accuracies": "percent: the summary's test and search statistics, the curves, and each "
+                  "run's reported_accuracy_percent and accuracy_percent",
+    "utilisation": "a fraction of the simulated workers' time",
+    "times": "seconds (simulated_time, wall_time, seconds, the curves' time), but paid_hours",
+}
+"""What the JSON of a comparison measures in, said in it."""
 
 Progress = Callable[[str, int, int], None]
 """``progress(algorithm, seeds_done, seeds_total)``, called as seeds finish."""
@@ -319,6 +343,9 @@ class ComparisonResult(JSONRecord):
                              for i, (cell, w) in enumerate(zip(row, widths))).rstrip()
         lines += ["", line(header), line(tuple("-" * w for w in widths))]
         lines += [line(row) for row in rows]
+        width = max(len(column) for column in header[1:])
+        lines += ["", "columns:"] + [f"  {column:{width}s}  {COLUMNS[column]}"
+                                     for column in header[1:]]
         notes = self._nothing_returned(summary) + self._bracketed()
         if sim is not None:
             notes += self._ended_early(sim.time_budget)
@@ -381,8 +408,8 @@ class ComparisonResult(JSONRecord):
             "protocol": ("returned architecture: best search signal (12-epoch validation "
                          "accuracy) among those evaluated, first found on ties; reported: its "
                          "200-epoch test accuracy; budget: evaluations including repeats; "
-                         "std with ddof=0; accuracies in the runs are fractions, in the "
-                         "summary percent"),
+                         "std with ddof=0"),
+            "units": UNITS,
             "algorithms": {
                 name: {"description": self.descriptions.get(name, ""),
                        "params": self.params.get(name, {}),
@@ -390,7 +417,7 @@ class ComparisonResult(JSONRecord):
                        "summary": summary[name],
                        **({"protocol": self.protocol(name)} if _bracketed(name) else {}),
                        **({"curve": curves[name]} if name in curves else {}),
-                       "runs": [asdict(run) for run in runs]}
+                       "runs": [run.to_dict() for run in runs]}
                 for name, runs in self.runs.items()},
         }
         if self.simulation is not None:
@@ -612,8 +639,9 @@ def run_comparison(dataset: str = "cifar10", algorithms: Union[str, Sequence[str
                 f"out, or {name} out of --algorithms")
         if simulation is None and "hyperband" not in schedulers:
             raise ConfigurationError(
-                f"{name} runs under --scheduler {' or '.join(schedulers)}, asynchronously, but a "
-                "budget of evaluations (--budget, budget=) runs the table's fidelities "
+                f"{name} runs only under the {' or '.join(schedulers)} scheduler, "
+                "asynchronously, but a budget of evaluations (--budget, budget=) runs the "
+                "table's fidelities "
                 f"synchronously; compare {name} in simulated time: --workers N --mode async "
                 "(simulation=SimulatedSetting(..., mode='async'))")
         scheduler_for(name, schedulers, "sync" if simulation is None else simulation.mode)

@@ -117,8 +117,9 @@ def scheduler_for(algorithm: str, schedulers: Sequence[str], mode: str) -> str:
     elif "hyperband" in schedulers:
         return "hyperband"
     raise ConfigurationError(
-        f"{algorithm} runs under --scheduler {' or '.join(schedulers)}, which the table's "
-        f"fidelities serve {'asynchronously' if mode == 'sync' else 'synchronously'} only; "
+        f"{algorithm} runs only under the {' or '.join(schedulers)} scheduler, which the "
+        f"table's fidelities serve {'asynchronously' if mode == 'sync' else 'synchronously'} "
+        "only; "
         f"got --mode {mode} (mode={mode!r}). Give --mode "
         f"{'async' if mode == 'sync' else 'sync'} (with --workers N), or leave {algorithm} out "
         "of --algorithms")

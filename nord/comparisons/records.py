@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import math
 import os
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -106,13 +106,29 @@ class SeedRun:
                    evaluations=len(order), unique=int(np.unique(order).size), paid=paid,
                    repeats=len(order) - int(np.unique(order).size))
 
+    def to_dict(self) -> Dict[str, Any]:
+        """The run as JSON keeps it: accuracies in percent, as the comparison's summary and
+        curves, under keys that say so (``reported_accuracy_percent``, ``accuracy_percent``;
+        the curve's points are ``[simulated seconds, percent]``)."""
+        data = asdict(self)
+        for key in _PERCENT:
+            data[f"{key}_percent"] = _percent(data.pop(key))
+        if self.curve is not None:
+            data["curve"] = [[time, _percent(value)] for time, value in self.curve]
+        return data
+
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "SeedRun":
-        """A run saved with ``dataclasses.asdict`` (through JSON: the curve's pairs are
-        tuples again)."""
+        """A run saved with :meth:`to_dict`, or with ``dataclasses.asdict`` before (its
+        accuracies fractions, under the field names)."""
+        data = dict(data)
+        percent = all(f"{key}_percent" in data for key in _PERCENT)
+        for key in _PERCENT if percent else ():
+            data[key] = _fraction(data.pop(f"{key}_percent"))
         run = cls(**data)
         if run.curve is not None:
-            run.curve = [(float(time), float(value)) for time, value in run.curve]
+            run.curve = [(float(time), _fraction(value) if percent else float(value))
+                         for time, value in run.curve]
         return run
 
     @classmethod
@@ -144,6 +160,21 @@ class SeedRun:
                    paid=None if run.paid is None else float(run.paid),
                    repeats=len(told) - unique)
 
+
+
+_PERCENT = ("reported_accuracy", "accuracy")
+"""The fields of a SeedRun that JSON keeps in percent."""
+
+
+def _percent(fraction: Optional[float]) -> Optional[float]:
+    return None if fraction is None else fraction * 100
+
+
+def _fraction(percent: Optional[float]) -> Optional[float]:
+    """A percentage read back as the fraction it was written from: the benchmark's
+    accuracies are fractions of at most 10 decimals (its table's percentages / 100), which
+    the rounding restores exactly."""
+    return None if percent is None else round(float(percent) / 100, 10)
 
 
 class JSONRecord:

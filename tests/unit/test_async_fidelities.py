@@ -49,8 +49,8 @@ def test_asha_is_reproducible_by_seed():
 
 
 def test_async_runs_are_refused_where_the_scheduler_cannot_serve_the_mode():
-    with pytest.raises(ConfigurationError, match=r"asha runs under --scheduler asha, which the "
-                                                 r"table's fidelities serve asynchronously only; "
+    with pytest.raises(ConfigurationError, match=r"asha runs only under the asha scheduler, "
+                                                 r"which the table's fidelities serve asynchronously only; "
                                                  r"got --mode sync \(mode='sync'\)"):
         run_comparison("cifar10", "asha", seeds=1, simulation=SimulatedSetting.for_dataset(
             "cifar10", workers=2, mode="sync"))

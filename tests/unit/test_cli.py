@@ -21,13 +21,14 @@ def test_run_on_the_benchmark_then_resume_and_list(tmp_path, capsys):
     before = journal_files(tmp_path)
     assert main(["resume", str(journal)]) == 0   # finished: nothing to do, nothing written
     out = capsys.readouterr().out
-    assert "holds a finished run (25 evaluations, budget 25): nothing to do" in out
+    assert ("holds a finished run in which its budget of 25 evaluations is used (25 "
+            "evaluations): nothing to do") in out
     assert "--budget N, with N > 25" in out and "done:" not in out
     assert journal_files(tmp_path) == before
     with Journal(journal) as record:
         assert [r["genome"] for r in record.evaluations()] == [r["genome"] for r in rows]
         assert record.metadata()["resumed"] == 0
-    assert f"extend it: nord resume {journal} --budget N, with N > 25" in out
+    assert f"raise it: nord resume {journal} --budget N, with N > 25" in out
     assert main(["resume", str(journal), "--budget", "30"]) == 0   # as the message says
     assert ("30 evaluations (25 from the journal, 5 evaluated; 0 failed)" in
         capsys.readouterr().out)

@@ -142,3 +142,18 @@ def test_as_many_workers_as_cells_is_the_limit():
     with pytest.raises(ConfigurationError, match="at most 31,250"):
         simulated(workers=31_252, train_workers=2).check("cifar10")
     assert simulated(workers=31_250, train_workers=2).check("cifar10").virtual_workers == 15_625
+
+
+def test_compare_never_names_a_scheduler_flag_it_does_not_have(capsys):
+    """nord compare has no --scheduler: its help and its refusals say how it runs the
+    algorithms that need one instead."""
+    with pytest.raises(SystemExit):
+        main(["compare", "--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    assert "--scheduler" not in help_text
+    assert "asha, bohb, hyperband run here under their scheduler" in help_text
+    for flags in (["--algorithms", "asha"], ["--algorithms", "asha", "--workers", "4", "--mode",
+                                             "sync"]):
+        assert main(["compare", "--seeds", "1", *flags]) == 2
+        error = capsys.readouterr().err
+        assert "asha runs only under the asha scheduler" in error and "--scheduler" not in error

@@ -227,3 +227,107 @@ def test_the_stall_rule_ends_a_run_at_the_first_window_with_too_few_new_cells(mo
         seen.add(key)
     ends = next(n for n in range(window, len(fresh) + 1) if sum(fresh[n - window:n]) < new)
     assert len(run.indices) == ends and run.simulated_time < setting.time_budget
+
+
+@pytest.mark.parametrize("given, seconds", [("5h", 18_000), ("90m", 5_400), ("0.5d", 43_200),
+                                            ("3000", 3_000)])
+def test_compare_takes_a_time_budget_as_nord_run_does(given, seconds, tmp_path, capsys):
+    out = tmp_path / "c.json"
+    assert main(["compare", "--workers", "2", "--time-budget", given, "--algorithms", "random",
+                 "--seeds", "1", "--json", str(out)]) == 0, capsys.readouterr().err
+    assert load_json(out).simulation.time_budget == seconds
+
+
+def test_a_time_budget_nord_run_would_refuse_is_refused_in_its_words(capsys):
+    assert main(["compare", "--workers", "2", "--time-budget", "5 hours", "--seeds", "1"]) == 2
+    assert capsys.readouterr().err == (
+        "nord compare: --time-budget takes a positive duration such as 90s, 30m, 8h or 1.5d (a "
+        "plain number is seconds); got '5 hours'\n")
+
+
+def _stopped_before_running(monkeypatch):
+    """run_comparison replaced by one that records its arguments and runs nothing."""
+    import nord.comparisons.compare as library
+    given = {}
+
+    def stop(**arguments):
+        given.update(arguments)
+        raise ConfigurationError("stopped before running")
+    monkeypatch.setattr(library, "run_comparison", stop)
+    return given
+
+
+def test_a_time_budget_far_beyond_the_benchmark_is_warned_about_with_its_cost(monkeypatch,
+                                                                            capsys):
+    """Before any run: results a run tells, and about how long the runs take."""
+    given = _stopped_before_running(monkeypatch)
+    assert main(["compare", "--workers", "16", "--time-budget", "1000h", "--seeds", "30"]) == 2
+    warning = capsys.readouterr().err
+    per_run = given["simulation"].results_per_run("cifar10")
+    assert per_run > 15_625
+    assert warning.startswith(f"warning: --time-budget 1000 h on 16 workers is about "
+                              f"{per_run:,.0f} results a run on cifar10, more than the 15,625 "
+                              "cells")
+    assert "60 runs (2 algorithms x 30 seeds) take about" in warning and "of CPU" in warning
+    assert f"{per_run * 200 / 1e9:.2g} GB of memory" in warning
+
+
+@pytest.mark.parametrize("flags", [["--workers", "8", "--dataset", "imagenet16"],
+                                   ["--workers", "100000"]])
+def test_a_usual_or_refused_time_budget_is_not_warned_about(flags, monkeypatch, capsys):
+    _stopped_before_running(monkeypatch)
+    assert main(["compare", *flags]) == 2
+    assert "warning" not in capsys.readouterr().err
+
+
+def test_compare_refuses_to_overwrite_its_json_unless_forced(tmp_path, capsys):
+    out = tmp_path / "c.json"
+    out.write_text("an earlier comparison")
+    flags = ["compare", "--algorithms", "random", "--budget", "5", "--seeds", "1", "--json",
+             str(out)]
+    assert main(flags) == 2
+    assert capsys.readouterr().err == (
+        f"nord compare: --json {out} exists already; give a new path, or add --force to "
+        "overwrite it\n")
+    assert out.read_text() == "an earlier comparison"
+    assert main(flags + ["--force"]) == 0
+    assert load_json(out).seeds == 1
+
+
+def test_the_json_holds_every_accuracy_in_percent_and_reads_back_exactly(result, tmp_path):
+    data = json.loads(result.to_json())
+    assert "percent" in data["units"]["accuracies"]
+    for name, entry in data["algorithms"].items():
+        runs = entry["runs"]
+        assert not any("reported_accuracy" in run or "accuracy" in run for run in runs)
+        tests = [run["reported_accuracy_percent"] for run in runs]
+        assert entry["summary"]["test"]["mean"] == pytest.approx(np.mean(tests))
+        assert entry["summary"]["search"]["mean"] == pytest.approx(
+            np.mean([run["accuracy_percent"] for run in runs]))
+        assert all(50 < value <= 100 for value in tests)
+        assert all(50 < value <= 100 for run in runs for _, value in run["curve"])
+        assert result.values(name).max() < 1   # the Python side keeps fractions
+    again = load_json(result.save_json(tmp_path / "c.json"))
+    assert again.runs == result.runs
+
+
+def test_a_json_of_fractions_saved_before_reads_back(result):
+    from dataclasses import asdict
+    data = json.loads(result.to_json())
+    for name, entry in data["algorithms"].items():
+        entry["runs"] = [asdict(run) for run in result.runs[name]]
+    assert ComparisonResult.from_dict(data).runs == result.runs
+
+
+@pytest.mark.parametrize("simulated", [False, True])
+def test_the_table_explains_every_column_under_it(simulated):
+    from nord.comparisons.compare import COLUMNS
+    compared = run_comparison("cifar10", ("random",), seeds=1,
+                              **({"simulation": SMALL} if simulated else {"budget": 5}))
+    text = compared.table()
+    header = next(line for line in text.splitlines() if line.startswith("algorithm"))
+    legend = text[text.index("\ncolumns:\n"):]
+    for column in ("seeds", "told", "distinct", "repeats", "paid (h)", "compute (s)",
+                   *(("sim. time (h)", "utilisation") if simulated else ())):
+        assert column in header
+        assert f"  {column} " in legend and COLUMNS[column] in legend

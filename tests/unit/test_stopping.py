@@ -143,8 +143,9 @@ def test_a_target_reached_by_the_result_that_spends_the_budget_is_said(tmp_path,
 
 def test_nord_resume_of_a_run_whose_last_result_reached_the_target_has_nothing_left(
         tmp_path, capsys):
-    """Its closing line names the target; resuming it asks for a higher target (the same
-    one: nothing to do, the journal untouched), then for a larger budget."""
+    """Its closing line names the target; resuming it names both limits it reached, the
+    target and the budget, and one resume that raises both goes on (the same target:
+    nothing to do, the journal untouched)."""
     journal = str(tmp_path / "r.db")
     run = ["run", "--space", "nasbench201", "--target", "0.84", "--journal"]
     assert main(run + [str(tmp_path / "long.db"), "--budget", "100"]) == 0
@@ -156,11 +157,34 @@ def test_nord_resume_of_a_run_whose_last_result_reached_the_target_has_nothing_l
             f"evaluation budget of {budget} was spent)") in capsys.readouterr().out
     before = _row(journal)
     assert main(["resume", journal]) == 0
-    assert "reached the target accuracy 0.84" in capsys.readouterr().out
+    said = capsys.readouterr().out
+    assert "reached the target accuracy 0.84" in said
+    assert f"raise all of them in one resume: nord resume {journal} --target X --budget N" in said
     assert main(["resume", journal, "--target", "0.99"]) == 0
-    assert f"To evaluate more, extend it: nord resume {journal} --budget N" in (
+    assert f"raise it: nord resume {journal} --budget N, with N > {budget}" in (
         capsys.readouterr().out)
     assert _row(journal) == before
+    assert main(["resume", journal, "--target", "0.99", "--budget", str(budget + 2)]) == 0
+    with Journal(journal) as record:
+        assert record.count() == budget + 2
+
+
+def test_resuming_a_run_that_both_limits_ended_names_both_and_one_resume_raises_them(
+        tmp_path, capsys):
+    journal = str(tmp_path / "r.db")
+    assert main(["run", "--space", "nasbench201", "--budget", "4", "--journal", journal]) == 0
+    capsys.readouterr()
+    before = _row(journal)
+    # a time budget below the running time it has had: both limits hold
+    assert main(["resume", journal, "--time-budget", "0.000001s"]) == 0
+    said = capsys.readouterr().out
+    assert "time budget of 1e-06 s is spent" in said and "budget of 4 evaluations is used" in said
+    assert (f"raise all of them in one resume: nord resume {journal} --time-budget T --budget N, "
+            "with T over 1s and N > 4") in said
+    assert _row(journal) == before
+    assert main(["resume", journal, "--time-budget", "1s", "--budget", "6"]) == 0
+    with Journal(journal) as record:
+        assert record.count() == 6
 
 
 def test_no_promotion_starts_once_the_time_budget_is_spent(tmp_path, clock):
@@ -205,7 +229,7 @@ def test_nord_run_with_a_time_budget_ends_by_itself_and_resume_extends_it(tmp_pa
         assert 0 < first < 100000000 and record.state() == "finished"
     before = _row(journal)
     assert main(["resume", journal]) == 0          # nothing left: the journal is untouched
-    assert "whose time budget of 1 s is spent" in capsys.readouterr().out
+    assert "in which its time budget of 1 s is spent" in capsys.readouterr().out
     assert _row(journal) == before
     assert main(["resume", journal, "--time-budget", "2s"]) == 0
     assert "stopped: the time budget of 2 s was spent" in capsys.readouterr().out

@@ -10,10 +10,10 @@ from __future__ import annotations
 import sys
 import time
 from pathlib import Path
-from typing import Any, Dict
+from typing import Any, Dict, Optional
 
 from nord.app.commands.flags import check_output, json_dict
-from nord.errors import ConfigurationError, RunInterrupted
+from nord.errors import ConfigurationError, NordError, RunInterrupted
 
 # Every other nord module is imported inside the command that needs it: `nord --help`,
 # `nord list` and a refused flag must answer without loading torch, sqlite or matplotlib.
@@ -36,6 +36,10 @@ def _compare_in(args) -> int:
     processes = check_int(args.processes, "--processes", 0,
                           rule="an integer >= 0 (0: one per CPU)") or None
     check_output(args.json, "--json", folder=False)
+    if args.json and Path(args.json).exists() and not args.force:
+        raise ConfigurationError(
+            f"--json {args.json} exists already; give a new path, or add --force to "
+            "overwrite it")
     check_output(args.report, "--report", folder=True)
     given = dict(dataset=args.dataset, seeds=args.seeds, base_seed=args.base_seed,
                  processes=processes, max_latency_ms=args.max_latency_ms,
@@ -63,7 +67,12 @@ def _compare_in(args) -> int:
             said[0] = time.monotonic()
             print(f"  {name}: {done}/{total} seeds", file=sys.stderr, flush=True)
 
-    result = run_comparison(budget=args.budget, progress=progress, simulation=_simulation(args),
+    simulation = _simulation(args)
+    if simulation is not None:
+        warning = _cost_warning(simulation, args)
+        if warning:
+            print(f"warning: {warning}", file=sys.stderr, flush=True)
+    result = run_comparison(budget=args.budget, progress=progress, simulation=simulation,
                             params=json_dict(args.params, "--params"), **_given(repeats=args.repeats),
                             **given, **_given(algorithms=args.algorithms))
     print(result.table())
@@ -146,30 +155,94 @@ def _check_comparison_flags(args) -> None:
 def _simulation(args):
     """The SimulatedSetting of the flags (``run_comparison`` checks it), or None without
     --workers."""
+    from nord.checks import check_duration
     from nord.comparisons.anytime import SimulatedSetting
     if args.workers is None:
         return None
+    time_budget = args.time_budget
+    if time_budget is not None:
+        try:   # a number of seconds is the library's to check, in its words
+            time_budget = float(time_budget)
+        except ValueError:   # 90s, 30m, 8h, 1.5d: read as nord run reads them
+            time_budget = check_duration(time_budget, "--time-budget")
     return SimulatedSetting.for_dataset(args.dataset, **_given(
-        workers=args.workers, time_budget=args.time_budget, mode=args.mode, signal=args.signal,
+        workers=args.workers, time_budget=time_budget, mode=args.mode, signal=args.signal,
         noise=args.noise, overhead=args.overhead))
+
+
+MICROSECONDS_PER_RESULT = 10
+"""CPU a simulated result costs random search and REA, about (docs/comparisons.md: 5 to 12 µs
+as measured by bench/compare_speed.py); model-based algorithms cost more."""
+BYTES_PER_RESULT = 200
+"""Memory a simulated result holds until its run ends, about: one run of random search on 16
+workers peaked at 87 MB (RSS) with 52,410 results and at 168 MB with 524,993, 175 bytes a
+result more."""
+
+
+def _cost_warning(simulation, args) -> Optional[str]:
+    """What a time budget far beyond the benchmark's costs, said before the work starts: the
+    results a run tells (more than the space has cells: most are repeats), and about how long
+    the runs take, since progress is said only as seeds finish. None for a usual budget."""
+    from nord.benchmarks.nasbench201 import N_CELLS
+    from nord.comparisons.anytime import TIME_BUDGETS
+    from nord.comparisons.dataset_table import DatasetTable
+    from nord.search.engine.stopping import format_duration
+    try:
+        table = DatasetTable.of(args.dataset)
+        per_run = simulation.check(table).results_per_run(table)
+    except NordError:   # a setting the comparison refuses, in its own words
+        return None
+    if per_run <= N_CELLS:
+        return None
+    algorithms = len([name for name in (args.algorithms or "random,rea").split(",")
+                      if name.strip()])
+    runs = algorithms * args.seeds
+    seconds = per_run * MICROSECONDS_PER_RESULT / 1e6
+    return (f"--time-budget {format_duration(simulation.time_budget)} on {simulation.workers} "
+            f"worker{'s' if simulation.workers != 1 else ''} is about {per_run:,.0f} results "
+            f"a run on {table.name}, more than the {N_CELLS:,} cells of NAS-Bench-201, so most "
+            f"are repeats (NATS-Bench's budget: {TIME_BUDGETS[table.name]:,.0f} s, the "
+            f"default); {runs:,} runs ({algorithms} algorithm{'s' if algorithms != 1 else ''} "
+            f"x {args.seeds:,} seeds) take {_about(runs * seconds)} of CPU in all at "
+            f"{MICROSECONDS_PER_RESULT} µs a result (random search and REA at best; more on a "
+            f"busy machine, model-based algorithms longer), each run {_about(seconds)} and {per_run * BYTES_PER_RESULT / 1e9:.2g} GB "
+            "of memory, and progress is said as runs finish")
+
+
+def _about(seconds: float) -> str:
+    """A rough duration: 'about 40 s', 'about 12 min', 'about 3.1 h', 'about 2.2 days'."""
+    for unit, size in (("days", 86400.0), ("h", 3600.0), ("min", 60.0)):
+        if seconds >= size:
+            return f"about {seconds / size:.2g} {unit}"
+    return f"about {max(seconds, 1):.0f} s"
 
 
 def register(commands) -> None:
     """Add ``nord compare`` to the ``nord`` command's subcommands."""
     from nord.search.algorithms.registry import ALGORITHMS
     from nord.benchmarks.nasbench201.costs import DEVICES
+    from nord.benchmarks.nasbench201.table import DATASET_NAMES
     names = "; ".join(f"{entry.label}: {entry.description}" for entry in ALGORITHMS.entries())
+    scheduled = [entry for entry in ALGORITHMS.entries() if entry.value.cls.schedulers]
+    asynchronous = [entry.name for entry in scheduled
+                    if "hyperband" not in entry.value.cls.schedulers]
+    if scheduled:   # compare has no --scheduler: the table's fidelities are the rungs
+        names += (f". {', '.join(entry.name for entry in scheduled)} run here under their "
+                  "scheduler over the table's 12- and 200-epoch accuracies"
+                  + (f" ({', '.join(asynchronous)}: in simulated time only, --workers N "
+                     "--mode async)" if asynchronous else ""))
     compare = commands.add_parser(
         "compare", help="compare search algorithms over many seeds on a tabular benchmark",
         description="Each algorithm runs --seeds times with --budget evaluations; the table "
                     "gives the mean and standard deviation of the 200-epoch test accuracy of "
                     "the architecture it returns (the one with the best 12-epoch validation "
-                    "accuracy, the only signal it sees).")
+                    "accuracy, the only signal it sees); a legend under the table says what "
+                    "each column holds. With --workers N each run has a budget of simulated "
+                    "time instead (below).")
     compare.add_argument("--benchmark", default="nasbench201", choices=["nasbench201"],
                          help="the tabular benchmark")
     compare.add_argument("--dataset", default="cifar10", metavar="NAME",
-                         help="cifar10 (also cifar10-valid), cifar100, imagenet16 (also "
-                              "ImageNet16-120)")
+                         help=", ".join(DATASET_NAMES.choices()))
     compare.add_argument("--algorithms", default=None,
                          help=f"comma-separated: {names} (default: random,rea; not with "
                               "--multi-objective, which runs nsga2)")
@@ -191,7 +264,10 @@ def register(commands) -> None:
                          help="the first seed; runs use SEED..SEED+SEEDS-1")
     compare.add_argument("--processes", type=int, default=1, help="worker processes (0: one per CPU)")
     compare.add_argument("--json", default=None, metavar="FILE",
-                         help="save the table and every run's values")
+                         help="save the table and every run's values (a new file, unless "
+                              "--force)")
+    compare.add_argument("--force", action="store_true",
+                         help="overwrite the --json file if it exists")
     compare.add_argument("--multi-objective", action="store_true",
                          help="pygmo's nsga2 on accuracy against a cost (--objectives): "
                               "hypervolume per seed, next to the exact front's")
@@ -215,9 +291,11 @@ def register(commands) -> None:
         "The table adds evaluations done, simulated time and worker utilisation.")
     simulated.add_argument("--workers", type=int, default=None, metavar="N",
                            help="simulated GPUs (turns simulated time on)")
-    simulated.add_argument("--time-budget", type=float, default=None, metavar="S",
-                           help="simulated seconds per run (default, from NATS-Bench: 20,000 "
-                                "cifar10, 40,000 cifar100, 120,000 imagenet16)")
+    simulated.add_argument("--time-budget", default=None, metavar="DURATION",
+                           help="simulated time per run, as nord run's --time-budget: 90s, "
+                                "30m, 8h or 1.5d, a plain number is seconds (default, from "
+                                "NATS-Bench: 20,000 s cifar10, 40,000 s cifar100, 120,000 s "
+                                "imagenet16)")
     simulated.add_argument("--mode", choices=["sync", "async"], default=None,
                            help="sync: each generation waits for its slowest network; async: a "
                                 "free worker gets the next candidate at once (default async)")

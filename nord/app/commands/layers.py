@@ -19,5 +19,9 @@ def _layers(args) -> int:
 
 def register(commands) -> None:
     """Add ``nord layers`` to the ``nord`` command's subcommands."""
-    layers = commands.add_parser("layers", help="the layer types descriptors may use")
+    layers = commands.add_parser(
+        "layers", help="the layer types descriptors may use",
+        description="List the layer types a NeuralDescriptor may use, one a line: the "
+                    "registered name, the torch class it builds and the parameters it takes. "
+                    "nord.architecture.layers.register_layer adds your own.")
     layers.set_defaults(handler=_layers)

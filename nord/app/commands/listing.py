@@ -61,7 +61,14 @@ def _in_legs(legs: int) -> str:
 
 def register(commands) -> None:
     """Add ``nord list`` to the ``nord`` command's subcommands."""
-    listing = commands.add_parser("list", help="the runs journaled in files or folders")
+    listing = commands.add_parser(
+        "list", help="the runs journaled in files or folders",
+        description="List the runs journaled in the files and folders given (folders with "
+                    "their sub-folders), one line each: the journal, the algorithm, the "
+                    "run's state, evaluations done of its budget, failed ones, the best "
+                    "search-signal accuracy and when it was created; indented lines under "
+                    "a run say what else a reader must know (a proxy score, diagnostics, "
+                    "early stops, resumes).")
     listing.add_argument("paths", nargs="*", default=["runs"],
                          help="journals, or folders searched with their sub-folders (default: runs)")
     listing.set_defaults(handler=_list)

@@ -42,7 +42,12 @@ def _report(args) -> int:
 
 def register(commands) -> None:
     """Add ``nord report`` to the ``nord`` command's subcommands."""
-    report = commands.add_parser("report", help="plots and a summary page comparing runs")
+    report = commands.add_parser(
+        "report", help="plots and a summary page comparing runs",
+        description="Write plots and a page comparing the runs of the journals given (or of "
+                    "the folders given) into --out: report.md with PNG files beside it, or one "
+                    "report.html (--format), and summary.json; warnings at the top name runs "
+                    "that selected on test data, or that measure different things.")
     report.add_argument("journals", nargs="+", help="run journals, or folders of them")
     report.add_argument("--out", required=True, metavar="DIR", help="folder for the report")
     report.add_argument("--title", default=None,

@@ -28,8 +28,7 @@ RUN_FLAGS = (
     ("algorithm_params", "--params", "json",
      "the algorithm's settings as a JSON object, e.g. '{{\"sample_size\": 5}}' (default: "
      "the algorithm's own)"),
-    ("space", "--space", str, "the search space: conv (the paper's convolutional layers) or "
-                               "nasbench201 (the benchmark's cells, looked up in its table)"),
+    ("space", "--space", str, "the search space: {spaces}"),
     ("space_params", "--space-params", "json",
      "the space's settings as a JSON object, e.g. '{{\"layers\": 3}}' (default: the "
      "space's own)"),
@@ -42,8 +41,8 @@ RUN_FLAGS = (
      "(zero-cost) the proxy scoring each untrained network: synflow, snip, grasp, fisher, "
      "grad_norm, jacov, nwot, params, flops (default: synflow)"),
     ("dataset", "--dataset", str,
-     "digits (built in), mnist, fashion-mnist, cifar10; for nasbench201: cifar10, cifar100, "
-     "imagenet16 (also ImageNet16-120) (default: digits; cifar10 for nasbench201)"),
+     "{datasets}; for nasbench201: {benchmark_datasets} (default: digits; cifar10 for "
+     "nasbench201)"),
     ("data_root", "--data-root", str,
      "folder of the data set's files (default: $NORD_DATA_ROOT, else ~/.cache/nord/data)"),
     ("data_checksums", "--data-checksums", str,
@@ -55,9 +54,8 @@ RUN_FLAGS = (
      "sees, where the data set has no official one; 0 selects on test data (warned)"),
     ("epochs", "--epochs", int, "training epochs of each candidate (without --scheduler)"),
     ("recipe", "--recipe", str,
-     "how candidates are trained: default (Adam 1e-3, nothing else), nasbench201 (the "
-     "benchmark's protocol), darts-search (its one-shot searches' weights), or a registered "
-     "one; the flags below replace its parts (docs/recipes.md) (default: default)"),
+     "how candidates are trained: {recipes}; the flags below replace its parts "
+     "(docs/recipes.md) (default: default)"),
     ("batch_size", "--batch-size", int,
      "training mini-batch per rank, in samples (default: the recipe's, else 64)"),
     ("lr", "--lr", float, "learning rate, the peak after any warm-up (default: the recipe's)"),
@@ -105,8 +103,8 @@ RUN_FLAGS = (
      "allocated (default: no limit; a network that would not fit the free memory of its GPU "
      "or host is refused either way)"),
     ("scheduler", "--scheduler", str,
-     "stop poor candidates early: asha (async mode), sha (sync), hyperband, median "
-     "(default: none, every candidate trains --epochs)"),
+     "stop poor candidates early: {schedulers} (default: none, every candidate trains "
+     "--epochs)"),
     ("min_epochs", "--min-epochs", int,
      "(scheduler) epochs before a candidate is first judged (default: 1)"),
     ("max_epochs", "--max-epochs", int,
@@ -147,8 +145,9 @@ RUN_FLAGS = (
     ("journal", "--journal", str,
      "the run's SQLite journal (default: runs/<algorithm>-<date>-<time>.db)"),
     ("plugins", "--plugin", "list",
-     "modules to import first, comma-separated: they register your own algorithm, space, "
-     "data set or scheduler (recorded: a resume imports them too) (default: none)"),
+     "modules to import first, comma-separated, each by name (mypackage.nas) or as the path "
+     "of a Python file (./mynas.py): they register your own {registered} (recorded: a resume "
+     "imports them too) (default: none)"),
     ("callbacks", "--callbacks", "list",
      "training callbacks whose scalars each epoch records, comma-separated: grad_norm "
      "(gradient norm per layer), weight_norm (weight norm per layer), dead_relu (share of "
@@ -195,12 +194,39 @@ ALGORITHM_FLAGS = (
 """``nord run`` flags that set an entry of ``algorithm_params``: (flag, key, help)."""
 
 
+def plugin_registries():
+    """The registries a ``--plugin`` module may add to, in the order its help names them."""
+    from nord.architecture.layers import LAYERS
+    from nord.data.registry import CURATORS
+    from nord.evaluators.callbacks import CALLBACKS
+    from nord.nn.recipe import RECIPES
+    from nord.search.algorithms.registry import ALGORITHMS
+    from nord.search.schedulers import SCHEDULERS
+    from nord.search.spaces.registry import SPACES
+    return (ALGORITHMS, SPACES, CURATORS, SCHEDULERS, CALLBACKS, RECIPES, LAYERS)
+
+
+def _registered() -> Dict[str, str]:
+    """What the registries hold, as the help texts of RUN_FLAGS name it (their ``{...}``), so
+    that a help text never lags a registry."""
+    from nord.benchmarks.nasbench201.table import DATASET_NAMES
+    algorithms, spaces, datasets, schedulers, _, recipes, _ = plugin_registries()
+    kinds = [registry.kind.split(" (")[0] + "s" for registry in plugin_registries()]
+
+    def described(registry) -> str:
+        return "; ".join(f"{entry.label}: {entry.description}" for entry in registry.entries())
+    return dict(algorithms="; ".join(algorithms.choices()), spaces=described(spaces),
+                datasets=", ".join(datasets.choices()),
+                benchmark_datasets=", ".join(DATASET_NAMES.choices()),
+                schedulers=described(schedulers), recipes=described(recipes),
+                registered=f"{', '.join(kinds[:-1])} or {kinds[-1]}")
+
+
 def run_arguments():
     """Every ``nord run`` flag but --config, in the order of its help: (name, flag, the
     options of ``add_argument``), where name is the RunConfig field, the ALGORITHM_FLAGS
     shortcut, or 'resume'."""
-    from nord.search.algorithms.registry import ALGORITHMS
-    algorithms = "; ".join(ALGORITHMS.choices())
+    registered = _registered()
     for name, flag, kind, text in RUN_FLAGS:
         if kind == "flag":
             yield name, flag, dict(action="store_true", help=text)
@@ -213,7 +239,7 @@ def run_arguments():
             continue
         yield name, flag, dict(type=str if kind in ("json", "list") else kind,
                                metavar=_METAVARS.get(name) or _METAVARS[kind],
-                               help=_flag_help(name, text.format(algorithms=algorithms)))
+                               help=_flag_help(name, text.format(**registered)))
         if name == "algorithm_params":
             for shortcut, _, text in ALGORITHM_FLAGS:
                 yield shortcut, f"--{shortcut}", dict(type=int, metavar="N", help=text)

@@ -148,14 +148,14 @@ for _name, _cls, _aliases, _description, _preset, _sized in (
          "reward baseline of momentum 0.9 (NATS-Bench's settings)", {}, False),
         ("bohb", BOHB, (),
          "BOHB: TPE-like kernel densities propose the candidates of Hyperband's brackets "
-         "(needs --scheduler hyperband or sha); 4 samples, no random share, bandwidth factor "
-         "3 (the NAS-Bench-201 paper's settings)", {}, False),
+         "(it runs only under the hyperband or sha scheduler); 4 samples, no random share, "
+         "bandwidth factor 3 (the NAS-Bench-201 paper's settings)", {}, False),
         ("asha", ASHASearch, (),
-         "ASHA: random proposals trained as far as the asha scheduler promotes them (needs "
-         "--scheduler asha, async mode)", {}, False),
+         "ASHA: random proposals trained as far as the asha scheduler promotes them (it runs "
+         "only under it, asynchronously)", {}, False),
         ("hyperband", HyperbandSearch, (),
-         "Hyperband: random proposals in the brackets of the hyperband scheduler (needs "
-         "--scheduler hyperband or sha)", {}, False),
+         "Hyperband: random proposals in the brackets of the hyperband scheduler (it runs "
+         "only under the hyperband or sha scheduler)", {}, False),
         ("bananas", Bananas, (),
          "BANANAS: an ensemble of 5 MLPs (10 layers of width 20) on path encodings picks 10 "
          "genomes per fit from 100 mutations of the best by independent Thompson sampling, "
