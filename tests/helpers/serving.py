@@ -11,7 +11,7 @@ import json
 import socket
 import threading
 import time
-from typing import Any, Sequence, Tuple
+from typing import Any, Dict, Optional, Sequence, Tuple
 
 import uvicorn
 
@@ -27,7 +27,7 @@ class ServedView:
         self.catalogue = Catalogue(list(paths))
         self.socket = bind("127.0.0.1", 0)
         self.port = self.socket.getsockname()[1]
-        config = uvicorn.Config(make_app(self.catalogue), log_level="warning",
+        config = uvicorn.Config(make_app(self.catalogue, host="127.0.0.1", port=self.port), log_level="warning",
                                 access_log=False, lifespan="off", timeout_graceful_shutdown=1)
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run,
@@ -48,10 +48,16 @@ class ServedView:
         self.thread.join(timeout=10)
         self.socket.close()
 
-    def request(self, method: str, path: str) -> Tuple[int, bytes]:
+    def request(self, method: str, path: str, headers: Optional[Dict[str, str]] = None
+                ) -> Tuple[int, bytes]:
+        """Status and body; ``headers`` are sent as given (``Host`` too: where it is not
+        given, ``127.0.0.1:PORT``)."""
+        headers = {"Host": f"127.0.0.1:{self.port}", **(headers or {})}
         connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
         try:
-            connection.putrequest(method, path, skip_accept_encoding=True)
+            connection.putrequest(method, path, skip_host=True, skip_accept_encoding=True)
+            for key, value in headers.items():
+                connection.putheader(key, value)
             connection.endheaders()
             response = connection.getresponse()
             return response.status, response.read()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import socket
 import sqlite3
 import time
 
@@ -16,6 +17,7 @@ from nord.evaluators.result import EpochRecord, EvaluationResult
 from nord.journal import CandidateRecord, EvaluationRecord, Journal, RunRecord, list_runs
 from nord.journal.reads import JournalReader
 from nord.serve.catalogue import Catalogue
+from nord.serve.hosts import ServedNames
 from nord.serve.server import bind, is_loopback
 from tests.helpers.journals import ev, write_journal
 from tests.helpers.serving import ServedView
@@ -222,6 +224,75 @@ def test_a_comparison_is_served_with_its_curves(view, folder):
     status, body = view.get(f"/api/comparison/{line['id']}")
     assert status == 200 and body["algorithms"][XSS]["curve"]["mean"] == [80, 90]
     assert view.get(f"/api/run/{line['id']}/candidate/0")[0] == 404
+
+
+def _routes(view, folder):
+    """One URL of every route the view serves (pages, JSON, static files, the icon)."""
+    lines = _lines(view)
+    ga, compare = lines[str(folder / "ga.db")]["id"], lines[str(folder / "compare.json")]["id"]
+    return ["/", f"/run/{ga}", f"/run/{ga}/candidate/0", f"/run/{compare}", "/static/view.js",
+            "/static/style.css", "/static/plotly.min.js", "/favicon.ico", "/api/runs",
+            f"/api/run/{ga}", f"/api/run/{ga}/candidate/0", f"/api/comparison/{compare}",
+            "/no/such/page"]
+
+
+def _foreign_hosts(port):
+    return ["evil.example", f"evil.example:{port}", f"EVIL.EXAMPLE:{port}",
+            f"localhost.evil.example:{port}", f"127.0.0.1.evil.example:{port}",
+            f"localhost:{port}@evil.example", f"127.0.0.1:{port + 1}", f"localhost:{port + 1}",
+            f"[::1]:{port + 1}", "", " ", "[::1", f"127.0.0.1:{port}:{port}", "0.0.0.0"]
+
+
+def test_a_foreign_host_is_refused_on_every_route(view, folder):
+    routes = _routes(view, folder)
+    answered = []
+    for host in _foreign_hosts(view.port):
+        for route in routes:
+            status, body = view.request("GET", route, {"Host": host})
+            if status != 403 or b"ga.db" in body or b"Host" not in body:
+                answered.append((host, route, status))
+    assert not answered
+    status, body = view.request("GET", "/api/runs", {"Host": "evil.example"})
+    assert "answers only to loopback names" in json.loads(body)["error"]
+    assert "open http://127.0.0.1:" in json.loads(body)["error"]
+
+
+def test_loopback_names_at_the_served_port_are_answered(view, folder):
+    port = view.port
+    for host in (f"localhost:{port}", f"LOCALHOST:{port}", "localhost", f"127.0.0.1:{port}",
+                 "127.0.0.1", f"127.0.0.2:{port}", f"[::1]:{port}", "[::1]", f"[::1]:{port}"):
+        for route in _routes(view, folder)[:-1]:
+            assert view.request("GET", route, {"Host": host})[0] in (200, 204), (host, route)
+
+
+def test_a_foreign_origin_is_refused_on_every_route(view, folder):
+    port = view.port
+    routes = _routes(view, folder)
+    answered = []
+    for origin in ("http://evil.example", f"http://evil.example:{port}", "null",
+                   f"http://localhost.evil.example:{port}", f"https://127.0.0.1:{port}",
+                   f"http://127.0.0.1:{port + 1}", f"http://user@127.0.0.1:{port}", ""):
+        for route in routes:
+            status, body = view.request("GET", route, {"Origin": origin})
+            if status != 403 or b"ga.db" in body or b"Origin" not in body:
+                answered.append((origin, route, status))
+    assert not answered
+    for origin in (f"http://localhost:{port}", f"http://127.0.0.1:{port}",
+                   f"http://[::1]:{port}", f"http://LOCALHOST:{port}"):
+        assert view.request("GET", "/api/runs", {"Origin": origin})[0] == 200, origin
+
+
+def test_the_host_given_is_answered_as_well_as_loopback():
+    names = ServedNames("10.1.2.3", 8300)
+    assert names.host_allowed("10.1.2.3:8300") and names.host_allowed("localhost:8300")
+    assert not names.host_allowed("10.1.2.4:8300") and not names.host_allowed("10.1.2.3:8301")
+    assert names.origin_allowed("http://10.1.2.3:8300")
+    named = ServedNames("login1.cluster", 8265)
+    assert named.host_allowed("LOGIN1.cluster:8265") and not named.host_allowed("login1:8265")
+    everywhere = ServedNames("0.0.0.0", 8265)   # opened by this machine's name
+    assert everywhere.host_allowed(f"{socket.gethostname()}:8265")
+    assert not everywhere.host_allowed("evil.example:8265")
+    assert ServedNames("::1", 8265).host_allowed("[::1]:8265")
 
 
 def test_the_view_binds_loopback_and_refuses_a_bad_address():
