@@ -14,20 +14,23 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
+import stat
 import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, Iterable, List, Optional, Union
+from typing import Any, Dict, Iterable, List, Optional, Tuple, Union
 
 from nord.errors import JournalError
 
-__all__ = ["Entry", "Catalogue"]
+__all__ = ["Entry", "Catalogue", "natural_key"]
 
 _SQLITE_HEADER = b"SQLite format 3\x00"
 _COMPANIONS = ("-wal", "-shm", "-journal", "-reserve")
 RESCAN_SECONDS = 5.0
-"""How often a folder is searched again for journals that appeared in it."""
+"""How often a folder is searched again for journals that appeared in it (at the least: a
+search that took long, of a large tree, is made again only after ten times its own time)."""
 
 
 @dataclass(frozen=True)
@@ -47,10 +50,14 @@ class Entry:
 
 
 def _kind(path: Path) -> Optional[str]:
-    """'journal' for an SQLite file, 'comparison' for a JSON file, None for anything else."""
-    if path.name.endswith(_COMPANIONS) or not path.is_file():
+    """'journal' for an SQLite file, 'comparison' for a JSON file, None for anything else
+    (a file that cannot be read, or too short to be either, is not opened)."""
+    if path.name.endswith(_COMPANIONS):
         return None
     try:
+        status = path.stat()
+        if not stat.S_ISREG(status.st_mode) or status.st_size < len(_SQLITE_HEADER):
+            return None   # (files of /proc say 0 bytes; some would block a read)
         with open(path, "rb") as file:
             head = file.read(len(_SQLITE_HEADER))
     except OSError:
@@ -62,6 +69,21 @@ def _kind(path: Path) -> Optional[str]:
     if path.suffix == ".json":
         return "comparison"
     return None
+
+
+def natural_key(text: str) -> Tuple[Any, ...]:
+    """A sort key that orders the numbers in ``text`` by value: r2 before r10."""
+    return tuple(int(part) if part.isdigit() else part
+                 for part in re.split(r"([0-9]+)", text))
+
+
+def _files(folder: Path) -> List[Path]:
+    """The files below ``folder``, in natural order; sub-folders this user cannot read are
+    left out (the view only reads: what it cannot read, it does not show)."""
+    found = []
+    for parent, _, names in os.walk(folder):   # errors (unreadable folders) are skipped
+        found.extend(Path(parent) / name for name in names)
+    return sorted(found, key=lambda path: natural_key(str(path)))
 
 
 def _id(path: Path) -> str:
@@ -86,16 +108,23 @@ class Catalogue:
             if not path.exists():
                 raise JournalError(f"'{path}' does not exist; give run journals, "
                                    "'nord compare --json' files or folders of them")
+            readable = os.R_OK | (os.X_OK if path.is_dir() else 0)
+            if not os.access(path, readable):
+                raise JournalError(f"'{path}' cannot be read (permission denied); nord serve "
+                                   "only reads: give journals or folders you can read")
         self._entries: Dict[str, Entry] = {}
         self._scanned = -float("inf")
+        self._took = 0.0
         self._lock = threading.Lock()
 
     def entries(self) -> List[Entry]:
-        """Every served file, journals first in the order found."""
+        """Every served file, in the natural order of their paths (r2 before r10)."""
         with self._lock:
-            if time.monotonic() - self._scanned > RESCAN_SECONDS:
+            if time.monotonic() - self._scanned > max(RESCAN_SECONDS, 10 * self._took):
+                started = time.monotonic()
                 self._entries = self._scan()
                 self._scanned = time.monotonic()
+                self._took = self._scanned - started
             return list(self._entries.values())
 
     def get(self, entry_id: str) -> Optional[Entry]:
@@ -108,10 +137,7 @@ class Catalogue:
     def _scan(self) -> Dict[str, Entry]:
         found: Dict[str, Entry] = {}
         for path in self.paths:
-            if path.is_dir():
-                candidates = sorted(file for file in path.rglob("*") if file.is_file())
-            else:
-                candidates = [path]
+            candidates = _files(path) if path.is_dir() else [path]
             for file in candidates:
                 kind = _kind(file)
                 if kind is None and file in self.paths:   # named on its own: shown, unreadable

@@ -6,11 +6,13 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 import socket
 import sqlite3
 import time
 
 import pytest
+import uvicorn
 
 from nord.errors import ConfigurationError, JournalError
 from nord.evaluators.result import EpochRecord, EvaluationResult
@@ -332,3 +334,43 @@ def test_nord_serve_refuses_a_missing_path_and_a_bad_port(capsys, tmp_path):
     assert "does not exist; give run journals" in capsys.readouterr().err
     assert main(["serve", str(tmp_path), "--port", "70000"]) == 2
     assert "--port must be between 0 and 65535" in capsys.readouterr().err
+
+
+def test_a_folder_that_cannot_be_read_is_left_out_and_the_rest_serves(tmp_path, monkeypatch):
+    write_journal(tmp_path / "a.db", [[ev(0.5)]])
+    write_journal(tmp_path / "locked" / "b.db", [[ev(0.6)]])
+    write_journal(tmp_path / "cwd", [[ev(0.7)]])   # as /proc/1/cwd is to `nord serve /`
+    scandir, stat = os.scandir, os.stat
+
+    def denied(call):   # root reads any file: the refusal is made here
+        def refuse(path=".", *args, **kwargs):
+            if os.fspath(path).endswith(("locked", "cwd")):
+                raise PermissionError(13, "Permission denied", os.fspath(path))
+            return call(path, *args, **kwargs)
+        return refuse
+
+    monkeypatch.setattr(os, "scandir", denied(scandir))
+    monkeypatch.setattr(os, "stat", denied(stat))
+    assert [entry.path.name for entry in Catalogue([tmp_path]).entries()] == ["a.db"]
+
+
+def test_a_path_that_cannot_be_read_is_refused_in_reading_words(capsys, tmp_path, monkeypatch):
+    from nord.app.cli import main
+    monkeypatch.setattr(os, "access", lambda path, mode: False)
+    monkeypatch.setattr(uvicorn.Server, "run", lambda *args, **kwargs: None)   # never serve
+    assert main(["serve", str(tmp_path)]) == 2
+    error = capsys.readouterr().err
+    assert f"'{tmp_path}' cannot be read (permission denied)" in error
+    assert "write" not in error and error.count("\n") == 1
+
+
+def test_runs_are_listed_in_natural_order(tmp_path):
+    for name in ("r10", "r2", "r1", "r11", "b/r3", "a/r20"):
+        write_journal(tmp_path / f"{name}.db", [[ev(0.5)]])
+    names = [str(entry.path.relative_to(tmp_path)) for entry in Catalogue([tmp_path]).entries()]
+    assert names == ["a/r20.db", "b/r3.db", "r1.db", "r2.db", "r10.db", "r11.db"]
+    with ServedView([tmp_path]) as view:
+        page = view.request("GET", "/")[1].decode()
+    assert [page.index(f"/{name}.db<") for name in ("r1", "r2", "r10", "r11")] == sorted(
+        page.index(f"/{name}.db<") for name in ("r1", "r2", "r10", "r11"))
+
