@@ -13,7 +13,6 @@ from __future__ import annotations
 import gzip
 import json
 import logging
-import math
 import re
 from pathlib import Path
 from typing import Any, Callable, Dict, Optional

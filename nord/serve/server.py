@@ -64,7 +64,7 @@ def serve(paths: Iterable[str], host: str = "127.0.0.1", port: int = 8265,
     count = len(catalogue.entries())
     print(f"serving {count} file{'s' if count != 1 else ''} (read-only) at "
           f"http://{shown}:{bound}/  (Ctrl-C stops)", file=out, flush=True)
-    config = uvicorn.Config(make_app(catalogue, host=host, port=bound), log_level="warning", access_log=False,
-                            lifespan="off", server_header=False,
+    config = uvicorn.Config(make_app(catalogue, host=host, port=bound), log_level="warning",
+                            access_log=False, lifespan="off", server_header=False,
                             timeout_graceful_shutdown=1)   # pages hold requests open
     uvicorn.Server(config).run(sockets=[sock])
