@@ -72,6 +72,10 @@ def site(tmp_path_factory):
                              "low": [79 + i, 84 + i, 89 + i], "high": [81 + i, 86 + i, 91 + i]}}
             for i, name in enumerate(("random_search", "regularized_evolution", "bohb"))}}))
     journal = _live(folder / "live.db")
+    starting = Journal(folder / "starting.db")   # a run that has told nothing yet
+    starting.start(RunRecord("random_search", {}, 1, {"space": "toy"}, evaluator={},
+                             dataset={"name": "digits"}, mode="sync", budget=10, extra={},
+                             execution={"ranks": 1, "groups": 1, "workers": 1}))
     server = serve_process([folder])
     line = server.stdout.readline()
     match = re.search(r"http://127\.0\.0\.1:(\d+)/", line)
@@ -86,8 +90,9 @@ def site(tmp_path_factory):
     finally:
         driver.quit()
         stop_process(server)
-        journal.finish("finished")
-        journal.close()
+        for held in (journal, starting):
+            held.finish("finished")
+            held.close()
 
 
 def _open(site, name, page=""):
@@ -263,3 +268,31 @@ def test_the_runs_page_draws_no_overlay_until_a_run_is_ticked(site):
     wait_for(lambda: driver.execute_script(drawn) == 2, 10)
     driver.find_element("css selector", f'tr[data-run="{ids["r2.db"]}"] input').click()
     wait_for(lambda: driver.execute_script(drawn) == 0, 10)
+
+
+EMPTY = """
+const points = (t) => (t.z || t.y || []).flat().some(v => v !== null && v !== undefined);
+return [...document.querySelectorAll('.plot, .js-plotly-plot')].filter(p => p.offsetHeight > 0)
+  .filter(p => !(p.data || []).some(points)).map(p => p.id || p.className);
+"""
+
+
+def test_no_page_draws_an_empty_plot(site):
+    driver = site["driver"]
+    empty = {}
+    driver.get(site["url"])   # nothing ticked
+    wait_for(lambda: driver.execute_script("return window.Plotly && window.nordRuns.lines.length"),
+             20)
+    time.sleep(1.5)
+    empty["runs"] = driver.execute_script(EMPTY)
+    for name in ("r1.db", "starting.db"):   # not running; nothing told yet
+        driver = _open(site, name)
+        wait_for(lambda: driver.execute_script("return window.nordRun.plotAt !== undefined"), 20)
+        empty[name] = driver.execute_script(EMPTY)
+    driver = _open(site, "generations.db", "/candidate/1")   # no epochs recorded
+    wait_for(lambda: driver.execute_script(
+        "return window.Plotly && window.nordCandidate.view"), 20)
+    time.sleep(0.5)
+    empty["candidate without epochs"] = driver.execute_script(EMPTY)
+    assert not any(empty.values()), empty
+

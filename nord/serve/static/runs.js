@@ -44,7 +44,6 @@
     const box = document.getElementById("overlays");
     if (!ticked.size) {
       box.hidden = true;
-      Plotly.purge("overlay"); Plotly.purge("overlay-time");
       return;
     }
     box.hidden = false;
@@ -62,8 +61,8 @@
       timeTraces.push({ x: incT.x, y: incT.y, type: "scatter", mode: "lines", line: { shape: "hv" }, name: nord.plain(run.path) });
     }
     const counts = [...ticked.values()].map((run) => run.accuracies.length);
-    Plotly.react("overlay", traces, nord.layout("Best so far against evaluations (ticked runs)", "evaluations", "accuracy (%)", { xaxis: nord.wholeAxis([0, ...counts], "evaluations") }), nord.config);
-    Plotly.react("overlay-time", timeTraces, nord.layout("Best so far against wall time (ticked runs)", "seconds since the first result", "accuracy (%)"), nord.config);
+    nord.draw("overlay", traces, nord.layout("Best so far against evaluations (ticked runs)", "evaluations", "accuracy (%)", { xaxis: nord.wholeAxis([0, ...counts], "evaluations") }));
+    nord.draw("overlay-time", timeTraces, nord.layout("Best so far against wall time (ticked runs)", "seconds since the first result", "accuracy (%)"));
   }
 
   document.addEventListener("DOMContentLoaded", () => nord.poll(step, 1000));

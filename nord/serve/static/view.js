@@ -138,6 +138,16 @@ nord.config = {
   modeBarButtonsToRemove: ["select2d", "lasso2d", "zoomIn2d", "zoomOut2d", "autoScale2d", "toggleSpikelines", "hoverClosestCartesian", "hoverCompareCartesian"],
 };
 
+// Draw a plot, or hide it while no trace has a point: an empty plot says nothing.
+nord.hasPoints = (trace) => (trace.z ? trace.z.some((row) => (Array.isArray(row) ? row : [row]).some((v) => v !== null && v !== undefined))
+  : (trace.y || []).some((v) => v !== null && v !== undefined));
+nord.draw = function (plot, traces, layout) {
+  const div = typeof plot === "string" ? document.getElementById(plot) : plot;
+  div.hidden = !traces.some(nord.hasPoints);
+  if (div.hidden) { Plotly.purge(div); return Promise.resolve(div); }
+  return Plotly.react(div, traces, layout, nord.config);
+};
+
 // plotly's own colours, named so that a band can take its line's colour
 nord.colours = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"];
 nord.translucent = (hex, alpha) => `rgba(${[1, 3, 5].map((i) => parseInt(hex.slice(i, i + 2), 16)).join(", ")}, ${alpha})`;
