@@ -51,15 +51,17 @@ class Entry:
 
 def _kind(path: Path) -> Optional[str]:
     """'journal' for an SQLite file, 'comparison' for a JSON file, None for anything else
-    (a file that cannot be read, or too short to be either, is not opened)."""
+    (a file that cannot be read; one too short to be either is named by its name alone)."""
     if path.name.endswith(_COMPANIONS):
         return None
     try:
         status = path.stat()
-        if not stat.S_ISREG(status.st_mode) or status.st_size < len(_SQLITE_HEADER):
-            return None   # (files of /proc say 0 bytes; some would block a read)
-        with open(path, "rb") as file:
-            head = file.read(len(_SQLITE_HEADER))
+        if not stat.S_ISREG(status.st_mode):
+            return None
+        head = b""
+        if status.st_size >= len(_SQLITE_HEADER):   # (files of /proc say 0 bytes; some
+            with open(path, "rb") as file:          # would block a read)
+                head = file.read(len(_SQLITE_HEADER))
     except OSError:
         return None
     if head == _SQLITE_HEADER:

@@ -51,6 +51,8 @@ def folder(tmp_path_factory):
     write_journal(root / f"{MARKUP}.db", [[ev(0.3)]])   # a file name is markup too
     (root / "notes.txt").write_text("not a journal")
     (root / "truncated.db").write_bytes((root / "ga.db").read_bytes()[:100])
+    (root / "short.db").write_text("not sqlite")   # shorter than SQLite's header
+    (root / "empty.db").write_bytes(b"")
     (root / "random-bytes.db").write_bytes(bytes(range(256)) * 8)
     with sqlite3.connect(root / "foreign.db") as connection:
         connection.execute("CREATE TABLE foo (x)")
@@ -90,7 +92,8 @@ def test_junk_files_show_unreadable_and_the_rest_serves(view, folder):
     lines = _lines(view)
     unreadable = {name for name, line in lines.items() if line["state"] == "unreadable"}
     assert unreadable == {str(folder / name) for name in
-                          ("truncated.db", "random-bytes.db", "foreign.db")}
+                          ("truncated.db", "short.db", "empty.db", "random-bytes.db",
+                           "foreign.db")}
     assert all(lines[path]["error"] for path in unreadable)
     assert lines[str(folder / "compare.json")]["kind"] == "comparison"
     assert str(folder / "notes.txt") not in lines and str(folder / "other.json") not in lines
