@@ -18,6 +18,7 @@ from nord.errors import ConfigurationError, JournalError
 from nord.evaluators.result import EpochRecord, EvaluationResult
 from nord.journal import CandidateRecord, EvaluationRecord, Journal, RunRecord, list_runs
 from nord.journal.reads import JournalReader
+from nord.serve import catalogue
 from nord.serve.catalogue import Catalogue
 from nord.serve.hosts import ServedNames
 from nord.serve.server import bind, is_loopback
@@ -354,6 +355,13 @@ def test_a_folder_that_cannot_be_read_is_left_out_and_the_rest_serves(tmp_path, 
 
     monkeypatch.setattr(os, "scandir", denied(scandir))
     monkeypatch.setattr(os, "stat", denied(stat))
+    assert [entry.path.name for entry in Catalogue([tmp_path]).entries()] == ["a.db"]
+
+
+def test_the_kernels_folders_are_not_searched(tmp_path, monkeypatch):
+    write_journal(tmp_path / "runs" / "a.db", [[ev(0.5)]])
+    write_journal(tmp_path / "proc" / "b.db", [[ev(0.6)]])
+    monkeypatch.setattr(catalogue, "_KERNEL_FOLDERS", (str(tmp_path / "proc"),))
     assert [entry.path.name for entry in Catalogue([tmp_path]).entries()] == ["a.db"]
 
 
