@@ -118,8 +118,8 @@ nord.cell = (text, value, className, href) => ({ text: text === null || text ===
 
 // Titles sit at the left and the mode bar keeps four buttons at the right, so that neither
 // covers the other; axes make room for their labels (automargin) and the legend sits at the
-// bottom of the plot's box, below them. `extra` is merged into
-// the defaults one level deep (an axis given keeps its title and automargin unless it says).
+// bottom of the plot's box, below them. `extra` is merged into the defaults one level deep
+// (an axis given keeps its title and automargin unless it says otherwise).
 nord.layout = function (title, xtitle, ytitle, extra) {
   const layout = {
     title: { text: nord.plain(title), font: { size: 14 }, x: 0, xref: "container", xanchor: "left", pad: { l: 8 } },
