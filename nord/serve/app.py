@@ -1,17 +1,18 @@
 """The view's web application (Starlette): pages, their scripts, and JSON endpoints that
 read the catalogue's journals and nothing else.
 
-    app = make_app(Catalogue(["runs/"]))     # served by nord.serve.server.serve
+    app = make_app(Catalogue(["runs/"]), host="127.0.0.1", port=8265)   # nord.serve.server
 
 Every URL names a run by its catalogue id, never by a path, so a request cannot reach any
-other file; an id, cursor or candidate that is not one gets a 4xx, never a 500.
+other file; an id, cursor or candidate that is not one gets a 4xx, never a 500. A request
+whose ``Host`` or ``Origin`` names another site than this view is refused (403) on every
+route (``hosts``).
 """
 from __future__ import annotations
 
 import gzip
 import json
 import logging
-import math
 import re
 from pathlib import Path
 from typing import Any, Callable, Dict, Optional
@@ -29,6 +30,7 @@ from nord.errors import JournalError
 from nord.serve.candidate import candidate_view
 from nord.serve.catalogue import Catalogue, Entry
 from nord.serve.comparison import comparison_view
+from nord.serve.hosts import ServedNames
 from nord.serve.prerender import run_facts, runs_table
 from nord.serve.runs import Cursor, CursorError, run_delta, run_line, signature_token
 
@@ -70,8 +72,47 @@ def _not_found(what: str = "no such page") -> Response:
     return _error(404, f"{what}; the runs served are listed at /")
 
 
-def make_app(catalogue: Catalogue) -> Starlette:
-    """The application serving ``catalogue`` (its files only, read-only)."""
+class _OnlyServedNames:
+    """ASGI middleware: a request is answered only when its ``Host`` names this view and its
+    ``Origin``, where it has one, is a page of this view; any other gets a 403 (a site that
+    rebinds its name to this machine gets nothing, whatever the route)."""
+
+    def __init__(self, app, names: ServedNames):
+        self.app = app
+        self.names = names
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = {}
+        for key, value in scope["headers"]:   # a repeated Host or Origin is refused below
+            headers.setdefault(key, []).append(value.decode("latin-1"))
+        hosts, origins = headers.get(b"host", []), headers.get(b"origin", [])
+        problem = None
+        if len(hosts) != 1 or not self.names.host_allowed(hosts[0]):
+            problem = f"Host {', '.join(map(repr, hosts)) or 'missing'}"
+        elif len(origins) > 1 or (origins and not self.names.origin_allowed(origins[0])):
+            problem = f"Origin {', '.join(map(repr, origins))}"
+        if problem is None:
+            await self.app(scope, receive, send)
+            return
+        response = _error(403, (
+            f"this view answers only to loopback names (localhost, 127.0.0.1, [::1]) and "
+            f"--host {self.names.host} at port {self.names.port}, not to {problem}; open "
+            f"{self.names.example()}"))
+        await response(scope, receive, send)
+
+
+def make_app(catalogue: Catalogue, host: str = "127.0.0.1", port: int = 8265) -> Starlette:
+    """The application serving ``catalogue`` (its files only, read-only).
+
+    Args:
+        catalogue: what is served.
+        host: the address the view listens on (``--host``): requests must name it or a
+            loopback name in their ``Host``.
+        port: the port it listens on: a ``Host`` or ``Origin`` with another port is refused.
+    """
 
     def entry_of(request: Request, kind: Optional[str] = None) -> Optional[Entry]:
         entry_id = request.path_params.get("run", "")
@@ -173,5 +214,7 @@ def make_app(catalogue: Catalogue) -> Starlette:
         Route("/api/run/{run}/candidate/{candidate}", candidate),
         Route("/api/comparison/{run}", comparison),
     ]
-    return Starlette(routes=routes, middleware=[Middleware(GZipMiddleware, minimum_size=4096)],
+    return Starlette(routes=routes, middleware=[
+        Middleware(_OnlyServedNames, names=ServedNames(host, port)),
+        Middleware(GZipMiddleware, minimum_size=4096)],
                      exception_handlers={404: not_found, 405: not_allowed, 500: failed})

@@ -14,20 +14,24 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
+import stat
 import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, Iterable, List, Optional, Union
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple, Union
 
 from nord.errors import JournalError
 
-__all__ = ["Entry", "Catalogue"]
+__all__ = ["Entry", "Catalogue", "natural_key"]
 
 _SQLITE_HEADER = b"SQLite format 3\x00"
 _COMPANIONS = ("-wal", "-shm", "-journal", "-reserve")
+_KERNEL_FOLDERS = ("/proc", "/sys", "/dev")
 RESCAN_SECONDS = 5.0
-"""How often a folder is searched again for journals that appeared in it."""
+"""How often a folder is searched again for journals that appeared in it (at the least: a
+search that took long, of a large tree, is made again only after ten times its own time)."""
 
 
 @dataclass(frozen=True)
@@ -46,22 +50,46 @@ class Entry:
     kind: str
 
 
-def _kind(path: Path) -> Optional[str]:
-    """'journal' for an SQLite file, 'comparison' for a JSON file, None for anything else."""
-    if path.name.endswith(_COMPANIONS) or not path.is_file():
+def _kind(path: str) -> Optional[str]:
+    """'journal' for an SQLite file, 'comparison' for a JSON file, None for anything else
+    (a file that cannot be read; one too short to be either is named by its name alone)."""
+    if path.endswith(_COMPANIONS):
         return None
     try:
-        with open(path, "rb") as file:
-            head = file.read(len(_SQLITE_HEADER))
+        status = os.stat(path)
+        if not stat.S_ISREG(status.st_mode):
+            return None
+        head = b""
+        if status.st_size >= len(_SQLITE_HEADER):   # (files of /proc say 0 bytes; some
+            with open(path, "rb") as file:          # would block a read)
+                head = file.read(len(_SQLITE_HEADER))
     except OSError:
         return None
     if head == _SQLITE_HEADER:
         return "journal"
-    if path.suffix == ".db":   # a file named as a journal that is not one: shown unreadable
+    if path.endswith(".db"):   # a file named as a journal that is not one: shown unreadable
         return "unreadable"
-    if path.suffix == ".json":
+    if path.endswith(".json"):
         return "comparison"
     return None
+
+
+def natural_key(text: str) -> Tuple[Any, ...]:
+    """A sort key that orders the numbers in ``text`` by value: r2 before r10."""
+    return tuple(int(part) if part.isdigit() else part
+                 for part in re.split(r"([0-9]+)", text))
+
+
+def _files(folder: str) -> Iterator[str]:
+    """The files below ``folder`` (as strings: a large tree is walked quickly). Sub-folders
+    this user cannot read are left out (the view only reads: what it cannot read, it does not
+    show), and so are the kernel's own file systems (/proc, /sys, /dev: no journal is kept
+    there); links to folders are not followed."""
+    for parent, folders, names in os.walk(folder):   # errors (unreadable folders) are skipped
+        folders[:] = [name for name in folders if os.path.abspath(
+            os.path.join(parent, name)) not in _KERNEL_FOLDERS]
+        for name in names:
+            yield os.path.join(parent, name)
 
 
 def _id(path: Path) -> str:
@@ -86,16 +114,23 @@ class Catalogue:
             if not path.exists():
                 raise JournalError(f"'{path}' does not exist; give run journals, "
                                    "'nord compare --json' files or folders of them")
+            readable = os.R_OK | (os.X_OK if path.is_dir() else 0)
+            if not os.access(path, readable):
+                raise JournalError(f"'{path}' cannot be read (permission denied); nord serve "
+                                   "only reads: give journals or folders you can read")
         self._entries: Dict[str, Entry] = {}
         self._scanned = -float("inf")
+        self._took = 0.0
         self._lock = threading.Lock()
 
     def entries(self) -> List[Entry]:
-        """Every served file, journals first in the order found."""
+        """Every served file, in the natural order of their paths (r2 before r10)."""
         with self._lock:
-            if time.monotonic() - self._scanned > RESCAN_SECONDS:
+            if time.monotonic() - self._scanned > max(RESCAN_SECONDS, 10 * self._took):
+                started = time.monotonic()
                 self._entries = self._scan()
                 self._scanned = time.monotonic()
+                self._took = self._scanned - started
             return list(self._entries.values())
 
     def get(self, entry_id: str) -> Optional[Entry]:
@@ -108,20 +143,15 @@ class Catalogue:
     def _scan(self) -> Dict[str, Entry]:
         found: Dict[str, Entry] = {}
         for path in self.paths:
-            if path.is_dir():
-                candidates = sorted(file for file in path.rglob("*") if file.is_file())
-            else:
-                candidates = [path]
-            for file in candidates:
-                kind = _kind(file)
-                if kind is None and file in self.paths:   # named on its own: shown, unreadable
-                    kind = "unreadable"
-                if kind is None:
-                    continue
-                if kind == "comparison" and not _is_comparison(file):
-                    if file not in self.paths:
-                        continue
-                    kind = "unreadable"
+            named = not path.is_dir()   # a file named on its own is shown, if unreadable
+            files = []
+            for name in [str(path)] if named else _files(str(path)):
+                kind = _kind(name)
+                if kind == "comparison" and not _is_comparison(Path(name)):
+                    kind = None
+                if kind is not None or named:
+                    files.append((natural_key(name), Path(name), kind or "unreadable"))
+            for _, file, kind in sorted(files, key=lambda item: item[0]):
                 entry = Entry(_id(file), file, kind)
                 found.setdefault(entry.id, entry)
         return found
@@ -132,7 +162,10 @@ def _is_comparison(path: Path) -> bool:
     try:
         if path.stat().st_size > 64 * 1024 * 1024:
             return False
-        data = json.loads(path.read_text(encoding="utf-8"))
+        raw = path.read_bytes()
+        if b'"algorithms"' not in raw:   # most JSON files are not parsed at all
+            return False
+        data = json.loads(raw.decode("utf-8"))
     except (OSError, ValueError, UnicodeDecodeError):
         return False
     return isinstance(data, dict) and isinstance(data.get("algorithms"), dict)

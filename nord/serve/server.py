@@ -5,7 +5,6 @@ stopped.
 """
 from __future__ import annotations
 
-import ipaddress
 import logging
 import socket
 import sys
@@ -16,20 +15,11 @@ import uvicorn
 from nord.errors import ConfigurationError
 from nord.serve.app import make_app
 from nord.serve.catalogue import Catalogue
+from nord.serve.hosts import is_loopback
 
 __all__ = ["serve", "is_loopback", "bind"]
 
 logger = logging.getLogger(__name__)
-
-
-def is_loopback(host: str) -> bool:
-    """Whether ``host`` is reachable from this machine only (127.0.0.0/8, ::1, localhost)."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def bind(host: str, port: int) -> socket.socket:
@@ -74,7 +64,7 @@ def serve(paths: Iterable[str], host: str = "127.0.0.1", port: int = 8265,
     count = len(catalogue.entries())
     print(f"serving {count} file{'s' if count != 1 else ''} (read-only) at "
           f"http://{shown}:{bound}/  (Ctrl-C stops)", file=out, flush=True)
-    config = uvicorn.Config(make_app(catalogue), log_level="warning", access_log=False,
-                            lifespan="off", server_header=False,
+    config = uvicorn.Config(make_app(catalogue, host=host, port=bound), log_level="warning",
+                            access_log=False, lifespan="off", server_header=False,
                             timeout_graceful_shutdown=1)   # pages hold requests open
     uvicorn.Server(config).run(sockets=[sock])

@@ -1,17 +1,24 @@
 """nord serve's application on a real socket, in a thread of the test process, and raw
-HTTP requests to it (paths sent exactly as written, unnormalised).
+HTTP requests to it (paths sent exactly as written, unnormalised); and ``nord serve`` as a
+process of its own, for the browser tests.
 
     with ServedView(["runs/"]) as view:
         status, body = view.get("/api/runs")
+    server = serve_process(["runs/"]); ...; stop_process(server)
 """
 from __future__ import annotations
 
 import http.client
 import json
+import os
+import signal
 import socket
+import subprocess
+import sys
 import threading
 import time
-from typing import Any, Sequence, Tuple
+from pathlib import Path
+from typing import Any, Dict, Optional, Sequence, Tuple
 
 import uvicorn
 
@@ -27,8 +34,9 @@ class ServedView:
         self.catalogue = Catalogue(list(paths))
         self.socket = bind("127.0.0.1", 0)
         self.port = self.socket.getsockname()[1]
-        config = uvicorn.Config(make_app(self.catalogue), log_level="warning",
-                                access_log=False, lifespan="off", timeout_graceful_shutdown=1)
+        config = uvicorn.Config(make_app(self.catalogue, host="127.0.0.1", port=self.port),
+                                log_level="warning", access_log=False, lifespan="off",
+                                timeout_graceful_shutdown=1)
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run,
                                        kwargs={"sockets": [self.socket]}, daemon=True)
@@ -48,10 +56,16 @@ class ServedView:
         self.thread.join(timeout=10)
         self.socket.close()
 
-    def request(self, method: str, path: str) -> Tuple[int, bytes]:
+    def request(self, method: str, path: str, headers: Optional[Dict[str, str]] = None
+                ) -> Tuple[int, bytes]:
+        """Status and body; ``headers`` are sent as given (``Host`` too: where it is not
+        given, ``127.0.0.1:PORT``)."""
+        headers = {"Host": f"127.0.0.1:{self.port}", **(headers or {})}
         connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
         try:
-            connection.putrequest(method, path, skip_accept_encoding=True)
+            connection.putrequest(method, path, skip_host=True, skip_accept_encoding=True)
+            for key, value in headers.items():
+                connection.putheader(key, value)
             connection.endheaders()
             response = connection.getresponse()
             return response.status, response.read()
@@ -80,3 +94,29 @@ class ServedView:
             except socket.timeout:
                 pass
             return b"".join(chunks)
+
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def nord_env() -> Dict[str, str]:
+    """The environment of a ``nord`` process that imports this checkout's nord."""
+    return {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
+
+
+def serve_process(paths: Sequence[Any], *flags: str) -> subprocess.Popen:
+    """``nord serve PATHS --port 0 FLAGS`` started; its first line of output says where."""
+    return subprocess.Popen([sys.executable, "-m", "nord", "serve", *map(str, paths), "--port",
+                             "0", *flags], env=nord_env(), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def stop_process(process: subprocess.Popen) -> None:
+    """Stop a process as Ctrl-C does (killed after 10 s)."""
+    if process.poll() is None:
+        process.send_signal(signal.SIGINT)
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()

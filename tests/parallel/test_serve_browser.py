@@ -17,6 +17,7 @@ import pytest
 
 from tests.helpers.browser import chromium_driver, wait_for
 from tests.helpers.journals import ev, write_journal
+from tests.helpers.serving import nord_env, serve_process, stop_process
 
 pytestmark = pytest.mark.processes
 
@@ -28,8 +29,6 @@ EPOCHS = 4
 land in one commit, so a point is looked for before the last one)."""
 
 
-def _env():
-    return {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
 
 
 def _search(journal: Path, budget: int, log: Path) -> subprocess.Popen:
@@ -39,22 +38,7 @@ def _search(journal: Path, budget: int, log: Path) -> subprocess.Popen:
         NORD + ["run", "--algorithm", "random_search", "--budget", str(budget), "--epochs",
                 str(EPOCHS), "--batch-size", "2", "--threads", "1", "--plugin",
                 "tests.helpers.pacing", "--callbacks", "pace", "--journal", str(journal)],
-        env=_env(), stdout=log.open("w"), stderr=subprocess.STDOUT)
-
-
-def _serve(paths, *flags) -> subprocess.Popen:
-    return subprocess.Popen(NORD + ["serve", *map(str, paths), "--port", "0", *flags],
-                            env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-
-
-def _stop(process: subprocess.Popen) -> None:
-    if process.poll() is None:
-        process.send_signal(signal.SIGINT)
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        env=nord_env(), stdout=log.open("w"), stderr=subprocess.STDOUT)
 
 
 @pytest.fixture(scope="module")
@@ -71,7 +55,7 @@ def site(tmp_path_factory):
     (folder / "junk.db").write_text("not a journal")
     runs = {"short": _search(folder / "short.db", 2, folder / "short.log"),
             "doomed": _search(folder / "doomed.db", 50, folder / "doomed.log")}
-    server = _serve([folder])
+    server = serve_process([folder])
     line = server.stdout.readline()
     match = re.search(r"http://127\.0\.0\.1:(\d+)/", line)
     assert match, line + server.stderr.read()
@@ -80,7 +64,7 @@ def site(tmp_path_factory):
         yield {"url": match.group(0), "folder": folder, "runs": runs, "driver": driver}
     finally:
         driver.quit()
-        _stop(server)
+        stop_process(server)
         for run in runs.values():
             if run.poll() is None:
                 run.kill()
@@ -88,13 +72,16 @@ def site(tmp_path_factory):
 
 
 def _row(driver, name):
-    """The runs page's cells of the journal ``name`` (data-field -> text)."""
-    for row in driver.find_elements("css selector", "#runs tbody tr"):
-        cells = {cell.get_attribute("data-field"): cell.text
-                 for cell in row.find_elements("css selector", "td[data-field]")}
-        if cells.get("path", "").endswith(name):
-            return cells
-    return None
+    """The runs page's cells of the journal ``name`` (data-field -> text), read in one script
+    (the table is redrawn every second: read cell by cell, a row can go stale under the read)."""
+    return driver.execute_script("""
+        for (const row of document.querySelectorAll('#runs tbody tr')) {
+          const cells = {};
+          for (const cell of row.querySelectorAll('td[data-field]'))
+            cells[cell.dataset.field] = cell.innerText.trim();
+          if ((cells.path || '').endsWith(arguments[0])) return cells;
+        }
+        return null;""", name)
 
 
 def test_the_evaluation_count_grows_without_a_reload(site):
@@ -138,7 +125,7 @@ def test_the_page_shows_nord_lists_numbers_once_the_run_ends(site):
     driver.get(site["url"])
     row = wait_for(lambda: (lambda r: r if r and r["state"] == "finished" else None)(
         _row(driver, "short.db")), 20)
-    listed = subprocess.run(NORD + ["list", str(site["folder"] / "short.db")], env=_env(),
+    listed = subprocess.run(NORD + ["list", str(site["folder"] / "short.db")], env=nord_env(),
                             capture_output=True, text=True, check=True).stdout.splitlines()[1]
     _, _, state, evaluations, failed, best = listed.split()[:6]
     assert (row["state"], row["evaluations"], row["failed"]) == (state, evaluations, failed)
@@ -173,12 +160,12 @@ def test_markup_in_a_journal_shows_as_text(site):
 
 
 def test_another_host_than_loopback_is_served_with_a_warning(tmp_path):
-    server = _serve([tmp_path], "--host", "0.0.0.0")
+    server = serve_process([tmp_path], "--host", "0.0.0.0")
     try:
         line = server.stdout.readline()
         assert "http://0.0.0.0:" in line
     finally:
-        _stop(server)
+        stop_process(server)
     assert "warning: serving on 0.0.0.0, not loopback" in server.stderr.read()
 
 

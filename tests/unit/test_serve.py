@@ -6,16 +6,21 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
+import socket
 import sqlite3
 import time
 
 import pytest
+import uvicorn
 
 from nord.errors import ConfigurationError, JournalError
 from nord.evaluators.result import EpochRecord, EvaluationResult
 from nord.journal import CandidateRecord, EvaluationRecord, Journal, RunRecord, list_runs
 from nord.journal.reads import JournalReader
+from nord.serve import catalogue
 from nord.serve.catalogue import Catalogue
+from nord.serve.hosts import ServedNames
 from nord.serve.server import bind, is_loopback
 from tests.helpers.journals import ev, write_journal
 from tests.helpers.serving import ServedView
@@ -47,6 +52,8 @@ def folder(tmp_path_factory):
     write_journal(root / f"{MARKUP}.db", [[ev(0.3)]])   # a file name is markup too
     (root / "notes.txt").write_text("not a journal")
     (root / "truncated.db").write_bytes((root / "ga.db").read_bytes()[:100])
+    (root / "short.db").write_text("not sqlite")   # shorter than SQLite's header
+    (root / "empty.db").write_bytes(b"")
     (root / "random-bytes.db").write_bytes(bytes(range(256)) * 8)
     with sqlite3.connect(root / "foreign.db") as connection:
         connection.execute("CREATE TABLE foo (x)")
@@ -86,7 +93,8 @@ def test_junk_files_show_unreadable_and_the_rest_serves(view, folder):
     lines = _lines(view)
     unreadable = {name for name, line in lines.items() if line["state"] == "unreadable"}
     assert unreadable == {str(folder / name) for name in
-                          ("truncated.db", "random-bytes.db", "foreign.db")}
+                          ("truncated.db", "short.db", "empty.db", "random-bytes.db",
+                           "foreign.db")}
     assert all(lines[path]["error"] for path in unreadable)
     assert lines[str(folder / "compare.json")]["kind"] == "comparison"
     assert str(folder / "notes.txt") not in lines and str(folder / "other.json") not in lines
@@ -224,6 +232,75 @@ def test_a_comparison_is_served_with_its_curves(view, folder):
     assert view.get(f"/api/run/{line['id']}/candidate/0")[0] == 404
 
 
+def _routes(view, folder):
+    """One URL of every route the view serves (pages, JSON, static files, the icon)."""
+    lines = _lines(view)
+    ga, compare = lines[str(folder / "ga.db")]["id"], lines[str(folder / "compare.json")]["id"]
+    return ["/", f"/run/{ga}", f"/run/{ga}/candidate/0", f"/run/{compare}", "/static/view.js",
+            "/static/style.css", "/static/plotly.min.js", "/favicon.ico", "/api/runs",
+            f"/api/run/{ga}", f"/api/run/{ga}/candidate/0", f"/api/comparison/{compare}",
+            "/no/such/page"]
+
+
+def _foreign_hosts(port):
+    return ["evil.example", f"evil.example:{port}", f"EVIL.EXAMPLE:{port}",
+            f"localhost.evil.example:{port}", f"127.0.0.1.evil.example:{port}",
+            f"localhost:{port}@evil.example", f"127.0.0.1:{port + 1}", f"localhost:{port + 1}",
+            f"[::1]:{port + 1}", "", " ", "[::1", f"127.0.0.1:{port}:{port}", "0.0.0.0"]
+
+
+def test_a_foreign_host_is_refused_on_every_route(view, folder):
+    routes = _routes(view, folder)
+    answered = []
+    for host in _foreign_hosts(view.port):
+        for route in routes:
+            status, body = view.request("GET", route, {"Host": host})
+            if status != 403 or b"ga.db" in body or b"Host" not in body:
+                answered.append((host, route, status))
+    assert not answered
+    status, body = view.request("GET", "/api/runs", {"Host": "evil.example"})
+    assert "answers only to loopback names" in json.loads(body)["error"]
+    assert "open http://127.0.0.1:" in json.loads(body)["error"]
+
+
+def test_loopback_names_at_the_served_port_are_answered(view, folder):
+    port = view.port
+    for host in (f"localhost:{port}", f"LOCALHOST:{port}", "localhost", f"127.0.0.1:{port}",
+                 "127.0.0.1", f"127.0.0.2:{port}", f"[::1]:{port}", "[::1]", f"[::1]:{port}"):
+        for route in _routes(view, folder)[:-1]:
+            assert view.request("GET", route, {"Host": host})[0] in (200, 204), (host, route)
+
+
+def test_a_foreign_origin_is_refused_on_every_route(view, folder):
+    port = view.port
+    routes = _routes(view, folder)
+    answered = []
+    for origin in ("http://evil.example", f"http://evil.example:{port}", "null",
+                   f"http://localhost.evil.example:{port}", f"https://127.0.0.1:{port}",
+                   f"http://127.0.0.1:{port + 1}", f"http://user@127.0.0.1:{port}", ""):
+        for route in routes:
+            status, body = view.request("GET", route, {"Origin": origin})
+            if status != 403 or b"ga.db" in body or b"Origin" not in body:
+                answered.append((origin, route, status))
+    assert not answered
+    for origin in (f"http://localhost:{port}", f"http://127.0.0.1:{port}",
+                   f"http://[::1]:{port}", f"http://LOCALHOST:{port}"):
+        assert view.request("GET", "/api/runs", {"Origin": origin})[0] == 200, origin
+
+
+def test_the_host_given_is_answered_as_well_as_loopback():
+    names = ServedNames("10.1.2.3", 8300)
+    assert names.host_allowed("10.1.2.3:8300") and names.host_allowed("localhost:8300")
+    assert not names.host_allowed("10.1.2.4:8300") and not names.host_allowed("10.1.2.3:8301")
+    assert names.origin_allowed("http://10.1.2.3:8300")
+    named = ServedNames("login1.cluster", 8265)
+    assert named.host_allowed("LOGIN1.cluster:8265") and not named.host_allowed("login1:8265")
+    everywhere = ServedNames("0.0.0.0", 8265)   # opened by this machine's name
+    assert everywhere.host_allowed(f"{socket.gethostname()}:8265")
+    assert not everywhere.host_allowed("evil.example:8265")
+    assert ServedNames("::1", 8265).host_allowed("[::1]:8265")
+
+
 def test_the_view_binds_loopback_and_refuses_a_bad_address():
     assert is_loopback("127.0.0.1") and is_loopback("::1") and is_loopback("localhost")
     assert not is_loopback("0.0.0.0") and not is_loopback("10.1.2.3")
@@ -261,3 +338,50 @@ def test_nord_serve_refuses_a_missing_path_and_a_bad_port(capsys, tmp_path):
     assert "does not exist; give run journals" in capsys.readouterr().err
     assert main(["serve", str(tmp_path), "--port", "70000"]) == 2
     assert "--port must be between 0 and 65535" in capsys.readouterr().err
+
+
+def test_a_folder_that_cannot_be_read_is_left_out_and_the_rest_serves(tmp_path, monkeypatch):
+    write_journal(tmp_path / "a.db", [[ev(0.5)]])
+    write_journal(tmp_path / "locked" / "b.db", [[ev(0.6)]])
+    write_journal(tmp_path / "cwd", [[ev(0.7)]])   # as /proc/1/cwd is to `nord serve /`
+    scandir, stat = os.scandir, os.stat
+
+    def denied(call):   # root reads any file: the refusal is made here
+        def refuse(path=".", *args, **kwargs):
+            if os.fspath(path).endswith(("locked", "cwd")):
+                raise PermissionError(13, "Permission denied", os.fspath(path))
+            return call(path, *args, **kwargs)
+        return refuse
+
+    monkeypatch.setattr(os, "scandir", denied(scandir))
+    monkeypatch.setattr(os, "stat", denied(stat))
+    assert [entry.path.name for entry in Catalogue([tmp_path]).entries()] == ["a.db"]
+
+
+def test_the_kernels_folders_are_not_searched(tmp_path, monkeypatch):
+    write_journal(tmp_path / "runs" / "a.db", [[ev(0.5)]])
+    write_journal(tmp_path / "proc" / "b.db", [[ev(0.6)]])
+    monkeypatch.setattr(catalogue, "_KERNEL_FOLDERS", (str(tmp_path / "proc"),))
+    assert [entry.path.name for entry in Catalogue([tmp_path]).entries()] == ["a.db"]
+
+
+def test_a_path_that_cannot_be_read_is_refused_in_reading_words(capsys, tmp_path, monkeypatch):
+    from nord.app.cli import main
+    monkeypatch.setattr(os, "access", lambda path, mode: False)
+    monkeypatch.setattr(uvicorn.Server, "run", lambda *args, **kwargs: None)   # never serve
+    assert main(["serve", str(tmp_path)]) == 2
+    error = capsys.readouterr().err
+    assert f"'{tmp_path}' cannot be read (permission denied)" in error
+    assert "write" not in error and error.count("\n") == 1
+
+
+def test_runs_are_listed_in_natural_order(tmp_path):
+    for name in ("r10", "r2", "r1", "r11", "b/r3", "a/r20"):
+        write_journal(tmp_path / f"{name}.db", [[ev(0.5)]])
+    names = [str(entry.path.relative_to(tmp_path)) for entry in Catalogue([tmp_path]).entries()]
+    assert names == ["a/r20.db", "b/r3.db", "r1.db", "r2.db", "r10.db", "r11.db"]
+    with ServedView([tmp_path]) as view:
+        page = view.request("GET", "/")[1].decode()
+    assert [page.index(f"/{name}.db<") for name in ("r1", "r2", "r10", "r11")] == sorted(
+        page.index(f"/{name}.db<") for name in ("r1", "r2", "r10", "r11"))
+

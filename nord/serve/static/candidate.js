@@ -45,8 +45,9 @@
   function heatmap(target, title, names, steps, values, xtitle) {
     const div = el("div", { className: "plot" });
     target.append(div);
-    Plotly.react(div, [{ z: values, x: steps, y: names.map(nord.plain), type: "heatmap", colorscale: "Viridis" }],
-      nord.layout(title, xtitle, "layer", { margin: { l: 140, r: 16, t: 40, b: 44 } }), nord.config);
+    // layers are names, even those that read as numbers ("0", "1"): a category axis
+    nord.draw(div, [{ z: values, x: steps, y: names.map(nord.plain), type: "heatmap", colorscale: "Viridis" }],
+      nord.layout(title, xtitle, "layer", { xaxis: nord.wholeAxis(steps, xtitle), yaxis: { type: "category" } }));
   }
 
   function signals(epochs) {
@@ -96,11 +97,11 @@
     }
     const epochs = view.epochs;
     const pick = (k, scale) => epochs.map((e) => (e[k] === null ? null : e[k] * scale));
-    Plotly.react("curves", [
+    nord.draw("curves", [
       { x: epochs.map((e) => e.epoch), y: pick("valid_accuracy", 100), name: "validation accuracy (%)", type: "scatter", mode: "lines+markers" },
       { x: epochs.map((e) => e.epoch), y: pick("train_loss", 1), name: "training loss", yaxis: "y2", type: "scatter", mode: "lines+markers" },
       { x: epochs.map((e) => e.epoch), y: pick("valid_loss", 1), name: "validation loss", yaxis: "y2", type: "scatter", mode: "lines+markers" },
-    ], nord.layout("Learning curves", "epoch", "accuracy (%)", { margin: { l: 56, r: 56, t: 40, b: 44 }, yaxis2: { overlaying: "y", side: "right", title: { text: "loss" } } }), nord.config);
+    ], nord.layout("Learning curves", "epoch", "accuracy (%)", { margin: { l: 56, r: 56, t: 40, b: 44 }, xaxis: nord.wholeAxis(epochs.map((e) => e.epoch), "epoch"), yaxis2: { overlaying: "y", side: "right", title: { text: "loss" }, automargin: true } }));
     signals(epochs);
     {
       const box = document.getElementById("series");

@@ -21,7 +21,7 @@
     const dl = document.getElementById("summary");
     const items = [
       ["journal", run.path], ["state", null], ["algorithm", run.algorithm],
-      ["evaluations", `${run.evaluations} of ${run.budget ?? "?"}`],
+      ["evaluations", run.evaluations === null || run.evaluations === undefined ? null : `${run.evaluations} of ${run.budget ?? "?"}`],
       ["failed", run.failed], ["best", nord.pct(run.best)],
       ["elapsed", nord.duration(run.elapsed)], ["time left", nord.duration(run.time_left)],
       ["mode", run.mode], ["data", run.dataset],
@@ -76,13 +76,13 @@
     rows.forEach((r, i) => { if (r[col.status] === "ok" && r[col.accuracy] !== null) okIndex.push(i + 1); });
     const ok = okIndex.map((i) => rows[i - 1]);
     const inc = nord.incumbent(count, accuracies, statuses);
-    Plotly.react("incumbent", [
+    nord.draw("incumbent", [
       { x: okIndex, y: ok.map((r) => 100 * r[col.accuracy]), type: "scatter", mode: "markers", name: "evaluations", marker: { size: 4, opacity: 0.35 } },
       { x: inc.x, y: inc.y, type: "scatter", mode: "lines", line: { shape: "hv", width: 2 }, name: "best so far" },
-    ].slice(big ? 1 : 0), nord.layout("Best so far against evaluations", "evaluations", label), nord.config);
+    ].slice(big ? 1 : 0), nord.layout("Best so far against evaluations", "evaluations", label, { xaxis: nord.wholeAxis([0, rows.length], "evaluations") }));
     const incT = nord.incumbent(wall, accuracies, statuses);
-    Plotly.react("incumbent-time", [{ x: incT.x, y: incT.y, type: "scatter", mode: "lines", line: { shape: "hv", width: 2 }, name: "best so far" }],
-      nord.layout("Best so far against wall time", "seconds since the first evaluation", label), nord.config);
+    nord.draw("incumbent-time", [{ x: incT.x, y: incT.y, type: "scatter", mode: "lines", line: { shape: "hv", width: 2 }, name: "best so far" }],
+      nord.layout("Best so far against wall time", "seconds since the first evaluation", label));
     const byGeneration = new Map();
     for (const r of ok) {
       const g = r[col.generation];
@@ -91,14 +91,14 @@
     }
     const gens = [...byGeneration.keys()].sort((a, b) => a - b);
     const stats = gens.map((g) => { const v = byGeneration.get(g).sort((a, b) => a - b); return [v[0], v[Math.floor(v.length / 2)], v[v.length - 1]]; });
-    Plotly.react("generations", [
+    nord.draw("generations", [
       { x: gens, y: stats.map((s) => s[2]), type: "scatter", mode: "lines+markers", name: "best" },
       { x: gens, y: stats.map((s) => s[1]), type: "scatter", mode: "lines+markers", name: "median" },
       { x: gens, y: stats.map((s) => s[0]), type: "scatter", mode: "lines+markers", name: "worst" },
-    ], nord.layout("Accuracy per generation", "generation", label), nord.config);
+    ], nord.layout("Accuracy per generation", "generation", label, { xaxis: nord.wholeAxis(gens, "generation") }));
     const points = ok.filter((r) => r[col.n_params] !== null).map((r) => [r[col.n_params], 100 * r[col.accuracy], r[col.candidate]]);
     const front = points.slice().sort((a, b) => a[0] - b[0] || b[1] - a[1]).filter(((best) => (p) => (p[1] > best ? ((best = p[1]), true) : false))(-Infinity));
-    Plotly.react("params", [
+    nord.draw("params", [
       // thousands of points: their density, drawn as one image (no WebGL, which a browser
       // without a GPU emulates slowly)
       big ? { x: points.map((p) => Math.log10(p[0])), y: points.map((p) => p[1]), type: "histogram2d", nbinsx: 60, nbinsy: 60, colorscale: [[0, "rgba(255,255,255,0)"], [0.001, "#e3e8f4"], [1, "#1f3b73"]], showscale: false, name: "ok evaluations", xaxis: "x2" }
@@ -106,7 +106,7 @@
       { x: front.map((p) => p[0]), y: front.map((p) => p[1]), type: "scatter", mode: "lines+markers", line: { shape: "hv" }, name: "Pareto front" },
     ], nord.layout("Accuracy against parameters", "trainable parameters", label, {
       xaxis: { type: "log", title: { text: "trainable parameters" }, range: logRange(points) },
-      xaxis2: { overlaying: "x", visible: false, range: logRange(points) } }), nord.config);
+      xaxis2: { overlaying: "x", visible: false, range: logRange(points) } }));
   }
 
   function plotCurves() {
@@ -122,7 +122,8 @@
       traces.push({ x: curve.map((e) => e[1]), y: curve.map((e) => (e[2] === null ? null : 100 * e[2])), type: "scatter", mode: "lines+markers", name: "candidate " + candidate });
     }
     if (!state.inFlight.length) list.append(el("li", { text: state.run && state.run.state === "running" ? "no candidate is training" : "the run is not running" }));
-    Plotly.react("curves", traces, nord.layout("Learning curves of the candidates training now", "epoch", "validation accuracy (%)"), nord.config);
+    const epochs = traces.flatMap((trace) => trace.x);
+    nord.draw("curves", traces, nord.layout("Learning curves of the candidates training now", "epoch", "validation accuracy (%)", { xaxis: nord.wholeAxis(epochs, "epoch") }));
   }
 
   function legRow(leg) {
@@ -223,21 +224,24 @@
     if (data.error) { document.getElementById("detail").textContent = data.error; return "done"; }
     const table = new nord.Table(document.getElementById("algorithms"), ["algorithm", "seeds", "test accuracy (%)", "search signal (%)", "description"]);
     const traces = [];
+    let drawn = 0;
     for (const [name, algorithm] of Object.entries(data.algorithms)) {
       const s = algorithm.summary || {};
       const stat = (x) => (x && x.mean !== undefined ? `${nord.fixed(x.mean, 2)} ± ${nord.fixed(x.std, 2)}` : "-");
       table.add([[nord.cell(name), nord.cell(s.returned ?? s.seeds ?? "-"), nord.cell(stat(s.test)), nord.cell(stat(s.search)), nord.cell(algorithm.description || "", null, "wrap")]]);
       const c = algorithm.curve;
-      if (c && c.time) {
-        traces.push({ x: c.time, y: c.high, type: "scatter", mode: "lines", line: { width: 0 }, showlegend: false, hoverinfo: "skip" });
-        traces.push({ x: c.time, y: c.low, type: "scatter", mode: "lines", line: { width: 0 }, fill: "tonexty", name: nord.plain(name) + " ± 1 std", hoverinfo: "skip" });
-        traces.push({ x: c.time, y: c.mean, type: "scatter", mode: "lines", name: nord.plain(name) });
+      if (c && c.time) {   // each band in its line's colour, lighter
+        const colour = nord.colours[drawn++ % nord.colours.length], group = "algorithm " + drawn;
+        const band = { type: "scatter", mode: "lines", line: { width: 0, color: colour }, legendgroup: group, hoverinfo: "skip" };
+        traces.push({ ...band, x: c.time, y: c.high, showlegend: false });
+        traces.push({ ...band, x: c.time, y: c.low, fill: "tonexty", fillcolor: nord.translucent(colour, 0.2), name: nord.plain(name) + " ± 1 std" });
+        traces.push({ x: c.time, y: c.mean, type: "scatter", mode: "lines", line: { color: colour }, legendgroup: group, name: nord.plain(name) });
       }
     }
     table.render();
     document.getElementById("title").textContent = `comparison: ${data.path}`;
     await nord.plotly();
-    if (traces.length) Plotly.react("anytime", traces, nord.layout("Anytime test accuracy of the incumbent (mean and band over seeds)", "simulated seconds", "test accuracy (%)"), nord.config);
+    nord.draw("anytime", traces, nord.layout("Anytime test accuracy of the incumbent (mean and band over seeds)", "simulated seconds", "test accuracy (%)"));
     return "done";
   }
 

@@ -39,7 +39,14 @@
     await overlay();
   }
 
+  // nothing ticked: no overlay at all (two empty plots say nothing)
   async function overlay() {
+    const box = document.getElementById("overlays");
+    if (!ticked.size) {
+      box.hidden = true;
+      return;
+    }
+    box.hidden = false;
     const traces = [], timeTraces = [];
     for (const [id, run] of ticked) {
       const query = run.cursor ? "?" + new URLSearchParams(run.cursor) : "";
@@ -53,8 +60,9 @@
       traces.push({ x: inc.x, y: inc.y, type: "scatter", mode: "lines", line: { shape: "hv" }, name: nord.plain(run.path) });
       timeTraces.push({ x: incT.x, y: incT.y, type: "scatter", mode: "lines", line: { shape: "hv" }, name: nord.plain(run.path) });
     }
-    Plotly.react("overlay", traces, nord.layout("Best so far against evaluations (ticked runs)", "evaluations", "accuracy (%)"), nord.config);
-    Plotly.react("overlay-time", timeTraces, nord.layout("Best so far against wall time (ticked runs)", "seconds since the first result", "accuracy (%)"), nord.config);
+    const counts = [...ticked.values()].map((run) => run.accuracies.length);
+    nord.draw("overlay", traces, nord.layout("Best so far against evaluations (ticked runs)", "evaluations", "accuracy (%)", { xaxis: nord.wholeAxis([0, ...counts], "evaluations") }));
+    nord.draw("overlay-time", timeTraces, nord.layout("Best so far against wall time (ticked runs)", "seconds since the first result", "accuracy (%)"));
   }
 
   document.addEventListener("DOMContentLoaded", () => nord.poll(step, 1000));

@@ -116,12 +116,55 @@ nord.Table = class {
 
 nord.cell = (text, value, className, href) => ({ text: text === null || text === undefined ? "-" : text, value: value === undefined ? text : value, className, href });
 
-nord.layout = (title, xtitle, ytitle, extra) => Object.assign({
-  title: { text: nord.plain(title), font: { size: 14 } }, margin: { l: 56, r: 16, t: 40, b: 44 },
-  xaxis: { title: { text: xtitle } }, yaxis: { title: { text: ytitle } },
-  legend: { orientation: "h", y: -0.2 }, hovermode: "closest",
-}, extra || {});
-nord.config = { displaylogo: false, responsive: true };
+// Titles sit at the left and the mode bar keeps four buttons at the right, so that neither
+// covers the other; axes make room for their labels (automargin) and the legend sits at the
+// bottom of the plot's box, below them. `extra` is merged into the defaults one level deep
+// (an axis given keeps its title and automargin unless it says otherwise).
+nord.layout = function (title, xtitle, ytitle, extra) {
+  const layout = {
+    title: { text: nord.plain(title), font: { size: 14 }, x: 0, xref: "container", xanchor: "left", pad: { l: 8 } },
+    margin: { l: 56, r: 16, t: 40, b: 44 },
+    xaxis: { title: { text: xtitle }, automargin: true }, yaxis: { title: { text: ytitle }, automargin: true },
+    legend: { orientation: "h", x: 0, xref: "container", y: 0, yref: "container", yanchor: "bottom" }, hovermode: "closest",
+  };
+  for (const [key, value] of Object.entries(extra || {})) {
+    const held = layout[key];
+    layout[key] = held && value && typeof value === "object" && !Array.isArray(value) ? Object.assign({}, held, value) : value;
+  }
+  return layout;
+};
+nord.config = {
+  displaylogo: false, responsive: true,
+  modeBarButtonsToRemove: ["select2d", "lasso2d", "zoomIn2d", "zoomOut2d", "autoScale2d", "toggleSpikelines", "hoverClosestCartesian", "hoverCompareCartesian"],
+};
+
+// Draw a plot, or hide it while no trace has a point: an empty plot says nothing.
+nord.hasPoints = (trace) => (trace.z ? trace.z.some((row) => (Array.isArray(row) ? row : [row]).some((v) => v !== null && v !== undefined))
+  : (trace.y || []).some((v) => v !== null && v !== undefined));
+nord.draw = function (plot, traces, layout) {
+  const div = typeof plot === "string" ? document.getElementById(plot) : plot;
+  div.hidden = !traces.some(nord.hasPoints);
+  if (div.hidden) { Plotly.purge(div); return Promise.resolve(div); }
+  return Plotly.react(div, traces, layout, nord.config);
+};
+
+// plotly's own colours, named so that a band can take its line's colour
+nord.colours = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"];
+nord.translucent = (hex, alpha) => `rgba(${[1, 3, 5].map((i) => parseInt(hex.slice(i, i + 2), 16)).join(", ")}, ${alpha})`;
+
+// An axis of whole numbers (evaluations, epochs, generations, steps): ticks on integers
+// only, at a step of 1, 2 or 5 times a power of ten that leaves at most about eight ticks.
+nord.wholeAxis = function (values, title) {
+  let low = Infinity, high = -Infinity;
+  for (const v of values) { if (Number.isFinite(v)) { low = Math.min(low, v); high = Math.max(high, v); } }
+  const rough = Number.isFinite(low) ? (high - low) / 8 : 0;
+  let dtick = 1;
+  if (rough > 1) {
+    const power = Math.pow(10, Math.floor(Math.log10(rough)));
+    dtick = [1, 2, 5, 10].map((m) => m * power).find((step) => step >= rough);
+  }
+  return { title: { text: title }, automargin: true, tickmode: "linear", tick0: 0, dtick, tickformat: "d" };
+};
 
 // The incumbent (best so far) of ok accuracies, as a step line: x of each improvement.
 nord.incumbent = function (xs, accuracies, statuses) {

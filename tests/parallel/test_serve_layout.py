@@ -1,0 +1,298 @@
+"""nord serve's pages as a reader sees them in a real headless Chromium 1,200 px wide: plots
+whose titles the mode bar leaves clear, whole-number axes ticked on whole numbers, axis
+titles inside their plots, layer names kept as names, a runs table that fits the window in
+natural order, a comparison with nothing undefined and bands in their lines' colours, and
+no empty overlay. The journals are made here (one held open, as a live run's is); one
+``nord serve``, one browser for the module."""
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import time
+
+import pytest
+
+from nord.evaluators.result import EpochRecord, EvaluationResult
+from nord.journal import CandidateRecord, EvaluationRecord, Journal, RunRecord
+from tests.helpers.browser import chromium_driver, wait_for
+from tests.helpers.journals import ev, write_journal
+from tests.helpers.serving import nord_env, serve_process, stop_process
+
+pytestmark = pytest.mark.processes
+
+WIDTH = 1200
+LONG = "a-folder-whose-name-is-as-long-as-a-cluster-scratch-path-" * 2
+
+
+def _epochs(accuracies, layers=("conv", "relu")):
+    return [EpochRecord(epoch, 1.0 / epoch, accuracy, 0.3, 1.0,
+                        {f"grad_norm/{layer}": 0.1 * epoch + i for i, layer in enumerate(layers)})
+            for epoch, accuracy in enumerate(accuracies, start=1)]
+
+
+def _live(path):
+    """A running journal (this process is its writer): candidate 0 told, twelve training at
+    their third epoch, with accuracies whose ticks are long ('91.5512')."""
+    journal = Journal(path)
+    journal.start(RunRecord("regularized_evolution", {}, 1, {"space": "toy"}, evaluator={},
+                            dataset={"name": "digits"}, mode="async", budget=40, extra={},
+                            execution={"ranks": 1, "groups": 1, "workers": 1}))
+    result = EvaluationResult(accuracy=0.9507, n_params=4209, train_time=4.0, epochs=3)
+    told = EvaluationRecord(0, 0, 0, [0], "0", None, 0, result, None, 1.0, 5.0)
+    training = range(1, 13)   # twelve workers, twelve candidates training
+    journal.record([CandidateRecord(0, 0, [0], 0)]
+                   + [CandidateRecord(n, 0, [n], 1) for n in training], [told],
+                   [(0, record, 0) for record in _epochs([0.9155, 0.9225, 0.9507])]
+                   + [(n, record, 0) for n in training
+                      for record in _epochs([0.915510, 0.915512, 0.915514 + n / 1e6])])
+    return journal
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("pages")
+    for name in ("r10", "r2", "r1", "r11"):
+        write_journal(folder / f"{name}.db", [[ev(0.5), ev(0.6)]])
+    write_journal(folder / "generations.db", [[ev(0.4), ev(0.5)], [ev(0.6), ev(0.7)]],
+                  epochs={0: _epochs([0.3, 0.4, 0.5], layers=("0", "1", "10"))})
+    # a long path and the longest state: a run whose writer is gone
+    (folder / LONG).mkdir()
+    subprocess.run([sys.executable, "-c", (
+        "import sys; from tests.helpers.journals import ev, write_journal; "
+        "write_journal(sys.argv[1], [[ev(0.5)]], status='running')"),
+        str(folder / LONG / "regularized-evolution-with-asha-seed-0.db")],
+        env=nord_env(), check=True)
+    (folder / "compare.json").write_text(json.dumps({
+        "benchmark": "nasbench201", "dataset": "cifar10", "budget": 10, "seeds": 2,
+        "simulation": {"workers": 8}, "algorithms": {
+            name: {"summary": {"test": {"mean": 90.0 + i, "std": 1.0}, "seeds": 2},
+                   "curve": {"time": [0, 10, 20], "mean": [80 + i, 85 + i, 90 + i],
+                             "low": [79 + i, 84 + i, 89 + i], "high": [81 + i, 86 + i, 91 + i]}}
+            for i, name in enumerate(("random_search", "regularized_evolution", "bohb"))}}))
+    journal = _live(folder / "live.db")
+    starting = Journal(folder / "starting.db")   # a run that has told nothing yet
+    starting.start(RunRecord("random_search", {}, 1, {"space": "toy"}, evaluator={},
+                             dataset={"name": "digits"}, mode="sync", budget=10, extra={},
+                             execution={"ranks": 1, "groups": 1, "workers": 1}))
+    server = serve_process([folder])
+    line = server.stdout.readline()
+    match = re.search(r"http://127\.0\.0\.1:(\d+)/", line)
+    assert match, line + server.stderr.read()
+    driver = chromium_driver(tmp_path_factory.mktemp("profile"), width=WIDTH, height=1400)
+    try:
+        inner = driver.execute_script("return window.innerWidth")
+        if inner != WIDTH:   # a window's frame, where the browser draws one
+            size = driver.get_window_size()
+            driver.set_window_size(size["width"] + WIDTH - inner, size["height"])
+        yield {"url": match.group(0), "driver": driver, "folder": folder}
+    finally:
+        driver.quit()
+        stop_process(server)
+        for held in (journal, starting):
+            held.finish("finished")
+            held.close()
+
+
+def _open(site, name, page=""):
+    """Open the page of the run whose path ends with ``name`` (``page``: after its URL)."""
+    driver = site["driver"]
+    driver.get(site["url"])
+    run_id = wait_for(lambda: next((line["id"] for line in driver.execute_script(
+        "return window.nordRuns.lines") if line["path"].endswith(name)), None), 20)
+    driver.get(f"{site['url']}run/{run_id}{page}")
+    return driver
+
+
+def _plots(driver, ids, timeout=20):
+    """Wait until every plot of ``ids`` is drawn with data; their elements."""
+    script = ("return arguments[0].map(id => document.getElementById(id)).every("
+              "p => p && p._fullLayout && p.data && p.data.some(t => (t.x || t.z || []).length))")
+    wait_for(lambda: driver.execute_script(script, ids), timeout)
+    return ids
+
+
+BOXES = """
+const box = (node) => {
+  const r = node.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; };
+return [...document.querySelectorAll('.js-plotly-plot')].filter(p => p.offsetHeight).map(p => ({
+  id: p.id || p.parentNode.id || p.querySelector('.gtitle')?.textContent,
+  plot: box(p),
+  modebar: [...p.querySelectorAll('.modebar-group')].map(box).filter(b => b[2] > b[0]),
+  title: [...p.querySelectorAll('.gtitle')].map(box),
+  ytitle: [...p.querySelectorAll('.g-ytitle, .g-y2title')].map(box),
+  xtitle: [...p.querySelectorAll('.g-xtitle')].map(box),
+  yticks: [...p.querySelectorAll('.yaxislayer-above text')].map(box),
+  xticks: [...p.querySelectorAll('.xaxislayer-above .xtick text')].map(box),
+  legend: [...p.querySelectorAll('.legend')].map(box),
+}));
+"""
+
+
+def _overlap(a, b):
+    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
+
+
+def _pages(site):
+    """Each page with plots, drawn: (name, driver) as each is opened."""
+    driver = _open(site, "live.db")
+    _plots(driver, ["incumbent", "incumbent-time", "generations", "params", "curves"])
+    yield "run", driver
+    driver = _open(site, "generations.db", "/candidate/0")
+    wait_for(lambda: len(driver.find_elements("css selector", "#signals .js-plotly-plot")), 20)
+    _plots(driver, ["curves"])
+    yield "candidate", driver
+    driver = _open(site, "compare.json")
+    _plots(driver, ["anytime"])
+    yield "comparison", driver
+
+
+def test_no_plot_title_is_covered_by_the_mode_bar(site):
+    covered = []
+    for page, driver in _pages(site):
+        for plot in driver.execute_script(BOXES):
+            assert plot["title"] and plot["modebar"], plot
+            if any(_overlap(t, m) for t in plot["title"] for m in plot["modebar"]):
+                covered.append((page, plot["id"]))
+    assert not covered
+
+
+def test_axis_titles_lie_inside_their_plots_clear_of_ticks_and_legend(site):
+    clipped = []
+    for page, driver in _pages(site):
+        for plot in driver.execute_script(BOXES):
+            left, top, right, bottom = plot["plot"]
+            for title in plot["ytitle"] + plot["xtitle"]:
+                if title[0] < left or title[2] > right or title[1] < top or title[3] > bottom:
+                    clipped.append((page, plot["id"], "outside"))
+            for titles, ticks in ((plot["ytitle"], plot["yticks"]),
+                                  (plot["xtitle"], plot["xticks"])):
+                if any(_overlap(t, k) for t in titles for k in ticks):
+                    clipped.append((page, plot["id"], "over its ticks"))
+            labels = plot["xtitle"] + plot["xticks"] + plot["ytitle"]
+            if any(_overlap(legend, label) for legend in plot["legend"] for label in labels):
+                clipped.append((page, plot["id"], "under the legend"))
+    assert not clipped
+
+
+def _tick_labels(driver, selector):
+    return driver.execute_script(
+        "return [...document.querySelectorAll(arguments[0])].map(t => t.textContent)", selector)
+
+
+def test_whole_number_axes_tick_on_whole_numbers_only(site):
+    driver = _open(site, "generations.db")   # generations 0 and 1, 4 evaluations
+    _plots(driver, ["incumbent", "generations"])
+    labels = {name: _tick_labels(driver, f"#{name} .xaxislayer-above .xtick text")
+              for name in ("incumbent", "generations")}
+    driver = _open(site, "live.db")          # epochs 1 to 3 of the candidate training now
+    _plots(driver, ["curves"])
+    labels["training now"] = _tick_labels(driver, "#curves .xaxislayer-above .xtick text")
+    driver = _open(site, "generations.db", "/candidate/0")
+    _plots(driver, ["curves"])
+    wait_for(lambda: len(driver.find_elements("css selector", "#signals .js-plotly-plot")), 20)
+    labels["curves"] = _tick_labels(driver, "#curves .xaxislayer-above .xtick text")
+    labels["signals"] = _tick_labels(driver, "#signals .xaxislayer-above .xtick text")
+    assert all(labels.values()), labels
+    fractional = {name: [t for t in ticks if not re.fullmatch(r"[0-9]+", t.replace(",", ""))]
+                  for name, ticks in labels.items()}
+    assert not any(fractional.values()), fractional
+
+
+def test_layer_names_that_read_as_numbers_stay_names(site):
+    driver = _open(site, "generations.db", "/candidate/0")
+    axis = wait_for(lambda: driver.execute_script(
+        "const p = document.querySelector('#signals .js-plotly-plot');"
+        "return p && p._fullLayout && {type: p._fullLayout.yaxis.type,"
+        " ticks: [...p.querySelectorAll('.ytick text')].map(t => t.textContent)}"), 20)
+    assert axis["type"] == "category"
+    assert sorted(axis["ticks"]) == ["0", "1", "10"]
+
+
+def test_the_runs_table_fits_the_window_in_natural_order(site):
+    driver = site["driver"]
+    driver.get(site["url"])
+    wait_for(lambda: driver.execute_script("return window.nordRuns.lines.length"), 20)
+    widths = driver.execute_script(
+        "return [document.getElementById('runs').scrollWidth,"
+        " document.documentElement.scrollWidth, window.innerWidth]")
+    assert widths[0] <= WIDTH and widths[1] <= widths[2], widths
+    paths = [row.text for row in driver.find_elements(
+        "css selector", "#runs tbody td[data-field=path]")]
+    plain = [re.search(r"/(r[0-9]+)\.db$", path).group(1) for path in paths
+             if re.search(r"/r[0-9]+\.db$", path)]
+    assert plain == ["r1", "r2", "r10", "r11"]
+    assert any("crashed" in cell.text for cell in driver.find_elements(
+        "css selector", "#runs td[data-field=state]"))   # the longest state is in the table
+
+
+def test_the_comparison_page_says_nothing_undefined(site):
+    driver = _open(site, "compare.json")
+    _plots(driver, ["anytime"])
+    text = driver.find_element("tag name", "body").text
+    assert "bohb" in text and "undefined" not in text and "NaN" not in text
+
+
+def test_the_comparisons_bands_take_their_lines_colour(site):
+    driver = _open(site, "compare.json")
+    _plots(driver, ["anytime"])
+    traces = driver.execute_script(
+        "return document.getElementById('anytime')._fullData.map(t => ({name: t.name,"
+        " fill: t.fill, fillcolor: t.fillcolor, line: t.line.color}))")
+
+    def rgb(colour):
+        if colour.startswith("#"):
+            return tuple(int(colour[i:i + 2], 16) for i in (1, 3, 5))
+        return tuple(int(float(v)) for v in re.findall(r"[0-9.]+", colour)[:3])
+
+    bands = [(i, t) for i, t in enumerate(traces) if t["fill"] == "tonexty"]
+    assert len(bands) == 3
+    for i, band in bands:   # the band, then its algorithm's mean
+        assert rgb(band["fillcolor"]) == rgb(traces[i + 1]["line"]), (band, traces[i + 1])
+    assert len({rgb(traces[i + 1]["line"]) for i, _ in bands}) == 3
+
+
+def test_the_runs_page_draws_no_overlay_until_a_run_is_ticked(site):
+    driver = site["driver"]
+    driver.get(site["url"])
+    ids = wait_for(lambda: {line["path"].rsplit("/", 1)[1]: line["id"] for line in
+                            driver.execute_script("return window.nordRuns.lines")}, 20)
+    drawn = ("return [...document.querySelectorAll('#overlay, #overlay-time')]"
+             ".filter(p => p.offsetHeight && p.querySelector('.main-svg')).length")
+    wait_for(lambda: driver.execute_script("return window.Plotly !== undefined"), 20)
+    time.sleep(1.5)   # a poll or two
+    assert driver.execute_script(drawn) == 0
+    box = driver.find_element("css selector", f'tr[data-run="{ids["r2.db"]}"] input')
+    box.click()
+    wait_for(lambda: driver.execute_script(drawn) == 2, 10)
+    driver.find_element("css selector", f'tr[data-run="{ids["r2.db"]}"] input').click()
+    wait_for(lambda: driver.execute_script(drawn) == 0, 10)
+
+
+EMPTY = """
+const points = (t) => (t.z || t.y || []).flat().some(v => v !== null && v !== undefined);
+return [...document.querySelectorAll('.plot, .js-plotly-plot')].filter(p => p.offsetHeight > 0)
+  .filter(p => !(p.data || []).some(points)).map(p => p.id || p.className);
+"""
+
+
+def test_no_page_draws_an_empty_plot(site):
+    driver = site["driver"]
+    empty = {}
+    driver.get(site["url"])   # nothing ticked
+    wait_for(lambda: driver.execute_script("return window.Plotly && window.nordRuns.lines.length"),
+             20)
+    time.sleep(1.5)
+    empty["runs"] = driver.execute_script(EMPTY)
+    for name in ("r1.db", "starting.db"):   # not running; nothing told yet
+        driver = _open(site, name)
+        wait_for(lambda: driver.execute_script("return window.nordRun.plotAt !== undefined"), 20)
+        empty[name] = driver.execute_script(EMPTY)
+    driver = _open(site, "generations.db", "/candidate/1")   # no epochs recorded
+    wait_for(lambda: driver.execute_script(
+        "return window.Plotly && window.nordCandidate.view"), 20)
+    time.sleep(0.5)
+    empty["candidate without epochs"] = driver.execute_script(EMPTY)
+    assert not any(empty.values()), empty
+
