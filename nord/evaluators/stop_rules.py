@@ -9,7 +9,8 @@ and returning a bool::
     fired = first_firing(rules, {"dead_relu": 0.95, "loss": 0.3})   # -> the first rule
 
 Rules see every scalar of the epoch (``train_loss``, ``valid_accuracy``, ``valid_loss``,
-``epoch``, the callbacks' scalars and the last value of each per-step series); at the steps
+``epoch``, ``lr``, the callbacks' scalars and the last value of each per-step series; nord's own
+figures always over a callback's); at the steps
 where a callback publishes, the rules that test ``finite(...)`` or read ``nonfinite`` see that
 step's values and ``loss`` and ``lr``. A name with no value yet is false in a comparison and finite.
 Details: docs/evaluators.md, "Stopping rules".
@@ -24,13 +25,19 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 from nord.errors import ConfigurationError
 
 __all__ = ["StopRule", "parse_rules", "check_rule_names", "first_firing", "stopped_by_rule",
-           "EPOCH_SCALARS", "STEP_SCALARS", "STOPPED_METRIC", "DEFAULT_RULES",
-           "DEFAULT_CALLBACKS"]
+           "EPOCH_SCALARS", "STEP_SCALARS", "AFTER_TRAINING", "BUILT_IN_SCALARS",
+           "STOPPED_METRIC", "DEFAULT_RULES", "DEFAULT_CALLBACKS"]
 
 EPOCH_SCALARS = ("train_loss", "valid_accuracy", "valid_loss", "epoch")
 """What every epoch records, whatever the callbacks."""
 STEP_SCALARS = ("loss", "lr")
-"""What every published step carries."""
+"""What every published step carries (``lr`` also each epoch's end: the epoch's own rate)."""
+AFTER_TRAINING = ("accuracy", "test_accuracy", "test_loss", "seconds")
+"""Figures nord measures itself once the epoch's rules are checked (the epoch's seconds) or
+training is over (the result's): no rule can read them."""
+BUILT_IN_SCALARS = EPOCH_SCALARS + STEP_SCALARS + AFTER_TRAINING
+"""Names of nord's own figures: a training callback may not record a scalar by one of them
+(it would shadow the real figure in the journal and in what rules read)."""
 DEFAULT_CALLBACKS = ("dead_relu", "nonfinite")
 DEFAULT_RULES = ("nonfinite > 0", "dead_relu > 0.6")
 """Rules that end candidates that diverged or lost most of their ReLU units, with the
@@ -71,6 +78,10 @@ class StopRule:
         parser = _Parser(tokens, self.text)
         self._test = parser.parse()
         self.names = tuple(dict.fromkeys(parser.names))
+        if not self.names:
+            raise ConfigurationError(
+                f"stopping rule {self.text!r} names no scalar, so it holds always or never; "
+                "compare a recorded scalar, e.g. 'dead_relu > 0.9' or 'not finite(loss)'")
         self.checks_finite = parser.checks_finite or any(
             name.split("/")[0] == "nonfinite" for name in self.names)
 
@@ -227,6 +238,11 @@ def check_rule_names(rules: Sequence[StopRule], outputs: Sequence[str]) -> None:
     known = list(EPOCH_SCALARS) + list(STEP_SCALARS) + list(outputs)
     for rule in rules:
         for name in rule.names:
+            if name in AFTER_TRAINING:
+                raise ConfigurationError(
+                    f"stopping rule {rule.text!r} names {name!r}, which nord measures only "
+                    f"after the rules are checked (no rule sees it); a rule reads "
+                    f"{', '.join(EPOCH_SCALARS + STEP_SCALARS)} or a callback's scalars")
             if not any(fnmatch.fnmatchcase(name, pattern) for pattern in known):
                 raise ConfigurationError(
                     f"stopping rule {rule.text!r} names {name!r}, which nothing records: the "

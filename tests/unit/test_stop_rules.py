@@ -67,6 +67,23 @@ def test_a_rule_naming_what_nobody_records_is_refused_before_the_run(digits):
         RunConfig(space="nasbench201", stop_when=["train_loss > 0"])
 
 
+@pytest.mark.parametrize("rule", ["0 < 1", "1 > 0 and 2 > 1", "not (0 > 1)", "inf > 0",
+                                  "nan != nan", "(1 == 1) or 2 < 1"])
+def test_a_rule_naming_no_scalar_is_refused(rule):
+    with pytest.raises(ConfigurationError, match="names no scalar.*'dead_relu > 0.9'"):
+        StopRule(rule)
+    with pytest.raises(ConfigurationError, match="names no scalar"):
+        RunConfig(stop_when=[rule])
+
+
+@pytest.mark.parametrize("name", ["test_accuracy", "test_loss", "accuracy", "seconds"])
+def test_a_rule_naming_a_figure_measured_after_training_is_refused(digits, name):
+    with pytest.raises(ConfigurationError, match=f"'{name}', which nord measures only after"):
+        evaluator(digits, stop_rules=[f"{name} > 0.5"])
+    with pytest.raises(ConfigurationError, match=f"'{name}', which nord measures only after"):
+        RunConfig(callbacks=["dead_relu"], stop_when=[f"dead_relu > 0.5 or {name} > 0.5"])
+
+
 def test_first_firing_takes_the_first_rule_that_holds():
     rules = parse_rules(["a > 5", "not finite(b)", lambda values: values.get("a", 0) > 1])
     assert first_firing(rules, {"a": 2, "b": 1}).text == "<lambda>"
