@@ -4,15 +4,16 @@ A callback is called at the end of every epoch (optionally every ``every_steps``
 scalars ``on_epoch_end`` returns are stored with the epoch in the run's journal, those
 ``on_step`` returns as per-step series, and the report draws both. Every candidate gets fresh
 instances, and a callback that raises is recorded as a diagnostic of the candidate, never as
-its failure::
+its failure. A callback names its scalars ``name`` or ``name/...``: one named as nord's own
+figures (``lr``, ``valid_accuracy``, ...) is left out, with a diagnostic::
 
     from nord.evaluators.callbacks import DeadReLUs, GradientNorms, TrainingCallback
 
     class LearningRate(TrainingCallback):
-        name = "lr"
+        name = "epoch_lr"
 
         def on_epoch_end(self, state):
-            return {"lr": state.optimizer.param_groups[0]["lr"]}
+            return {"epoch_lr": state.optimizer.param_groups[0]["lr"]}
 
     evaluator = LocalEvaluator(epochs=5, callbacks=[GradientNorms, DeadReLUs, LearningRate])
 
@@ -78,14 +79,14 @@ class TrainingCallback:
 
         from nord.evaluators.callbacks import TrainingCallback, make_callbacks, register_callback
 
-        @register_callback("lr", description="the learning rate at the end of each epoch")
+        @register_callback("epoch_lr", description="the learning rate of each epoch")
         class LearningRate(TrainingCallback):
-            name = "lr"
+            name = "epoch_lr"
 
             def on_epoch_end(self, state):
-                return {"lr": state.optimizer.param_groups[0]["lr"]}
+                return {"epoch_lr": state.optimizer.param_groups[0]["lr"]}
 
-        callbacks = make_callbacks(["grad_norm", "lr"])
+        callbacks = make_callbacks(["grad_norm", "epoch_lr"])
     """
 
     name = "callback"
@@ -103,7 +104,8 @@ class TrainingCallback:
         says how many epochs were trained before)."""
 
     def on_step(self, state: TrainingState) -> Optional[Dict[str, float]]:
-        """After a training step (gradients of that step are still in place); the named
+        """After a training step (gradients of that step are still in place): every
+        ``every_steps`` steps, and at the last step of an epoch shorter than that; the named
         scalars it returns are stored as per-step series (``Journal.series()``)."""
 
     def on_epoch_end(self, state: TrainingState) -> Dict[str, float]:

@@ -9,7 +9,7 @@ holds: at an epoch's end, or at a step for rules that test ``finite(...)`` or re
     diagnostics = Diagnostics(callbacks, stop_rules, strict=False)
     ...                                     # a listener of the training run
     stopped = diagnostics.divergence(error, epoch)     # a NaN loss a rule takes as its stop
-    result.metrics['diagnostics'] = diagnostics.notes
+    result.metrics['diagnostics'] = diagnostics.notes     # and 'callback_changes': .changes
 """
 from __future__ import annotations
 
@@ -35,6 +35,7 @@ class _Unwatched:
 
     latest: Dict[str, float] = {}
     diagnostics: List[str] = []
+    changes: List[str] = []
 
     def begin_epoch(self, epoch: int) -> None:
         pass
@@ -63,6 +64,7 @@ class Diagnostics(TrainingListener):
         self.strict = strict
         self.epochs = int(epochs)
         self.notes: List[str] = []
+        self.changes: List[str] = []   # what a callback changed of the training ('lr', 'weights')
         self._finite_rules = [rule for rule in self.rules if rule.checks_finite]
         self._watch: Any = _Unwatched()
         self.wants_steps = False
@@ -85,7 +87,7 @@ class Diagnostics(TrainingListener):
     def step_ended(self, run, epoch: int, step: int, loss: float) -> None:
         published = self._watch.step(epoch, step, loss)
         if self._finite_rules and self._watch.due(step):
-            values = {"loss": loss, "lr": self._watch.lr(), **published}
+            values = {**published, "loss": loss, "lr": self._watch.lr()}   # nord's own last
             fired = first_firing(self._finite_rules, values, finite_only=True)
             text = run.group.root_decides(None if fired is None else fired.text)
             if text is not None:
@@ -103,8 +105,8 @@ class Diagnostics(TrainingListener):
                 error = failure
             run.group.agree(error)
         if self.rules:
-            values = {**self._watch.latest, **end.figures, **end.scalars,
-                      "epoch": float(end.epoch)}
+            values = {**self._watch.latest, **end.scalars, **end.figures,   # nord's own last
+                      "lr": float(run.optimizer.param_groups[0]["lr"]), "epoch": float(end.epoch)}
             fired = first_firing(self.rules, values)
             text = run.group.root_decides(None if fired is None else fired.text)
             if text is not None:
@@ -114,6 +116,7 @@ class Diagnostics(TrainingListener):
     def ended(self, run, epochs_trained: int) -> None:
         self._watch.end(epochs_trained)
         self.notes = list(self._watch.diagnostics)
+        self.changes = list(self._watch.changes)
         self._watch = _Unwatched()
 
     # --- a diverged epoch -----------------------------------------------------------------

@@ -100,8 +100,7 @@ class TrainingRun:
             for listener in self.listeners:
                 listener.ended(self, self.target if stopped is None else stopped["trained"])
             self._release()
-        return self._result(test, test_loss, eval_time, n_params, start, stopped,
-                            diagnostics.notes)
+        return self._result(test, test_loss, eval_time, n_params, start, stopped, diagnostics)
 
     # --- the epochs ------------------------------------------------------------------------
     def _train(self, epoch: int, loader,
@@ -314,7 +313,7 @@ class TrainingRun:
 
     def _result(self, test: float, test_loss: float, eval_time: float, n_params: int,
                 start: int, stopped: Optional[Dict[str, Any]],
-                notes: List[str]) -> EvaluationResult:
+                diagnostics: Diagnostics) -> EvaluationResult:
         last = self.progress.last
         valid, valid_loss = last.get("valid_accuracy", _NAN), last.get("valid_loss", _NAN)
         metrics: Dict[str, Any] = {
@@ -326,8 +325,10 @@ class TrainingRun:
             metrics["trained_from"] = self.progress.leg_start
         if self.note:
             metrics["checkpoint"] = self.note
-        if notes:
-            metrics["diagnostics"] = notes
+        if diagnostics.notes:
+            metrics["diagnostics"] = diagnostics.notes
+        if diagnostics.changes:   # what a callback changed: the result is not the settings'
+            metrics["callback_changes"] = diagnostics.changes
         if stopped is not None:
             metrics[STOPPED_METRIC] = stopped
         return EvaluationResult(

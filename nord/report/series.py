@@ -71,8 +71,9 @@ def plot_series(run: RunData, path: PathLike, count: int = 3) -> Path:
 
 
 def watch_notes(run: RunData) -> List[str]:
-    """One line per candidate that a callback raised in (its first diagnostic) or that a
-    stopping rule ended (the rule, the epoch and step), in whichever leg it happened."""
+    """One line per candidate that a callback raised in or changed (its first diagnostic, and
+    whether a callback changed its training) or that a stopping rule ended (the rule, the
+    epoch and step), in whichever leg it happened."""
     lines, diagnosed = [], set()
     for row in run.said:
         metrics = row["metrics"]
@@ -82,8 +83,11 @@ def watch_notes(run: RunData) -> List[str]:
                 f", step {stopped['step']}" if stopped.get("step") is not None else "")
             lines.append(f"candidate {row['candidate']}: stopped by the rule "
                          f"'{stopped.get('rule')}' at {where}")
+        changed = metrics.get("callback_changes")
         for diagnostic in (metrics.get("diagnostics") or [])[:1]:
             if row["candidate"] not in diagnosed:
                 diagnosed.add(row["candidate"])
-                lines.append(f"candidate {row['candidate']}: {diagnostic} (result unchanged)")
+                effect = (f"a callback changed its {', '.join(changed)}: result changed"
+                          if changed else "result unchanged")
+                lines.append(f"candidate {row['candidate']}: {diagnostic} ({effect})")
     return lines

@@ -32,8 +32,9 @@ from tests.helpers.toy import journal_rows
 TIMES = ("started", "ended", "train_time", "eval_time", "asked", "recorded", "seconds")
 
 
-class Stop(BaseException):
-    """Stands in for a kill: nothing in nord catches it as a candidate's failure."""
+class Stop(KeyboardInterrupt):
+    """Stands in for a kill: nothing in nord catches it as a candidate's failure (a callback's
+    other exceptions, BaseExceptions included, are its diagnostics)."""
 
 
 class Epochs(TrainingCallback):
@@ -272,7 +273,7 @@ def test_a_run_stopped_in_a_candidates_training_goes_on_from_its_checkpoint(
         search(digits, tmp_path / "stopped.db", log, mode=mode)
     assert os.listdir(f"{tmp_path / 'stopped.db'}.checkpoints") == ["candidate-1.pt"]
     with Journal(tmp_path / "stopped.db") as journal:
-        assert journal.state() == "crashed"
+        assert journal.state() == "interrupted"   # Stop is a KeyboardInterrupt
     log.stop_at = None
     summary = search(digits, tmp_path / "stopped.db", log, resume=True, mode=mode)
     assert len(log.seen) == len(whole.seen)                    # no epoch trained twice

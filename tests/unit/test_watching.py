@@ -138,7 +138,7 @@ class EveryFive(TrainingCallback):
     every_steps = 5
 
     def on_step(self, state):
-        return {"step_loss": state.metrics["loss"], "lr": state.metrics["lr"]}
+        return {"every5/loss": state.metrics["loss"], "every5/lr": state.metrics["lr"]}
 
 
 def test_on_step_values_become_the_journal_series(digits, tmp_path):
@@ -150,13 +150,13 @@ def test_on_step_values_become_the_journal_series(digits, tmp_path):
         rows = journal.series()
         epochs = journal.epochs()
         assert journal.series(candidate=1) == [r for r in rows if r["candidate"] == 1]
-    assert {r["name"] for r in rows} == {"step_loss", "lr"}
+    assert {r["name"] for r in rows} == {"every5/loss", "every5/lr"}
     assert {r["candidate"] for r in rows} == {e["candidate"] for e in epochs}
     assert {r["epoch"] for r in rows} == {1, 2}
     assert all(r["step"] % 5 == 0 and r["leg"] is None for r in rows)
     steps = len(digits.train_loader(batch_size=64, fraction=0.25, seed=1))
-    assert len([r for r in rows if r["candidate"] == 0 and r["name"] == "lr"]) == 2 * (steps // 5)
-    assert all(r["value"] == 1e-3 for r in rows if r["name"] == "lr")
+    assert len([r for r in rows if r["candidate"] == 0 and r["name"] == "every5/lr"]) == 2 * (steps // 5)
+    assert all(r["value"] == 1e-3 for r in rows if r["name"] == "every5/lr")
 
 
 def test_series_are_thinned_evenly_and_keep_each_epochs_last_value(digits, monkeypatch):
@@ -181,8 +181,8 @@ def test_series_are_thinned_evenly_and_keep_each_epochs_last_value(digits, monke
     assert kept == set(range(0, 3 * steps, stride)) | ends  # evenly spaced, and the ends
 
 
-class Stop(BaseException):
-    """Stands in for a kill."""
+class Stop(KeyboardInterrupt):
+    """Stands in for a kill (a stop signal: what a callback's other exceptions are not)."""
 
 
 def test_a_resumed_evaluation_reports_the_same_series(digits, tmp_path):

@@ -44,8 +44,9 @@ def _list(args) -> int:
             print(f"  best is the {proxy} score mapped into (0, 1), not an accuracy")
         if run.get("diagnosed"):
             print(f"  {run['diagnosed']} candidate(s) with a training callback's diagnostic"
-                  f"{_in_legs(run['diagnosed_legs'])} (a callback raised; the result is "
-                  f"unchanged), the first: candidate {run['first_diagnosed']}")
+                  f"{_in_legs(run['diagnosed_legs'])} (a callback raised or returned a name it "
+                  f"may not, the result unchanged; or it changed the training), the first: "
+                  f"candidate {run['first_diagnosed']}")
         if run.get("stopped_by_rules"):
             print(f"  {run['stopped_by_rules']} candidate(s) ended early by a stopping rule "
                   f"(--stop-when){_in_legs(run['stopped_legs'])}")

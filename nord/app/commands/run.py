@@ -149,18 +149,20 @@ RUN_FLAGS = (
      "of a Python file (./mynas.py): they register your own {registered} (recorded: a resume "
      "imports them too) (default: none)"),
     ("callbacks", "--callbacks", "list",
-     "training callbacks whose scalars each epoch records, comma-separated: grad_norm "
-     "(gradient norm per layer), weight_norm (weight norm per layer), dead_relu (share of "
-     "dead ReLU units), or your own from --plugin; each candidate gets fresh ones "
+     "training callbacks whose scalars each epoch records, comma-separated: {callbacks}; or "
+     "your own from --plugin; each candidate gets fresh ones, and a scalar named as one of "
+     "nord's own figures (train_loss, valid_accuracy, lr, ...) is left out with a diagnostic "
      "(default: none)"),
     ("stop_when", "--stop-when", "rules",
      "a stopping rule, e.g. 'dead_relu > 0.9' or 'not finite(loss)' (repeat the flag for "
      "several): comparisons of recorded scalars (train_loss, valid_accuracy, valid_loss, "
-     "epoch, the callbacks') joined by and/or/not; the first that holds at an epoch's end "
-     "ends the candidate's training, its result the last validation figure (default: none)"),
+     "epoch, lr, the callbacks') joined by and/or/not, naming at least one; the first that "
+     "holds at an epoch's end ends the candidate's training, its result the last validation "
+     "figure (default: none)"),
     ("strict_callbacks", "--strict-callbacks", "flag",
-     "a training callback that raises fails its candidate (default: it is recorded as a "
-     "diagnostic of the candidate, whose result stays what it would have been)"),
+     "a training callback that raises (sys.exit included) fails its candidate (default: it "
+     "is recorded as a diagnostic of the candidate, whose result stays what it would have "
+     "been)"),
 )
 
 _METAVARS = {"json": "JSON", "list": "NAMES", int: "N", float: "X", str: "NAME", "data_root": "DIR",
@@ -210,7 +212,7 @@ def _registered() -> Dict[str, str]:
     """What the registries hold, as the help texts of RUN_FLAGS name it (their ``{...}``), so
     that a help text never lags a registry."""
     from nord.benchmarks.nasbench201.table import DATASET_NAMES
-    algorithms, spaces, datasets, schedulers, _, recipes, _ = plugin_registries()
+    algorithms, spaces, datasets, schedulers, callbacks, recipes, _ = plugin_registries()
     kinds = [registry.kind.split(" (")[0] + "s" for registry in plugin_registries()]
 
     def described(registry) -> str:
@@ -219,6 +221,7 @@ def _registered() -> Dict[str, str]:
                 datasets=", ".join(datasets.choices()),
                 benchmark_datasets=", ".join(DATASET_NAMES.choices()),
                 schedulers=described(schedulers), recipes=described(recipes),
+                callbacks=described(callbacks),
                 registered=f"{', '.join(kinds[:-1])} or {kinds[-1]}")
 
 
