@@ -197,7 +197,8 @@ class Watch:
             answers.append((callback, self._accepted(callback, hook, state, values)))
         return answers
 
-    def _call(self, callback: TrainingCallback, hook: str, state: TrainingState) -> Dict[Any, float]:
+    def _call(self, callback: TrainingCallback, hook: str,
+              state: TrainingState) -> Dict[Any, float]:
         """One hook of one callback, with the random generators and the network's mode put
         back; a failure is recorded (or kept to raise) and the callback left out."""
         rng = torch.get_rng_state()

@@ -110,7 +110,7 @@ def test_the_training_callback_example_reports_the_learning_rate(private_registr
     model = torch.nn.Linear(2, 1)
     state = TrainingState(epoch=1, step=0, model=model,
                           optimizer=torch.optim.SGD(model.parameters(), lr=0.05))
-    assert learning_rate.on_epoch_end(state) == {"lr": 0.05}
+    assert learning_rate.on_epoch_end(state) == {"epoch_lr": 0.05}   # not "lr": nord's own figure
 
 
 def test_the_data_curator_example_loads_by_name(private_registries):
