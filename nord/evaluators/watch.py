@@ -183,17 +183,20 @@ class Watch:
                    ) -> List[Tuple[TrainingCallback, Dict[str, float]]]:
         """``hook`` of each callback in turn, each with its own state; what each returned that
         it may record. The optimizer's settings and a checksum of the weights are taken before
-        the first and after each, so that a change is put down to the callback that made it."""
+        the first and after each, so that a change is put down to the callback that made it
+        (not around ``on_candidate_end``: the result is measured by then)."""
         answers = []
-        seen = self._fingerprint()
+        watched = hook != "on_candidate_end"
+        seen = self._fingerprint() if watched else None
         for callback in callbacks:
             state = TrainingState(epoch, step, self.model, self.optimizer, dict(metrics),
                                   self.probe, topics or {})
             values = self._call(callback, hook, state)
-            now = self._fingerprint()
-            if now[0] != seen[0] or not _same(now[1], seen[1]):
-                self._changed(callback, hook, state, seen, now)
-            seen = now
+            if watched:
+                now = self._fingerprint()
+                if now[0] != seen[0] or not _same(now[1], seen[1]):
+                    self._changed(callback, hook, state, seen, now)
+                seen = now
             answers.append((callback, self._accepted(callback, hook, state, values)))
         return answers
 

@@ -175,6 +175,13 @@ def test_a_callback_that_changes_the_weights_is_said(digits, plain, change, hook
     assert result.metrics["callback_changes"] == ["weights"]
 
 
+def test_a_change_after_the_result_is_measured_is_no_diagnostic(digits, plain):
+    result, _ = train(digits, [changing(set_group("lr", 0.5), "on_candidate_end"),
+                               changing(lambda s: s.model.layer_modules["conv"].weight.mul_(0),
+                                        "on_candidate_end")])
+    assert figures(result) == plain and "diagnostics" not in result.metrics
+
+
 def test_a_change_is_put_down_to_the_callback_that_made_it(digits):
     class Reads(TrainingCallback):
         name = "reads"
