@@ -238,6 +238,12 @@ def check_rule_names(rules: Sequence[StopRule], outputs: Sequence[str]) -> None:
     known = list(EPOCH_SCALARS) + list(STEP_SCALARS) + list(outputs)
     for rule in rules:
         for name in rule.names:
+            if name == "loss" and not rule.checks_finite:
+                raise ConfigurationError(
+                    f"stopping rule {rule.text!r} names 'loss', a single step's loss, which only "
+                    "the rules that test finite(...) or read nonfinite see (at the steps a "
+                    "callback publishes), so it would never hold; compare train_loss (the "
+                    "epoch's mean) instead, e.g. 'train_loss > 10'")
             if name in AFTER_TRAINING:
                 raise ConfigurationError(
                     f"stopping rule {rule.text!r} names {name!r}, which nord measures only "

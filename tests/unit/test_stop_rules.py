@@ -84,6 +84,15 @@ def test_a_rule_naming_a_figure_measured_after_training_is_refused(digits, name)
         RunConfig(callbacks=["dead_relu"], stop_when=[f"dead_relu > 0.5 or {name} > 0.5"])
 
 
+@pytest.mark.parametrize("rule", ["loss > 10", "loss < 0.01 and epoch > 1"])
+def test_a_rule_on_a_steps_loss_that_no_step_checks_is_refused(digits, rule):
+    with pytest.raises(ConfigurationError, match="names 'loss'.*compare train_loss"):
+        evaluator(digits, stop_rules=[rule])
+    with pytest.raises(ConfigurationError, match="names 'loss'"):
+        RunConfig(stop_when=[rule])
+    evaluator(digits, stop_rules=[f"{rule} or not finite(loss)"])   # checked at steps: taken
+
+
 def test_first_firing_takes_the_first_rule_that_holds():
     rules = parse_rules(["a > 5", "not finite(b)", lambda values: values.get("a", 0) > 1])
     assert first_firing(rules, {"a": 2, "b": 1}).text == "<lambda>"
