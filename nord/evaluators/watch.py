@@ -73,7 +73,7 @@ class Watch:
         self._series: List[List] = []              # [step, name, value] of this epoch
         self._unkept: Dict[int, List[List]] = {}   # id(callback) -> its last points not kept
         self._owners: Dict[str, int] = {}          # scalar name -> id(the callback recording it)
-        self._said: set = set()                    # (id(callback), what) already in diagnostics
+        self._said: set = set()                    # (id(callback), what...) already said
         self._bus = Bus(model)
         self._tensors = [t for t in (*model.parameters(), *model.buffers())
                          if t.is_floating_point()]
@@ -283,7 +283,8 @@ class Watch:
         if not self._tensors:
             return settings, []
         with torch.no_grad():
-            return settings, torch.stack([t.detach().sum().float() for t in self._tensors]).tolist()
+            sums = torch.stack([t.detach().sum().float() for t in self._tensors])
+        return settings, sums.tolist()
 
     def _changed(self, callback, hook: str, state: TrainingState, before, after) -> None:
         """Say in ``diagnostics`` what ``callback`` changed (once per callback and setting)."""
@@ -293,8 +294,9 @@ class Watch:
         for group, (old, new) in enumerate(zip(before[0], after[0])):
             old, new = dict(old), dict(new)
             for key in sorted(set(old) | set(new), key=str):
-                if old.get(key) != new.get(key) and (id(callback), key) not in self._said:
-                    self._said.add((id(callback), key))
+                if (old.get(key) != new.get(key)
+                        and (id(callback), "setting", key) not in self._said):
+                    self._said.add((id(callback), "setting", key))
                     said.append(f"the optimizer's {key} from {old.get(key)!r} to "
                                 f"{new.get(key)!r}" + (f" (param group {group})" if group else ""))
                     if key not in self.changes:
