@@ -17,14 +17,17 @@ needed only when one of its algorithms is made. Other packages add algorithms th
 """
 from __future__ import annotations
 
+import functools
 import inspect
 from dataclasses import dataclass, field
 from typing import Any, List, Mapping, Optional, Sequence, Type
 
+from nord.checks import MAX_BUDGET, check_int
 from nord.errors import ConfigurationError
 from nord.registry import Registry
 from nord.search.algorithms.bananas import Bananas
-from nord.search.algorithms.base import SearchAlgorithm, generations_within
+from nord.search.algorithms.base import (SearchAlgorithm, check_space_and_seed,
+                                         generations_within)
 from nord.search.algorithms.bohb import BOHB
 from nord.search.algorithms.evolution import RegularizedEvolution
 from nord.search.algorithms.genetic import GeneticAlgorithm
@@ -119,6 +122,11 @@ def make_algorithm(name: str, space: SearchSpace, seed: Optional[int] = None,
     """
     entry = ALGORITHMS.entry(name)
     spec = entry.value
+    # before the algorithm is made: constructors read the space before the base class checks it
+    space, seed = check_space_and_seed(space, seed)
+    if budget is not None:
+        check_int(budget, "budget (the run's evaluations)", 1, MAX_BUDGET,
+                  rule="an integer >= 1 or None")
     signature = inspect.signature(spec.cls.__init__)
     accepted = algorithm_parameters(entry.name)
     open_ended = any(p.kind is p.VAR_KEYWORD for p in signature.parameters.values())
