@@ -171,6 +171,11 @@ class Evaluation:
         """Ranks per group (None: all of them)."""
         return 1
 
+    def launch_warning(self, world_size: int) -> Optional[str]:
+        """What this way does not do with a launch of ``world_size`` ranks, said before the
+        run (a warning the journal keeps), or None."""
+        return None
+
     def dedicated_root(self) -> bool:
         """Whether rank 0 only dispatches (and holds no evaluator)."""
         return False
@@ -399,6 +404,19 @@ class Training(Evaluation):
     how_ranks_evaluate = "trains each network on one rank"
     workers_refusal = None
 
+    def check_settings(self) -> None:
+        """Refuse a run that trains nothing: a search by the accuracy of random initial weights
+        is a mistake, not a method (ranking untrained networks is what zero-cost proxies
+        are for)."""
+        super().check_settings()
+        config = self.config
+        if config.epochs == 0 and not isinstance(config.epochs, bool) and config.scheduler is None:
+            raise ConfigurationError(
+                f"--epochs 0 (epochs=0) trains no candidate under evaluation="
+                f"{config.evaluation!r}: the search would rank networks by the accuracy of their "
+                "random initial weights. Give --epochs 1 or more; to rank untrained networks on "
+                "purpose, score them with --evaluation zero-cost (a proxy such as synflow)")
+
     def build(self, env, curator=None):
         if env.group is None:
             return None
@@ -459,6 +477,14 @@ class DataParallelTraining(Training):
     def ranks_per_network(self, world_size: int) -> int:
         return world_size
 
+    def launch_warning(self, world_size: int) -> Optional[str]:
+        if world_size > 1:
+            return None
+        return ("--evaluation data-parallel trains each network on all the ranks of an mpirun "
+                "launch, and this run has one process: every network trains on it alone, as "
+                "with --evaluation local. Launch it as mpirun -np N nord run ... to train each "
+                "network on N ranks")
+
     def launch_for(self, ranks: int) -> str:
         return f"mpirun -np {ranks}" if ranks > 1 else "one process, without mpirun"
 
@@ -474,6 +500,14 @@ class GroupTraining(Training):
 
     def group_size(self) -> Optional[int]:
         return self.config.group_size or 1
+
+    def launch_warning(self, world_size: int) -> Optional[str]:
+        if world_size > 1:
+            return None
+        return ("--evaluation distributed evaluates candidates side by side on the ranks of an "
+                "mpirun launch, and this run has one process: candidates are evaluated one at a "
+                "time, as with --evaluation local. Launch it as mpirun -np N nord run ... to "
+                "evaluate on N ranks")
 
     def launch_refusal(self, world_size: int) -> Optional[str]:
         k = self.group_size()

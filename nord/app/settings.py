@@ -36,6 +36,10 @@ TRAINING_DEFAULTS = {"batch_size": 64, "lr": DEFAULT_RECIPE.lr,
                      "optimizer": DEFAULT_RECIPE.optimizer}
 """What a run trains with where neither the flags nor its recipe say (these settings default
 to None: the recipe's)."""
+ALGORITHM_OWN_KEYS = {"space": "--space and --space-params (space=, space_params=)",
+                      "budget": "--budget (budget=)", "name": "--algorithm (algorithm=)"}
+"""Keys of ``algorithm_params`` that nord gives the algorithm itself (the seed besides), and
+the settings that give them."""
 RECORDED_WHEN_SET = {"data_checksums": None, "max_params": None, "plugins": None, "proxy": None,
                      "stop_when": [], "strict_callbacks": False, "recipe": None,
                      **{part: None for part in RECIPE_PARTS}}
@@ -254,10 +258,28 @@ class RunConfig:
         self.valid_fraction = check_valid_fraction(self.valid_fraction)
         self._check_scheduler(way)
         self._check_callbacks(way)
+        self._check_own_keys(way)
+
+    def _check_own_keys(self, way: Evaluation) -> None:
+        """Refuse keys of ``algorithm_params`` and ``space_params`` that nord gives the
+        algorithm and the space itself: given twice, they would reach Python as a TypeError."""
         if "seed" in self.algorithm_params:
             raise ConfigurationError(
                 "give the seed as RunConfig(seed=...) (nord run --seed), not among the "
                 "algorithm's parameters: it seeds the algorithm and the training alike")
+        for key, instead in ALGORITHM_OWN_KEYS.items():
+            if key in self.algorithm_params:
+                raise ConfigurationError(
+                    f"--params (algorithm_params=) sets {key!r}, which nord gives the algorithm "
+                    f"itself from {instead}; drop {key!r} from --params, and give {instead}")
+        if (way.needs_data and "input_shape" in self.space_params
+                and takes_input_shape(self.space)):
+            raise ConfigurationError(
+                f"--space-params (space_params=) sets 'input_shape' "
+                f"({self.space_params['input_shape']!r}), which nord gives the space itself: "
+                f"the shape of the data set's images (--dataset {self.dataset}). Drop "
+                "input_shape from --space-params; to search for other images, choose their "
+                "data set with --dataset")
 
     def _settle_recipe(self) -> None:
         """The recipe named, its parts replaced by the settings given, checked; then every
@@ -443,6 +465,14 @@ class RunConfig:
     def from_dict(cls, data: Dict[str, Any]) -> "RunConfig":
         known = {f.name for f in fields(cls)}
         return cls(**{key: value for key, value in data.items() if key in known})
+
+
+def takes_input_shape(space: str) -> bool:
+    """Whether the search space ``space`` is given the data's ``input_shape`` by nord (when it
+    takes one, or any keyword)."""
+    from nord.search.spaces.registry import space_parameters
+    takes = space_parameters(space)
+    return takes is None or "input_shape" in takes
 
 
 def check_workers_under_launcher(workers: int, ranks: int) -> None:
