@@ -74,12 +74,23 @@ def register_algorithm(name: str, cls: Optional[Type[SearchAlgorithm]] = None, *
     ``name``; without ``cls``, a class decorator (``@register_algorithm("mine")``).
 
     ``preset`` (keyword arguments applied before the caller's) and ``generations_from_budget``
-    are those of :class:`AlgorithmSpec`. Returns ``cls``; the other arguments and the errors
-    are :meth:`nord.registry.Registry.add`'s.
+    are those of :class:`AlgorithmSpec`. A class that does not set its own ``name`` (a subclass
+    of ``RegularizedEvolution`` registered as ``'my_rea'``) is given ``name``: the journal,
+    ``nord list``, ``nord serve`` and the report know its runs by the name they were asked for
+    by, not by its parent's. Returns ``cls``; the other arguments and the errors are
+    :meth:`nord.registry.Registry.add`'s.
     """
-    return ALGORITHMS.add(
+    if cls is None:
+        return functools.partial(register_algorithm, name, aliases=aliases,
+                                 description=description, preset=preset,
+                                 generations_from_budget=generations_from_budget,
+                                 overwrite=overwrite)
+    ALGORITHMS.add(
         name, cls, aliases=aliases, description=description, overwrite=overwrite,
         wrap=lambda cls: AlgorithmSpec(cls, dict(preset or {}), generations_from_budget))
+    if "name" not in vars(cls):
+        cls.name = name
+    return cls
 
 
 
