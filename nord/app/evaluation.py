@@ -79,6 +79,9 @@ class Evaluation:
     how_ranks_evaluate = "evaluates each network on one rank"
     """What a rank does with a candidate, in the words of a refusal of --group-size."""
     workers_refusal: Optional[str] = "evaluates them otherwise: run it without --workers"
+    on_several_ranks: Optional[str] = None
+    """What the way does with the ranks of an mpirun launch, for the warning of a run of one
+    process (None: it evaluates one process's way, with nothing to warn of)."""
     """Why worker processes, which train candidates as 'local' does, cannot evaluate this way,
     and what to run instead (None: they can)."""
 
@@ -174,7 +177,11 @@ class Evaluation:
     def launch_warning(self, world_size: int) -> Optional[str]:
         """What this way does not do with a launch of ``world_size`` ranks, said before the
         run (a warning the journal keeps), or None."""
-        return None
+        if world_size > 1 or self.on_several_ranks is None:
+            return None
+        return (f"--evaluation {self.config.evaluation} {self.on_several_ranks}, and this run "
+                "has one process, which evaluates every candidate as --evaluation local would. "
+                "Launch it as mpirun -np N nord run ... to use N ranks")
 
     def dedicated_root(self) -> bool:
         """Whether rank 0 only dispatches (and holds no evaluator)."""
@@ -470,20 +477,13 @@ class DataParallelTraining(Training):
 
     how_ranks_evaluate = "trains each network on all the ranks of the launch"
     workers_refusal = _ON_SEVERAL_RANKS
+    on_several_ranks = "trains each network on all the ranks of an mpirun launch"
 
     def group_size(self) -> Optional[int]:
         return None
 
     def ranks_per_network(self, world_size: int) -> int:
         return world_size
-
-    def launch_warning(self, world_size: int) -> Optional[str]:
-        if world_size > 1:
-            return None
-        return ("--evaluation data-parallel trains each network on all the ranks of an mpirun "
-                "launch, and this run has one process: every network trains on it alone, as "
-                "with --evaluation local. Launch it as mpirun -np N nord run ... to train each "
-                "network on N ranks")
 
     def launch_for(self, ranks: int) -> str:
         return f"mpirun -np {ranks}" if ranks > 1 else "one process, without mpirun"
@@ -494,6 +494,7 @@ class GroupTraining(Training):
     only dispatches when the groups hold several ranks."""
 
     workers_refusal = _ON_SEVERAL_RANKS
+    on_several_ranks = "evaluates candidates side by side on the ranks of an mpirun launch"
 
     def check_group_size(self) -> None:
         """The groups are this way's own (``group_size`` None: groups of one rank)."""
@@ -501,13 +502,6 @@ class GroupTraining(Training):
     def group_size(self) -> Optional[int]:
         return self.config.group_size or 1
 
-    def launch_warning(self, world_size: int) -> Optional[str]:
-        if world_size > 1:
-            return None
-        return ("--evaluation distributed evaluates candidates side by side on the ranks of an "
-                "mpirun launch, and this run has one process: candidates are evaluated one at a "
-                "time, as with --evaluation local. Launch it as mpirun -np N nord run ... to "
-                "evaluate on N ranks")
 
     def launch_refusal(self, world_size: int) -> Optional[str]:
         k = self.group_size()
