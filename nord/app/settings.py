@@ -60,10 +60,12 @@ class RunConfig:
     Attributes:
         algorithm: a registered algorithm or alias ('regularized_evolution' or 'rea',
             'pygmo', 'genetic' or 'ga', 'random', ...: ``nord.search.algorithms.registry``).
-        algorithm_params: its keyword arguments (e.g. population_size, generations).
+        algorithm_params: its keyword arguments (e.g. population_size, generations); not
+            seed, space, budget or name, which their own settings give.
         space: a registered search space: 'conv' (the paper's k convolutional layers) or
             'nasbench201'.
-        space_params: the space's keyword arguments (e.g. layers, channels, kernel_size).
+        space_params: the space's keyword arguments (e.g. layers, channels, kernel_size);
+            not input_shape, which the data set gives where a way reads one.
         evaluation: 'local', 'data-parallel', 'distributed', 'benchmark', 'zero-cost' or
             another registered way (``nord.app.evaluation``, which also holds the rules that
             depend on it); None: 'benchmark' for the 'nasbench201' space, else 'local'.
@@ -78,7 +80,8 @@ class RunConfig:
             checked against instead of the official ones: for files from a mirror whose
             files differ (``nord data download --checksums``), or the table itself (file
             name -> MD5), which is what a run records. None: the official MD5s.
-        epochs: training epochs of every candidate.
+        epochs: training epochs of every candidate; at least 1 where candidates train
+            (untrained networks are ranked by 'zero-cost').
         recipe: how every candidate is trained (``nord.nn.recipe``): 'default' (None),
             'nasbench201', 'darts-search' or a registered name; the settings below replace its
             parts. A run whose recipe differs from the default records every part.

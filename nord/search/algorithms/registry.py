@@ -128,8 +128,9 @@ def make_algorithm(name: str, space: SearchSpace, seed: Optional[int] = None,
         **params: the algorithm's keyword arguments (they override the entry's preset).
 
     Raises:
-        ConfigurationError: unknown name, or a parameter the algorithm does not take (the
-            message lists those it takes), or an invalid value.
+        ConfigurationError: unknown name, a ``space`` that is not a SearchSpace, a ``seed``
+            or ``budget`` that is not a whole number in range, a parameter the algorithm does
+            not take (the message lists those it takes), or an invalid value.
     """
     entry = ALGORITHMS.entry(name)
     spec = entry.value

@@ -176,11 +176,14 @@ def run_search(algorithm: Optional[SearchAlgorithm], evaluator=None, *,
         A :class:`SearchSummary` on the rank that runs the engine; None on worker ranks.
 
     Raises:
-        ConfigurationError: a bad ``mode``, ``budget``, ``batch_size``, ``journal`` (a Journal
-            already started is one), ``time_budget`` or ``target``, a setting given both in
-            its group and as a keyword, or neither evaluator nor executor, a ``scheduler`` that
-            is not one or has served another run, or a scheduler the algorithm cannot run
-            under (``SearchAlgorithm.schedulers``).
+        ConfigurationError: an ``algorithm``, ``evaluator``, ``executor`` or hook of the
+            wrong kind (a name or a class where the object goes), an algorithm that has
+            proposed candidates already (it serves one run: make a fresh one, for a resume
+            too), a bad ``mode``, ``budget`` (at least 1), ``resume``, ``batch_size``,
+            ``journal`` (a Journal already started is one), ``time_budget`` or ``target``, a
+            setting given both in its group and as a keyword, or neither evaluator nor
+            executor, a ``scheduler`` that is not one or has served another run, or a
+            scheduler the algorithm cannot run under (``SearchAlgorithm.schedulers``).
         TypeError: a keyword that is no setting.
         JournalError: the journal cannot be started or resumed by this run (nothing is then
             written), or cannot be written.
