@@ -156,6 +156,13 @@ def test_make_algorithm_names_a_bad_seed(seed):
             else str(seed))
 
 
+def test_make_algorithm_still_takes_numpy_seeding():
+    import numpy as np
+    for seed in (np.random.default_rng(0), np.random.PCG64(1), np.random.SeedSequence(2), None,
+                 4294967295):
+        assert make_algorithm("random", ToySpace(), seed=seed).ask() is not None
+
+
 def test_the_algorithm_classes_check_space_and_seed_themselves():
     refused(lambda: RegularizedEvolution(None, seed=0), "space takes a SearchSpace")
     refused(lambda: RandomSearch(ToySpace(), seed="3"), "seed must be an integer", "'3'")

@@ -55,15 +55,22 @@ def generations_within(budget: int, population_size: int) -> int:
     return max(1, -(-budget // population_size) - 1)
 
 
-def check_space_and_seed(space: Any, seed: Any) -> Tuple[SearchSpace, Optional[int]]:
-    """``(space, seed)`` when the space is a SearchSpace and the seed an int in [0, 2**32 - 1]
-    or None: what every algorithm is made with.
+NUMPY_SEEDS = (np.random.Generator, np.random.BitGenerator, np.random.SeedSequence)
+"""numpy's seeding objects, which ``np.random.default_rng`` takes as a seed."""
+
+
+def check_space_and_seed(space: Any, seed: Any) -> Tuple[SearchSpace, Any]:
+    """``(space, seed)`` when the space is a SearchSpace and the seed an int in [0, 2**32 - 1],
+    None, or numpy's own seeding (a Generator, which others may share, a BitGenerator or a
+    SeedSequence): what every algorithm is made with.
 
     Raises:
         ConfigurationError: naming the parameter, what it takes and what was given.
     """
     check_instance(space, "space", SearchSpace, "a SearchSpace such as ConvSpace(input_shape="
                    "(1, 8, 8)) or make_space('nasbench201')")
+    if isinstance(seed, NUMPY_SEEDS):
+        return space, seed
     return space, check_seed(seed)
 
 
