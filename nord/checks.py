@@ -1,18 +1,20 @@
 """Checks of plain arguments, shared so that every message reads the same way.
 
-    from nord.checks import check_int
+    from nord.checks import check_instance, check_int
     budget = check_int(budget, "budget (evaluations per run)", minimum=1)
+    space = check_instance(space, "space", SearchSpace, "a SearchSpace such as ConvSpace(...)")
 """
 from __future__ import annotations
 
 import math
 import numbers
 import re
-from typing import Any, Optional, Tuple
+from typing import Any, Optional, Tuple, Union
 
 from nord.errors import ConfigurationError
 
-__all__ = ["check_int", "check_valid_fraction", "check_device"]
+__all__ = ["check_int", "check_valid_fraction", "check_device", "check_instance", "check_bool",
+           "check_number", "check_seed", "given"]
 
 
 def check_int(value: Any, name: str, minimum: Optional[int] = None,
@@ -42,6 +44,84 @@ def check_int(value: Any, name: str, minimum: Optional[int] = None,
         rule = ("an integer" + (f" >= {minimum}" if minimum is not None else "")
                 + (f" <= {maximum}" if maximum is not None else ""))
     raise ConfigurationError(f"{name} must be {rule}; got {given}")
+
+
+def given(value: Any) -> str:
+    """What was given, for a message: a value as its type and repr (cut at 80 characters),
+    a class as a class (the usual slip is a class where an instance of it goes)."""
+    if isinstance(value, type):
+        return f"the class {value.__qualname__} itself (not an instance of it)"
+    return f"{type(value).__name__}: {value!r:.80}"
+
+
+def check_instance(value: Any, name: str, types: Union[type, Tuple[type, ...]], takes: str,
+                   none: bool = False) -> Any:
+    """``value`` when it is an instance of ``types`` (or None, where ``none`` allows it).
+
+    Args:
+        value: what was given.
+        name: the parameter, for the message: ``'evaluator'``.
+        types: the class (or classes) it must be an instance of.
+        takes: what the parameter takes, in words, with an example:
+            ``'an Evaluator such as LocalEvaluator(epochs=2)'``.
+        none: whether None is accepted.
+
+    Raises:
+        ConfigurationError: naming ``name``, what it takes and what was given; a class given
+            where its instance goes is told to make one.
+    """
+    if isinstance(value, types) or (none and value is None):
+        return value
+    fix = ""
+    if isinstance(value, type) and issubclass(value, types):
+        fix = f"; make one first: {value.__qualname__}(...)"
+    raise ConfigurationError(f"{name} takes {takes}{' or None' if none else ''}; got "
+                             f"{given(value)}{fix}")
+
+
+def check_bool(value: Any, name: str) -> bool:
+    """``value`` when it is True or False (not 1, 'no' or None, which read ambiguously).
+
+    Raises:
+        ConfigurationError: naming ``name`` and what was given.
+    """
+    if not isinstance(value, bool):
+        raise ConfigurationError(f"{name} takes True or False; got {given(value)}")
+    return value
+
+
+def check_number(value: Any, name: str, rule: str, low: float = -math.inf,
+                 high: float = math.inf, low_open: bool = False) -> float:
+    """``value`` as a float when it is a real number (not a bool) in ``[low, high]``
+    (``(low, high]`` when ``low_open``).
+
+    Args:
+        rule: the rule in words, with an example: ``'a number in (0, 1], e.g. 0.5'``.
+
+    Raises:
+        ConfigurationError: naming ``name``, the rule and what was given.
+    """
+    if (isinstance(value, bool) or not isinstance(value, numbers.Real)
+            or not math.isfinite(value) or not (low < value if low_open else low <= value)
+            or not value <= high):
+        shown = value if isinstance(value, numbers.Real) and not isinstance(value, bool) else (
+            given(value))
+        raise ConfigurationError(f"{name} must be {rule}; got {shown}")
+    return float(value)
+
+
+def check_seed(seed: Any, name: str = "seed", none: bool = True) -> Optional[int]:
+    """``seed`` as an int in [0, :data:`MAX_SEED`] (or None where ``none`` allows it:
+    fresh entropy).
+
+    Raises:
+        ConfigurationError: naming ``name``, the rule and what was given.
+    """
+    if seed is None and none:
+        return None
+    return check_int(seed, name, 0, MAX_SEED,
+                     rule=f"an integer in [0, {MAX_SEED}]{' or None' if none else ''} (numpy "
+                          "and scikit-learn take 32-bit seeds)")
 
 
 def check_valid_fraction(fraction: Any) -> float:

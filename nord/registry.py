@@ -25,6 +25,7 @@ from types import ModuleType
 from typing import (Any, Callable, Dict, Generic, Iterator, List, Optional, Sequence, Tuple,
                     TypeVar)
 
+from nord.checks import given
 from nord.errors import ConfigurationError
 
 T = TypeVar("T")
@@ -205,6 +206,10 @@ class Registry(Generic[T]):
             ConfigurationError: unknown name; the message lists the valid names.
         """
         found = self.find(name)
+        if found is None and not isinstance(name, str):
+            raise ConfigurationError(
+                f"a {self.kind} is chosen by its name, a string; got {given(name)}. Valid names "
+                f"are: {', '.join(self.choices())}" + (f". {self.hint}" if self.hint else ""))
         if found is None:
             close = difflib.get_close_matches(normalise_name(name), list(self._keys), n=1,
                                               cutoff=0.6) if isinstance(name, str) else []

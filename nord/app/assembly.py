@@ -20,7 +20,7 @@ from typing import Any, Dict, List, Optional, Tuple, Union
 
 from nord.app.evaluation import TEST_SELECTION, Evaluation, Training
 from nord.app.plugins import load_modules
-from nord.app.settings import RunConfig, usable_cpus
+from nord.app.settings import RunConfig, takes_input_shape, usable_cpus
 from nord.errors import ConfigurationError
 
 # The data sets, evaluators and executors are imported where they are used, so that a
@@ -78,10 +78,9 @@ def recorded_data_settings(config: RunConfig) -> RunConfig:
 
 def build_space(config: RunConfig, curator=None):
     """The run's search space, given the data's input shape when it takes one."""
-    from nord.search.spaces.registry import make_space, space_parameters
-    takes = space_parameters(config.space)
+    from nord.search.spaces.registry import make_space
     shape = ({"input_shape": tuple(curator.input_shape)}
-             if curator is not None and (takes is None or "input_shape" in takes) else {})
+             if curator is not None and takes_input_shape(config.space) else {})
     return make_space(config.space, **shape, **config.space_params)
 
 
@@ -223,6 +222,9 @@ def assemble(config: RunConfig, way: Evaluation, env, curator, space) -> RunPart
     dataset, warnings = {"name": config.dataset, "root": config.data_root}, []
     if env.is_root and curator is not None:
         dataset, warnings = describe_data(config, curator, selection)
+    launch = way.launch_warning(env.size)
+    if env.is_root:
+        warnings += [launch] if launch is not None else []
         for warning in warnings:
             env.print(f"warning: {warning}", file=sys.stderr)
     info = RunInfo(evaluator=way.describe(env.size, evaluator), dataset=dataset,

@@ -79,6 +79,9 @@ class Evaluation:
     how_ranks_evaluate = "evaluates each network on one rank"
     """What a rank does with a candidate, in the words of a refusal of --group-size."""
     workers_refusal: Optional[str] = "evaluates them otherwise: run it without --workers"
+    on_several_ranks: Optional[str] = None
+    """What the way does with the ranks of an mpirun launch, for the warning of a run of one
+    process (None: it evaluates one process's way, with nothing to warn of)."""
     """Why worker processes, which train candidates as 'local' does, cannot evaluate this way,
     and what to run instead (None: they can)."""
 
@@ -170,6 +173,15 @@ class Evaluation:
     def group_size(self) -> Optional[int]:
         """Ranks per group (None: all of them)."""
         return 1
+
+    def launch_warning(self, world_size: int) -> Optional[str]:
+        """What this way does not do with a launch of ``world_size`` ranks, said before the
+        run (a warning the journal keeps), or None."""
+        if world_size > 1 or self.on_several_ranks is None:
+            return None
+        return (f"--evaluation {self.config.evaluation} {self.on_several_ranks}, and this run "
+                "has one process, which evaluates every candidate as --evaluation local would. "
+                "Launch it as mpirun -np N nord run ... to use N ranks")
 
     def dedicated_root(self) -> bool:
         """Whether rank 0 only dispatches (and holds no evaluator)."""
@@ -399,6 +411,19 @@ class Training(Evaluation):
     how_ranks_evaluate = "trains each network on one rank"
     workers_refusal = None
 
+    def check_settings(self) -> None:
+        """Refuse a run that trains nothing: a search by the accuracy of random initial weights
+        is a mistake, not a method (ranking untrained networks is what zero-cost proxies
+        are for)."""
+        super().check_settings()
+        config = self.config
+        if config.epochs == 0 and not isinstance(config.epochs, bool) and config.scheduler is None:
+            raise ConfigurationError(
+                f"--epochs 0 (epochs=0) trains no candidate under evaluation="
+                f"{config.evaluation!r}: the search would rank networks by the accuracy of their "
+                "random initial weights. Give --epochs 1 or more; to rank untrained networks on "
+                "purpose, score them with --evaluation zero-cost (a proxy such as synflow)")
+
     def build(self, env, curator=None):
         if env.group is None:
             return None
@@ -452,6 +477,7 @@ class DataParallelTraining(Training):
 
     how_ranks_evaluate = "trains each network on all the ranks of the launch"
     workers_refusal = _ON_SEVERAL_RANKS
+    on_several_ranks = "trains each network on all the ranks of an mpirun launch"
 
     def group_size(self) -> Optional[int]:
         return None
@@ -468,12 +494,14 @@ class GroupTraining(Training):
     only dispatches when the groups hold several ranks."""
 
     workers_refusal = _ON_SEVERAL_RANKS
+    on_several_ranks = "evaluates candidates side by side on the ranks of an mpirun launch"
 
     def check_group_size(self) -> None:
         """The groups are this way's own (``group_size`` None: groups of one rank)."""
 
     def group_size(self) -> Optional[int]:
         return self.config.group_size or 1
+
 
     def launch_refusal(self, world_size: int) -> Optional[str]:
         k = self.group_size()

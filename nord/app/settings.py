@@ -36,6 +36,10 @@ TRAINING_DEFAULTS = {"batch_size": 64, "lr": DEFAULT_RECIPE.lr,
                      "optimizer": DEFAULT_RECIPE.optimizer}
 """What a run trains with where neither the flags nor its recipe say (these settings default
 to None: the recipe's)."""
+ALGORITHM_OWN_KEYS = {"space": "--space and --space-params (space=, space_params=)",
+                      "budget": "--budget (budget=)", "name": "--algorithm (algorithm=)"}
+"""Keys of ``algorithm_params`` that nord gives the algorithm itself (the seed besides), and
+the settings that give them."""
 RECORDED_WHEN_SET = {"data_checksums": None, "max_params": None, "plugins": None, "proxy": None,
                      "stop_when": [], "strict_callbacks": False, "recipe": None,
                      **{part: None for part in RECIPE_PARTS}}
@@ -56,10 +60,12 @@ class RunConfig:
     Attributes:
         algorithm: a registered algorithm or alias ('regularized_evolution' or 'rea',
             'pygmo', 'genetic' or 'ga', 'random', ...: ``nord.search.algorithms.registry``).
-        algorithm_params: its keyword arguments (e.g. population_size, generations).
+        algorithm_params: its keyword arguments (e.g. population_size, generations); not
+            seed, space, budget or name, which their own settings give.
         space: a registered search space: 'conv' (the paper's k convolutional layers) or
             'nasbench201'.
-        space_params: the space's keyword arguments (e.g. layers, channels, kernel_size).
+        space_params: the space's keyword arguments (e.g. layers, channels, kernel_size);
+            not input_shape, which the data set gives where a way reads one.
         evaluation: 'local', 'data-parallel', 'distributed', 'benchmark', 'zero-cost' or
             another registered way (``nord.app.evaluation``, which also holds the rules that
             depend on it); None: 'benchmark' for the 'nasbench201' space, else 'local'.
@@ -74,7 +80,8 @@ class RunConfig:
             checked against instead of the official ones: for files from a mirror whose
             files differ (``nord data download --checksums``), or the table itself (file
             name -> MD5), which is what a run records. None: the official MD5s.
-        epochs: training epochs of every candidate.
+        epochs: training epochs of every candidate; at least 1 where candidates train
+            (untrained networks are ranked by 'zero-cost').
         recipe: how every candidate is trained (``nord.nn.recipe``): 'default' (None),
             'nasbench201', 'darts-search' or a registered name; the settings below replace its
             parts. A run whose recipe differs from the default records every part.
@@ -254,10 +261,28 @@ class RunConfig:
         self.valid_fraction = check_valid_fraction(self.valid_fraction)
         self._check_scheduler(way)
         self._check_callbacks(way)
+        self._check_own_keys(way)
+
+    def _check_own_keys(self, way: Evaluation) -> None:
+        """Refuse keys of ``algorithm_params`` and ``space_params`` that nord gives the
+        algorithm and the space itself: given twice, they would reach Python as a TypeError."""
         if "seed" in self.algorithm_params:
             raise ConfigurationError(
                 "give the seed as RunConfig(seed=...) (nord run --seed), not among the "
                 "algorithm's parameters: it seeds the algorithm and the training alike")
+        for key, instead in ALGORITHM_OWN_KEYS.items():
+            if key in self.algorithm_params:
+                raise ConfigurationError(
+                    f"--params (algorithm_params=) sets {key!r}, which nord gives the algorithm "
+                    f"itself from {instead}; drop {key!r} from --params, and give {instead}")
+        if (way.needs_data and "input_shape" in self.space_params
+                and takes_input_shape(self.space)):
+            raise ConfigurationError(
+                f"--space-params (space_params=) sets 'input_shape' "
+                f"({self.space_params['input_shape']!r}), which nord gives the space itself: "
+                f"the shape of the data set's images (--dataset {self.dataset}). Drop "
+                "input_shape from --space-params; to search for other images, choose their "
+                "data set with --dataset")
 
     def _settle_recipe(self) -> None:
         """The recipe named, its parts replaced by the settings given, checked; then every
@@ -443,6 +468,14 @@ class RunConfig:
     def from_dict(cls, data: Dict[str, Any]) -> "RunConfig":
         known = {f.name for f in fields(cls)}
         return cls(**{key: value for key, value in data.items() if key in known})
+
+
+def takes_input_shape(space: str) -> bool:
+    """Whether the search space ``space`` is given the data's ``input_shape`` by nord (when it
+    takes one, or any keyword)."""
+    from nord.search.spaces.registry import space_parameters
+    takes = space_parameters(space)
+    return takes is None or "input_shape" in takes
 
 
 def check_workers_under_launcher(workers: int, ranks: int) -> None:

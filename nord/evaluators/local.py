@@ -24,8 +24,9 @@ from typing import Any, Dict, List, Optional, Sequence
 import torch
 
 from nord.architecture.descriptor import NeuralDescriptor
-from nord.checks import check_int
+from nord.checks import check_bool, check_instance, check_int, check_number, check_seed, given
 from nord.data import Digits
+from nord.data.curator import DataCurator
 from nord.errors import ConfigurationError
 from nord.evaluators.base import Evaluator, Leg
 from nord.evaluators.bus import check_topics
@@ -104,10 +105,38 @@ class LocalEvaluator(Evaluator):
             check_int(max_params, "max_params", 1)
         check_int(test_batch_size, "test_batch_size", 1,
                   rule="an integer >= 1: batch sizes count samples")
-        if not 0 < data_fraction <= 1:
-            raise ConfigurationError(f"data_fraction must be in (0, 1]; got {data_fraction}")
+        check_number(data_fraction, "data_fraction", "a number in (0, 1], e.g. 0.5", 0, 1,
+                     low_open=True)
         if threads is not None:
             check_int(threads, "threads", 1)
+        if check_every is not None:
+            check_int(check_every, "check_every (steps between NaN checks of the loss)", 1,
+                      rule="an integer >= 1 or None")
+        check_seed(seed, none=False)
+        check_instance(curator, "curator", DataCurator,
+                       "a DataCurator such as Digits() or get_curator('mnist', root='data') "
+                       "(nord.data)", none=True)
+        if optimizer_kwargs is not None and not isinstance(optimizer_kwargs, dict):
+            raise ConfigurationError(
+                f"optimizer_kwargs takes a dict of keyword arguments such as {{'betas': "
+                f"(0.5, 0.999)}} or None; got {given(optimizer_kwargs)}")
+        if not (optimizer is None or isinstance(optimizer, str) or (
+                isinstance(optimizer, type) and issubclass(optimizer, torch.optim.Optimizer))):
+            raise ConfigurationError(
+                f"optimizer takes a name ('sgd', 'adam', 'adamw', 'rmsprop'), a "
+                f"torch.optim.Optimizer class or None; got {given(optimizer)}")
+        for name, flag in (("progress", progress), ("keep_model", keep_model),
+                           ("strict_callbacks", strict_callbacks)):
+            check_bool(flag, name)
+        if isinstance(callbacks, (str, bytes)) or not isinstance(callbacks, (list, tuple)):
+            raise ConfigurationError(
+                f"callbacks takes a list of TrainingCallback classes, instances or factories "
+                f"(by name: nord.evaluators.callbacks.callback_classes(['grad_norm'])); got "
+                f"{given(callbacks)}")
+        if not isinstance(stop_rules, (str, list, tuple)) and not callable(stop_rules):
+            raise ConfigurationError(
+                f"stop_rules takes a list of rules (texts such as 'dead_relu > 0.9', or "
+                f"callables taking the scalars), or one rule; got {given(stop_rules)}")
         outputs = []
         for spec in callbacks:   # one made now: a bad class or factory is refused here
             made = fresh_callback(spec)

@@ -22,6 +22,7 @@ from typing import Any, Dict, Optional, Tuple
 
 import numpy as np
 
+from nord.checks import check_instance, check_seed
 from nord.errors import ConfigurationError
 from nord.evaluators.result import EvaluationResult
 from nord.search.spaces.base import Genome, SearchSpace
@@ -52,6 +53,25 @@ def generations_within(budget: int, population_size: int) -> int:
     """Generations after the initial population so that at least ``budget`` candidates are
     proposed (at least one): the inverse of :func:`generational_budget`, rounded up."""
     return max(1, -(-budget // population_size) - 1)
+
+
+NUMPY_SEEDS = (np.random.Generator, np.random.BitGenerator, np.random.SeedSequence)
+"""numpy's seeding objects, which ``np.random.default_rng`` takes as a seed."""
+
+
+def check_space_and_seed(space: Any, seed: Any) -> Tuple[SearchSpace, Any]:
+    """``(space, seed)`` when the space is a SearchSpace and the seed an int in [0, 2**32 - 1],
+    None, or numpy's own seeding (a Generator, which others may share, a BitGenerator or a
+    SeedSequence): what every algorithm is made with.
+
+    Raises:
+        ConfigurationError: naming the parameter, what it takes and what was given.
+    """
+    check_instance(space, "space", SearchSpace, "a SearchSpace such as ConvSpace(input_shape="
+                   "(1, 8, 8)) or make_space('nasbench201')")
+    if isinstance(seed, NUMPY_SEEDS):
+        return space, seed
+    return space, check_seed(seed)
 
 
 class SearchAlgorithm:
@@ -85,8 +105,7 @@ class SearchAlgorithm:
     brackets, so it needs a scheduler with brackets."""
 
     def __init__(self, space: SearchSpace, seed: Optional[int] = None):
-        self.space = space
-        self.seed = seed
+        self.space, self.seed = check_space_and_seed(space, seed)
         self.rng = np.random.default_rng(seed)
         self.asked = 0
         self.told = 0

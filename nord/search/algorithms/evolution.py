@@ -21,6 +21,10 @@ from nord.search.algorithms.draws import CHOICE_LIMIT, IntegerDraws
 from nord.search.spaces.base import Genome, SearchSpace
 
 
+SAMPLE_SIZE = 3
+"""Members drawn to choose each parent where the caller gives no ``sample_size``."""
+
+
 class Member(NamedTuple):
     """A told candidate in a population: its number, genome and fitness (lower is better)."""
 
@@ -76,7 +80,8 @@ class RegularizedEvolution(SearchAlgorithm):
         seed: seeds sampling, parent choice and mutation; the same seed and the same
             results told in the same order give the same candidates.
         population_size: members kept (and random candidates at the start).
-        sample_size: members drawn to choose each parent; 1 <= sample_size <= population_size.
+        sample_size: members drawn to choose each parent; 1 <= sample_size <= population_size
+            (None: 3).
         initial_population: genomes asked first, in order, in place of as many random ones
             (at most ``population_size``): a warm start, e.g. the cells a zero-cost proxy
             ranks best (Abdelfattah et al., "Zero-Cost Proxies for Lightweight NAS", ICLR
@@ -92,9 +97,18 @@ class RegularizedEvolution(SearchAlgorithm):
     name = "regularized_evolution"
 
     def __init__(self, space: SearchSpace, seed: Optional[int] = None,
-                 population_size: int = 10, sample_size: int = 3,
+                 population_size: int = 10, sample_size: Optional[int] = None,
                  initial_population: Sequence[Sequence[Union[int, float]]] = ()):
         population_size = check_int(population_size, "population_size", 1)
+        if sample_size is None:
+            if population_size < SAMPLE_SIZE:   # speak of what was set, not of the default
+                raise ConfigurationError(
+                    f"population_size (--population) must be at least {SAMPLE_SIZE} with the "
+                    f"default sample_size={SAMPLE_SIZE} (each parent is the best of "
+                    f"{SAMPLE_SIZE} members drawn from the population); got {population_size}. "
+                    f"Give a population_size of {SAMPLE_SIZE} or more, or a sample_size of at "
+                    f"most {population_size} with it")
+            sample_size = SAMPLE_SIZE
         sample_size = check_int(sample_size, "sample_size", 1, population_size,
                                 rule=f"an integer in [1, population_size={population_size}]")
         if len(initial_population) > population_size:

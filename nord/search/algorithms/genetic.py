@@ -24,6 +24,8 @@ from nord.search.spaces.base import Genome, SearchSpace
 
 CROSSOVERS = ("single_point", "uniform")
 SELECTIONS = ("tournament", "roulette")
+ELITISM = 1
+"""Best members carried into each generation where the caller gives no ``elitism``."""
 
 
 def roulette_probabilities(fitnesses: Sequence[float]) -> np.ndarray:
@@ -59,7 +61,7 @@ class GeneticAlgorithm(SearchAlgorithm):
             with replacement) or 'roulette' (probability proportional to accuracy).
         tournament_size: members per tournament (2, as pygmo's sga).
         elitism: generational mode: best members carried into the next generation
-            unchanged, 0 <= elitism < population_size. Steady state ignores it (replacing
+            unchanged, 0 <= elitism < population_size (None: 1). Steady state ignores it (replacing
             the worst member is elitist already).
         steady_state: breed one child per ``ask`` without a generation barrier.
     """
@@ -69,9 +71,17 @@ class GeneticAlgorithm(SearchAlgorithm):
     def __init__(self, space: SearchSpace, seed: Optional[int] = None,
                  population_size: int = 10, crossover_probability: float = 0.9,
                  mutation_probability: float = 0.2, crossover: str = "single_point",
-                 selection: str = "tournament", tournament_size: int = 2, elitism: int = 1,
-                 steady_state: bool = False):
+                 selection: str = "tournament", tournament_size: int = 2,
+                 elitism: Optional[int] = None, steady_state: bool = False):
         population_size = check_int(population_size, "population_size", 1)
+        if elitism is None:
+            if population_size <= ELITISM:   # speak of what was set, not of the default
+                raise ConfigurationError(
+                    f"population_size (--population) must be at least {ELITISM + 1} with the "
+                    f"default elitism={ELITISM} ({ELITISM} best member carried into each "
+                    f"generation, beside at least one child); got {population_size}. Give a "
+                    f"population_size of {ELITISM + 1} or more, or elitism=0 with it")
+            elitism = ELITISM
         for label, value in (("crossover_probability", crossover_probability),
                              ("mutation_probability", mutation_probability)):
             if not 0.0 <= float(value) <= 1.0:

@@ -17,14 +17,17 @@ needed only when one of its algorithms is made. Other packages add algorithms th
 """
 from __future__ import annotations
 
+import functools
 import inspect
 from dataclasses import dataclass, field
 from typing import Any, List, Mapping, Optional, Sequence, Type
 
+from nord.checks import MAX_BUDGET, check_int
 from nord.errors import ConfigurationError
 from nord.registry import Registry
 from nord.search.algorithms.bananas import Bananas
-from nord.search.algorithms.base import SearchAlgorithm, generations_within
+from nord.search.algorithms.base import (SearchAlgorithm, check_space_and_seed,
+                                         generations_within)
 from nord.search.algorithms.bohb import BOHB
 from nord.search.algorithms.evolution import RegularizedEvolution
 from nord.search.algorithms.genetic import GeneticAlgorithm
@@ -71,12 +74,23 @@ def register_algorithm(name: str, cls: Optional[Type[SearchAlgorithm]] = None, *
     ``name``; without ``cls``, a class decorator (``@register_algorithm("mine")``).
 
     ``preset`` (keyword arguments applied before the caller's) and ``generations_from_budget``
-    are those of :class:`AlgorithmSpec`. Returns ``cls``; the other arguments and the errors
-    are :meth:`nord.registry.Registry.add`'s.
+    are those of :class:`AlgorithmSpec`. A class that does not set its own ``name`` (a subclass
+    of ``RegularizedEvolution`` registered as ``'my_rea'``) is given ``name``: the journal,
+    ``nord list``, ``nord serve`` and the report know its runs by the name they were asked for
+    by, not by its parent's. Returns ``cls``; the other arguments and the errors are
+    :meth:`nord.registry.Registry.add`'s.
     """
-    return ALGORITHMS.add(
+    if cls is None:
+        return functools.partial(register_algorithm, name, aliases=aliases,
+                                 description=description, preset=preset,
+                                 generations_from_budget=generations_from_budget,
+                                 overwrite=overwrite)
+    ALGORITHMS.add(
         name, cls, aliases=aliases, description=description, overwrite=overwrite,
         wrap=lambda cls: AlgorithmSpec(cls, dict(preset or {}), generations_from_budget))
+    if "name" not in vars(cls):
+        cls.name = name
+    return cls
 
 
 
@@ -114,11 +128,17 @@ def make_algorithm(name: str, space: SearchSpace, seed: Optional[int] = None,
         **params: the algorithm's keyword arguments (they override the entry's preset).
 
     Raises:
-        ConfigurationError: unknown name, or a parameter the algorithm does not take (the
-            message lists those it takes), or an invalid value.
+        ConfigurationError: unknown name, a ``space`` that is not a SearchSpace, a ``seed``
+            or ``budget`` that is not a whole number in range, a parameter the algorithm does
+            not take (the message lists those it takes), or an invalid value.
     """
     entry = ALGORITHMS.entry(name)
     spec = entry.value
+    # before the algorithm is made: constructors read the space before the base class checks it
+    space, seed = check_space_and_seed(space, seed)
+    if budget is not None:
+        check_int(budget, "budget (the run's evaluations)", 1, MAX_BUDGET,
+                  rule="an integer >= 1 or None")
     signature = inspect.signature(spec.cls.__init__)
     accepted = algorithm_parameters(entry.name)
     open_ended = any(p.kind is p.VAR_KEYWORD for p in signature.parameters.values())

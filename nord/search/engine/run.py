@@ -23,8 +23,9 @@ import os
 from dataclasses import replace
 from typing import Any, List, Optional, Tuple, Union
 
-from nord.checks import MAX_BUDGET, check_int
+from nord.checks import MAX_BUDGET, check_bool, check_instance, check_int, given
 from nord.errors import ConfigurationError, DiskFullError
+from nord.evaluators.base import Evaluator
 from nord.journal import Journal, RunRecord
 from nord.journal.recorder import NoJournal
 from nord.parallel import interruptible
@@ -43,11 +44,45 @@ __all__ = ["run_search", "run_record"]
 logger = logging.getLogger(__name__)
 
 
+ALGORITHM_TAKES = "a SearchAlgorithm such as make_algorithm('rea', space, seed=0)"
+
+
+def _check_parts(algorithm: Any, evaluator: Any, executor: Any, reporting: Reporting) -> None:
+    """Refuse, before anything runs, parts of the wrong kind (a name or a class where an
+    object goes) and an algorithm that has served another run."""
+    check_instance(executor, "executor", Executor,
+                   "an Executor such as SerialExecutor(evaluator) (nord.search.executors)",
+                   none=True)
+    check_instance(evaluator, "evaluator", Evaluator,
+                   "an Evaluator such as LocalEvaluator(epochs=2) (nord.evaluators)",
+                   none=executor is not None)
+    # MPI worker ranks only evaluate: they may pass None for the algorithm they never ask
+    check_instance(algorithm, "algorithm", SearchAlgorithm, ALGORITHM_TAKES,
+                   none=executor is not None)
+    if algorithm is not None and (algorithm.asked or algorithm.told):
+        raise ConfigurationError(
+            f"an algorithm serves one run: this {algorithm.name} algorithm has already "
+            f"proposed {algorithm.asked} candidates and been told {algorithm.told} results, "
+            "and would carry that run's numbering, population and best into this one. Make a "
+            f"fresh one for each run, e.g. make_algorithm({algorithm.name!r}, space, "
+            f"seed={algorithm.seed!r}) (a resume too: the engine replays the journal into it)")
+    for name, called_with in (("on_result", "each SearchProgress"),
+                              ("on_epoch", "(candidate number, EpochRecord)")):
+        hook = getattr(reporting, name)
+        if hook is not None and not callable(hook):
+            raise ConfigurationError(
+                f"{name} takes a function, called with {called_with} as the run goes, or "
+                f"None; got {given(hook)}")
+    check_instance(reporting.info, "info", RunInfo,
+                   "a RunInfo (nord.search.engine) of what the journal records", none=True)
+
+
 def _check_settings(mode: str, budget: Any, batch_size: Any, journal: Any, resume: bool,
                     scheduler: Any) -> None:
-    if mode not in MODES:
+    if not isinstance(mode, str) or mode not in MODES:
         raise ConfigurationError(f"mode must be one of {MODES}; got {mode!r}")
-    check_int(budget, "budget (number of evaluations)", 0, MAX_BUDGET)
+    check_int(budget, "budget (number of evaluations)", 1, MAX_BUDGET)
+    check_bool(resume, "resume")
     if batch_size is not None:
         check_int(batch_size, "batch_size", 1, rule="a positive integer or None")
     if journal is not None and not isinstance(journal, (str, os.PathLike, Journal, NoJournal)):
@@ -141,17 +176,21 @@ def run_search(algorithm: Optional[SearchAlgorithm], evaluator=None, *,
         A :class:`SearchSummary` on the rank that runs the engine; None on worker ranks.
 
     Raises:
-        ConfigurationError: a bad ``mode``, ``budget``, ``batch_size``, ``journal`` (a Journal
-            already started is one), ``time_budget`` or ``target``, a setting given both in
-            its group and as a keyword, or neither evaluator nor executor, a ``scheduler`` that
-            is not one or has served another run, or a scheduler the algorithm cannot run
-            under (``SearchAlgorithm.schedulers``).
+        ConfigurationError: an ``algorithm``, ``evaluator``, ``executor`` or hook of the
+            wrong kind (a name or a class where the object goes), an algorithm that has
+            proposed candidates already (it serves one run: make a fresh one, for a resume
+            too), a bad ``mode``, ``budget`` (at least 1), ``resume``, ``batch_size``,
+            ``journal`` (a Journal already started is one), ``time_budget`` or ``target``, a
+            setting given both in its group and as a keyword, or neither evaluator nor
+            executor, a ``scheduler`` that is not one or has served another run, or a
+            scheduler the algorithm cannot run under (``SearchAlgorithm.schedulers``).
         TypeError: a keyword that is no setting.
         JournalError: the journal cannot be started or resumed by this run (nothing is then
             written), or cannot be written.
         RunInterrupted: SIGINT or SIGTERM stopped the run (journaled as ``interrupted``).
     """
     limits, training, reporting = gather_settings(limits, training, reporting, settings)
+    _check_parts(algorithm, evaluator, executor, reporting)
     _check_settings(mode, limits.budget, batch_size, journal, resume, training.scheduler)
     check_int(training.max_attempts, "max_attempts", 1)
     check_int(training.checkpoint_every,
@@ -180,6 +219,11 @@ def _drive(algorithm, evaluator, executor: Executor, given_journal, mode: str, r
     if not executor.is_dispatcher:
         executor.serve()
         return None
+    if algorithm is None:   # the ranks that only evaluate may pass none; this one asks it
+        executor.close(failed=True)
+        raise ConfigurationError(
+            f"algorithm takes {ALGORITHM_TAKES}; got None on the rank that runs the search "
+            "(None will do only on the MPI ranks that evaluate)")
 
     journal, opened = _open_journal(given_journal)
     search: Optional[Search] = None

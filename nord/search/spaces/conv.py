@@ -21,7 +21,7 @@ from typing import List, Optional, Sequence, Tuple
 import numpy as np
 
 from nord.architecture.descriptor import NeuralDescriptor
-from nord.checks import check_int
+from nord.checks import check_bool, check_int, given
 from nord.errors import ConfigurationError
 from nord.architecture.layers import get_layer_spec
 from nord.search.spaces.base import Genome, SearchSpace
@@ -63,7 +63,7 @@ class ConvSpace(SearchSpace):
     def __init__(self, input_shape: Sequence[int] = (3, 32, 32), layers: int = PAPER_LAYERS,
                  channels: Tuple[int, int] = (1, 50), kernel_size: Tuple[int, int] = (1, 50),
                  activation: Optional[str] = "relu", repair: bool = True):
-        shape = tuple(input_shape)
+        shape = tuple(input_shape) if isinstance(input_shape, (list, tuple)) else ()
         if len(shape) != 3:
             raise ConfigurationError(
                 "ConvSpace needs input_shape=(channels, height, width) of positive integers, "
@@ -78,7 +78,12 @@ class ConvSpace(SearchSpace):
         channels = _check_bounds("channels", channels)
         kernel_size = _check_bounds("kernel_size", kernel_size)
         if activation is not None:
+            if not isinstance(activation, str):
+                raise ConfigurationError(
+                    f"activation takes a layer type's name such as 'relu' (nord layers lists "
+                    f"them) or None (no activation); got {given(activation)}")
             activation = get_layer_spec(activation).name
+        check_bool(repair, "repair")
         self.input_shape = shape
         self.layers = layers
         self.channels = channels

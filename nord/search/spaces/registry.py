@@ -66,7 +66,7 @@ def space_parameters(name: str) -> Optional[List[str]]:
             if p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)]
 
 
-def make_space(name: str, **params: Any) -> SearchSpace:
+def make_space(name: str, /, **params: Any) -> SearchSpace:
     """A new search space ``name`` with its keyword parameters.
 
     Raises:
