@@ -12,54 +12,22 @@ torch = pytest.importorskip("torch")
 cell_searchs = pytest.importorskip("xautodl.models.cell_searchs",
                                    reason="xautodl is installed by scripts/setup.sh")
 
-from nord.benchmarks.nasbench201.cells import OPS, genome_to_cell  # noqa: E402
+from nord.benchmarks.nasbench201.cells import genome_to_cell  # noqa: E402
 from nord.benchmarks.nasbench201.supernet import (HardMixture, Mixture, Path,  # noqa: E402
                                                   Supernet)
 from nord.errors import ConfigurationError  # noqa: E402
+from tests.helpers import supernets  # noqa: E402
+from tests.helpers.supernets import SIZES, batch, copied, redundant_bias  # noqa: E402
 
-SIZES = dict(channels=4, cells_per_stage=2, num_classes=10)
 TOLERANCE = 1e-5
 
 
-def reference(name, affine, track_running_stats, sizes=SIZES):
-    """The reference supernet ``name`` (a key of xautodl's ``nas201_super_nets``)."""
-    net_class = cell_searchs.nas201_super_nets[name]
-    return net_class(sizes["channels"], sizes["cells_per_stage"], 4, sizes["num_classes"],
-                     list(OPS), affine, track_running_stats)
-
-
-def redundant_bias(name):
-    """The reference's cell convolutions have a bias when their batch norm is not affine
-    (``bias=not affine``); the batch norm right after subtracts it again, so nord's have none
-    (docs/oneshot.md)."""
-    return name.endswith(".op.1.bias")
-
-
-def copied(ref, affine, track_running_stats, dtype=torch.float64, sizes=SIZES):
-    """nord's supernet holding ``ref``'s weights and batch-norm buffers, both in ``dtype``."""
-    ours = Supernet(**sizes, affine=affine, track_running_stats=track_running_stats)
-    theirs = [(key, value) for key, value in ref.state_dict().items()
-              if not key.startswith("arch") and not redundant_bias(key)]
-    mine = list(ours.state_dict().items())
-    assert len(mine) == len(theirs)
-    state = {}
-    for (key, value), (their_key, their_value) in zip(mine, theirs):
-        assert value.shape == their_value.shape, (key, their_key)
-        state[key] = their_value.clone()
-    ours.load_state_dict(state)
-    return ours.to(dtype), ref.to(dtype)
-
-
-def batch(dtype=torch.float64, seed=0, size=6):
-    generator = torch.Generator().manual_seed(seed)
-    images = torch.randn(size, 3, 8, 8, generator=generator, dtype=dtype)
-    labels = torch.randint(0, SIZES["num_classes"], (size,), generator=generator)
-    return images, labels
+def reference(name, affine, track_running_stats):
+    return supernets.reference(cell_searchs, name, affine, track_running_stats)
 
 
 def weight_gradients(net):
-    return [(name, p.grad) for name, p in net.named_parameters()
-            if not name.startswith("arch") and not redundant_bias(name)]
+    return [(name, p.grad) for name, p in supernets.weights_of(net)]
 
 
 def assert_gradients_agree(ours, ref):
