@@ -24,8 +24,9 @@ from typing import Any, Iterable, Optional, Set, Tuple, Union
 from nord.errors import DiskFullError, JournalError, JournalInUseError
 from nord.journal.export import JournalExport
 from nord.journal.records import (CandidateRecord, EvaluationRecord, LegRecord, RunRecord,
-                                  evaluation_row, leg_row)
-from nord.journal.schema import EVALUATION_COLUMNS, LEG_COLUMNS, STATUSES, add_missing
+                                  SearchEpochRecord, evaluation_row, leg_row, search_epoch_row)
+from nord.journal.schema import (EVALUATION_COLUMNS, LEG_COLUMNS, SEARCH_EPOCH_COLUMNS,
+                                 STATUSES, add_missing)
 from nord.journal.start import StartChecks
 from nord.journal.versions import package_versions
 from nord.journal.writers import HEARTBEAT_SECONDS, Writer
@@ -337,6 +338,34 @@ class Journal(StartChecks, JournalExport):
             raise self._write_error(error) from error
         self._attempted.difference_update(number for number, in survived)
         self._attempted.update(number for number, _ in attempt_rows)
+        self._checkpoint()
+
+    def search_epoch(self, record: SearchEpochRecord) -> None:
+        """Record one finished epoch of a weight-sharing search, in one commit (an epoch
+        recorded again, after a resume, replaces its row with the same values).
+
+        Raises:
+            DiskFullError: the disk is full (nothing is written).
+        """
+        now = time.time()
+        connection = self._require_writer()
+        try:
+            connection.execute("BEGIN IMMEDIATE")
+            try:
+                connection.execute(
+                    f"INSERT OR REPLACE INTO search_epochs ({', '.join(SEARCH_EPOCH_COLUMNS)}) "
+                    f"VALUES ({', '.join('?' * len(SEARCH_EPOCH_COLUMNS))})",
+                    search_epoch_row(record, now))
+                connection.execute(
+                    "UPDATE run SET updated = ?, heartbeat = ?, running_seconds = ? WHERE id = 1",
+                    (now, now, self.running_seconds()))
+                connection.execute("COMMIT")
+            except BaseException:
+                if connection.in_transaction:
+                    connection.execute("ROLLBACK")
+                raise
+        except sqlite3.OperationalError as error:
+            raise self._write_error(error) from error
         self._checkpoint()
 
     def release_attempts(self, only: Optional[Iterable[int]] = None) -> None:
