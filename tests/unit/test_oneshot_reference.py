@@ -8,8 +8,6 @@ The reference's search loops live in its repository's scripts, not in the packag
 they take are restated below in a few lines each (weights, then architecture, as the scripts
 order them), with the differences docs/oneshot.md lists.
 """
-import copy
-
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -24,7 +22,9 @@ from nord.benchmarks.nasbench201.supernet import Mixture, Supernet  # noqa: E402
 from nord.oneshot.controller import Controller  # noqa: E402
 from nord.oneshot.methods import make_method  # noqa: E402
 from tests.helpers import supernets  # noqa: E402
-from tests.helpers.supernets import batch, copied, weights_of  # noqa: E402
+from tests.helpers.supernets import (batch, copied, reference_arch_step,  # noqa: E402
+                                     reference_weight_step, virtual_step_of_the_reference,
+                                     weights_of)
 
 TOLERANCE = 1e-5
 WEIGHTS = dict(lr=0.025, momentum=0.9, nesterov=True, weight_decay=5e-4)
@@ -44,20 +44,6 @@ def pair(name, seed):
     ref_arch = torch.optim.Adam([ref.arch_parameters], lr=3e-4, betas=(0.5, 0.999),
                                 weight_decay=1e-3)
     return method, ref, ref_weights, ref_arch
-
-
-def reference_weight_step(ref, optimizer, images, labels, clip=5.0):
-    optimizer.zero_grad()
-    ref.zero_grad()
-    F.cross_entropy(ref(images)[1], labels).backward()
-    torch.nn.utils.clip_grad_norm_([p for _, p in weights_of(ref)], clip)
-    optimizer.step()
-
-
-def reference_arch_step(ref, optimizer, images, labels):
-    optimizer.zero_grad()
-    F.cross_entropy(ref(images)[1], labels).backward()
-    optimizer.step()
 
 
 def assert_same_state(method, ref):
@@ -148,36 +134,6 @@ def test_the_controller_samples_and_scores_as_the_reference(seed):
     for (name, mine), theirs_grad in zip(ours.named_parameters(),
                                          [p.grad for p in theirs.parameters()]):
         torch.testing.assert_close(mine.grad, theirs_grad, atol=1e-10, rtol=0, msg=name)
-
-
-def virtual_step_of_the_reference(ref, optimizer, weight_batch, arch_batch, radius=1e-2):
-    """The reference's second-order architecture gradient, restated on its supernet: a virtual
-    weight step (heavy-ball momentum and weight decay), the validation gradient there, and
-    the Hessian-vector product by central differences on the weights, moved in place."""
-    weights = [p for _, p in weights_of(ref)]
-    group = optimizer.param_groups[0]
-    lr, decay, momentum = group["lr"], group["weight_decay"], group["momentum"]
-    gradients = torch.autograd.grad(F.cross_entropy(ref(weight_batch[0])[1], weight_batch[1]),
-                                    weights)
-    unrolled = copy.deepcopy(ref)
-    with torch.no_grad():
-        for (_, target), w, g in zip(weights_of(unrolled), weights, gradients):
-            moment = momentum * optimizer.state[w]["momentum_buffer"]
-            target.copy_(w - lr * (moment + g + decay * w))
-    unrolled.zero_grad()
-    F.cross_entropy(unrolled(arch_batch[0])[1], arch_batch[1]).backward()
-    direct = unrolled.arch_parameters.grad
-    vector = [p.grad for _, p in weights_of(unrolled)]
-    step = radius / torch.cat([v.reshape(-1) for v in vector]).norm()
-    sides = []
-    for sign in (1, -2, 1):         # to w + R v, to w - R v, back to w
-        with torch.no_grad():
-            for w, v in zip(weights, vector):
-                w.add_(sign * step * v)
-        if sign != 1 or not sides:
-            loss = F.cross_entropy(ref(weight_batch[0])[1], weight_batch[1])
-            sides.append(torch.autograd.grad(loss, [ref.arch_parameters])[0])
-    return direct - lr * (sides[0] - sides[1]) / (2 * step)
 
 
 @pytest.mark.parametrize("seed", [0, 1])
