@@ -25,7 +25,7 @@ import numpy as np
 import torch
 
 from nord.benchmarks.nasbench201.cells import EDGE_NAMES, OPS, genome_to_cell
-from nord.benchmarks.nasbench201.supernet import Supernet
+from nord.benchmarks.nasbench201.supernet import Supernet, check_image_shape
 from nord.checks import check_int
 from nord.data.curator import DataCurator, TensorLoader
 from nord.errors import ConfigurationError, NordError
@@ -130,11 +130,7 @@ class OneShotSearch:
         self.checkpoint = str(checkpoint)
         self.lookup = lookup
         shape = tuple(self.curator.input_shape)
-        if len(shape) != 3:
-            raise ConfigurationError(
-                f"a weight-sharing search trains the NAS-Bench-201 supernet on images shaped "
-                f"(C, H, W); this data set's samples have shape {shape}: choose an image data "
-                "set (--dataset digits, mnist, cifar10, ...)")
+        check_image_shape(shape, "a weight-sharing search")
         self.device = resolve_device(settings.device)
         recipe: Recipe = settings.recipe
         torch.manual_seed(settings.seed)        # the supernet's and the controller's weights

@@ -24,7 +24,7 @@ def images(samples=96, seed=0):
     learned a little."""
     rng = np.random.default_rng(seed)
     y = rng.integers(0, 3, samples)
-    x = rng.normal(size=(samples, 2, 6, 6)).astype(np.float32)
+    x = rng.normal(size=(samples, 2, 8, 8)).astype(np.float32)
     x[:, :, :2, :2] += y[:, None, None, None]
     return TensorCurator(x, y, x[:16], y[:16], name="tiny")
 
@@ -149,5 +149,13 @@ def test_data_that_are_not_images_are_refused():
     rng = np.random.default_rng(0)
     flat = TensorCurator(rng.normal(size=(40, 5)), rng.integers(0, 2, 40),
                          rng.normal(size=(8, 5)), rng.integers(0, 2, 8))
-    with pytest.raises(ConfigurationError, match="images"):
+    with pytest.raises(ConfigurationError, match="images shaped"):
         OneShotSearch(settings("darts-v1"), flat)
+
+
+def test_images_the_network_cannot_halve_twice_are_refused():
+    rng = np.random.default_rng(0)
+    odd = TensorCurator(rng.normal(size=(40, 1, 6, 6)), rng.integers(0, 2, 40),
+                        rng.normal(size=(8, 1, 6, 6)), rng.integers(0, 2, 8))
+    with pytest.raises(ConfigurationError, match=r"multiples of 4.*\(1, 6, 6\)"):
+        OneShotSearch(settings("darts-v1"), odd)

@@ -169,6 +169,19 @@ def _complete(state: Dict[str, torch.Tensor], where: str, norm: nn.BatchNorm2d) 
                       f"{where}.num_batches_tracked": torch.tensor(0)})
 
 
+def check_image_shape(shape, where: str) -> None:
+    """Refuse images the benchmark's network cannot halve twice exactly: at an odd side, a
+    reduction's convolution (stride 2, padding 1) rounds up where its shortcut's pooling
+    rounds down, and the two branches no longer fit."""
+    shape = tuple(shape)
+    if len(shape) != 3 or any(side % 4 for side in shape[1:]):
+        raise ConfigurationError(
+            f"{where} trains the NAS-Bench-201 network, which halves its images twice, on "
+            f"images shaped (C, H, W) with H and W multiples of 4; this data set's samples have "
+            f"shape {shape}: choose an image data set such as digits (8x8), mnist (28x28) or "
+            "cifar10 (32x32)")
+
+
 class Supernet(nn.Module):
     """The benchmark's network with a ``SearchCell`` in place of every cell.
 
