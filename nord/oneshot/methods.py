@@ -29,7 +29,6 @@ Where these methods differ from the benchmark authors' code, and why: docs/onesh
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Callable, Dict, Tuple
 
 import numpy as np
@@ -43,44 +42,11 @@ from nord.benchmarks.nasbench201.supernet import EdgeRule, HardMixture, Mixture,
 from nord.checks import check_int
 from nord.errors import ConfigurationError
 from nord.oneshot.controller import Controller
-from nord.registry import Registry
+from nord.oneshot.settings import MethodSettings
+from nord.oneshot.registry import METHODS
 
 Batch = Tuple[torch.Tensor, torch.Tensor]
 NextBatch = Callable[[], Batch]
-
-
-@dataclass(frozen=True)
-class MethodSettings:
-    """What the methods learn with besides the weights' recipe; defaults are the benchmark's
-    (the NAS-Bench-201 search scripts and configurations: docs/oneshot.md).
-
-    Args:
-        clip_grad: the supernet's gradient norm is clipped to this in every weight step.
-        arch_lr, arch_betas, arch_weight_decay: Adam for the architecture parameters.
-        tau_max, tau_min: GDAS's Gumbel-softmax temperature, annealed linearly over the epochs.
-        candidates: cells a method scores when it derives one (SETN, ENAS, RSPS); 0: the
-            method's own number (SETN and RSPS 100, ENAS 10).
-        controller_steps, controller_aggregate: ENAS trains its controller at each epoch's end
-            for ``controller_steps`` updates of ``controller_aggregate`` samples each.
-        controller_lr, controller_betas, controller_eps: Adam for the controller.
-        entropy_weight: the controller's reward adds this times its entropy.
-        baseline_decay: of the reward's moving average, REINFORCE's baseline.
-    """
-
-    clip_grad: float = 5.0
-    arch_lr: float = 3e-4
-    arch_betas: Tuple[float, float] = (0.5, 0.999)
-    arch_weight_decay: float = 1e-3
-    tau_max: float = 10.0
-    tau_min: float = 0.1
-    candidates: int = 0
-    controller_steps: int = 50
-    controller_aggregate: int = 20
-    controller_lr: float = 1e-3
-    controller_betas: Tuple[float, float] = (0.0, 0.999)
-    controller_eps: float = 1e-3
-    entropy_weight: float = 1e-4
-    baseline_decay: float = 0.99
 
 
 class OneShotMethod:
@@ -437,23 +403,15 @@ class RandomWithSharing(OneShotMethod):
 _ALL_GENOMES = np.array([code_to_genome(code) for code in range(N_CELLS)], dtype=np.int64)
 """Every cell's genome, in code order (SETN ranks them all)."""
 
-METHODS: Registry[type] = Registry(
-    "one-shot method", hint="Use one of these with --algorithm (weight sharing needs "
-                            "--space nasbench201).", base=OneShotMethod)
-"""The weight-sharing methods, by name."""
-for _method in (DartsFirstOrder, DartsSecondOrder, GDAS, SETN, ENAS, RandomWithSharing):
-    METHODS.register(_method.name, _method, description=(_method.__doc__ or "").split("\n")[0])
-
-
 def make_method(name: str, supernet: Supernet, weight_optimizer: torch.optim.Optimizer,
                 generator: torch.Generator, settings: MethodSettings = MethodSettings()
                 ) -> OneShotMethod:
-    """The method ``name`` (see ``METHODS``) on ``supernet``.
+    """The method ``name`` (see ``nord.oneshot.registry.METHODS``) on ``supernet``.
 
     Raises:
         ConfigurationError: an unknown name (the message lists the methods).
     """
     if not isinstance(name, str):
-        raise ConfigurationError(f"a one-shot method is named by a string, one of "
+        raise ConfigurationError(f"a weight-sharing method is named by a string, one of "
                                  f"{', '.join(METHODS.names())}; got {name!r}")
-    return METHODS.get(name)(supernet, weight_optimizer, generator, settings)
+    return METHODS.load(name)(supernet, weight_optimizer, generator, settings)

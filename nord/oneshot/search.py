@@ -34,7 +34,9 @@ from nord.nn.augment import Augmentation, augmentation_seed, black_pixel
 from nord.nn.recipe import Recipe, get_recipe
 from nord.nn.schedules import make_schedule
 from nord.nn.training import make_optimizer, resolve_device
-from nord.oneshot.methods import METHODS, MethodSettings, OneShotMethod, make_method
+from nord.oneshot.methods import OneShotMethod, make_method
+from nord.oneshot.settings import MethodSettings
+from nord.oneshot.registry import METHODS
 
 CHECKPOINT_FORMAT = "nord-oneshot/1"
 PASSES = 1_000_003

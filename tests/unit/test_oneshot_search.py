@@ -13,7 +13,8 @@ from nord.benchmarks.nasbench201.cells import EDGE_NAMES, OPS, cell_to_genome  #
 from nord.data.builtin import TensorCurator  # noqa: E402
 from nord.errors import ConfigurationError  # noqa: E402
 from nord.journal import Journal, RunRecord  # noqa: E402
-from nord.oneshot.methods import METHODS, MethodSettings  # noqa: E402
+from nord.oneshot.settings import MethodSettings  # noqa: E402
+from nord.oneshot.registry import METHODS  # noqa: E402
 from nord.oneshot.search import OneShotSearch, OneShotSettings  # noqa: E402
 
 SMALL = MethodSettings(controller_steps=2, controller_aggregate=2, candidates=3)
