@@ -32,6 +32,7 @@ bench: setup
 	$(PYTHON) bench/local_evaluator.py
 	$(PYTHON) bench/local_evaluator.py --recipe nasbench201 warmup-clip-smooth
 	$(PYTHON) bench/augmentation_cost.py
+	$(PYTHON) bench/oneshot.py
 	$(PYTHON) bench/callback_cost.py
 	$(PYTHON) bench/stop_rules.py
 	$(PYTHON) bench/distributed.py

@@ -127,6 +127,14 @@ if ! "$PY" -c "import nord, mpi4py, pygmo, optuna, pytest, xdist, hypothesis, ma
     touch "$VENV/.nord-installed"
 fi
 
+# 5b. The benchmark authors' own supernets (xautodl), the reference the weight-sharing tests
+#     check nord's against. Without its dependencies: it pins numpy <= 1.19.5 for modules the
+#     tests never import; its cell supernets need torch only.
+if ! "$PY" -c "import xautodl" 2>/dev/null; then
+    say "installing xautodl==1.0.0 (test reference, without its dependencies)"
+    pip_install --no-deps "xautodl==1.0.0"
+fi
+
 # 6. Horovod, built from source against this torch and this Open MPI (cached); with NCCL
 #    operations where step 4 found a GPU, nvcc and NCCL (NCCL may come with torch's wheel,
 #    so it is looked for again now that torch is installed).

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Type
 
+from nord.checks import check_int
 from nord.errors import ConfigurationError
 from nord.nn.recipe import RECIPE_PARTS
 from nord.registry import check_subclass
@@ -54,6 +55,16 @@ def _changed_settings(config: RunConfig, names: Sequence[str]) -> List[str]:
     return [name for name in names if config.is_set(name)]
 
 
+def _refuse_training_settings(config: RunConfig, names: Sequence[str], why: str) -> None:
+    """Refuse those of the training settings ``names`` that ``config`` sets, saying ``why``
+    they shape nothing in this run."""
+    given = [f"{_flag(name)} {getattr(config, name)}" for name in _changed_settings(config, names)]
+    if given:
+        raise ConfigurationError(
+            f"{', '.join(given)} set(s) how candidates are trained, but {why}; leave "
+            f"{'it' if len(given) == 1 else 'them'} out")
+
+
 def _flag(name: str) -> str:
     """A setting's command-line flag: ``max_params`` -> ``--max-params``."""
     return "--" + name.replace("_", "-")
@@ -84,6 +95,11 @@ class Evaluation:
     process (None: it evaluates one process's way, with nothing to warn of)."""
     """Why worker processes, which train candidates as 'local' does, cannot evaluate this way,
     and what to run instead (None: they can)."""
+    shares_weights = False
+    """Whether the run is a weight-sharing search (one supernet trained by the run's method)
+    instead of candidates evaluated one by one."""
+    reads_supernet = False
+    """Whether candidates are scored with the weights of a trained supernet (``supernet``)."""
 
     def __init__(self, config: RunConfig):
         self.config = config
@@ -299,14 +315,10 @@ class _TableRead(_Untrained):
         return get_dataset(self.config.dataset).name
 
     def check_settings(self) -> None:
-        given = [f"{_flag(name)} {getattr(self.config, name)}"
-                 for name in _changed_settings(self.config, LOOKUP_UNUSED)]
-        if given:
-            raise ConfigurationError(
-                f"{', '.join(given)} set(s) how candidates are trained, but a NAS-Bench-201 "
-                "run looks results up in the benchmark's table (its networks were trained "
-                "once, by the benchmark's authors, with its own split and settings); leave "
-                f"{'it' if len(given) == 1 else 'them'} out")
+        _refuse_training_settings(
+            self.config, LOOKUP_UNUSED, "a NAS-Bench-201 run looks results up in the "
+            "benchmark's table (its networks were trained once, by the benchmark's authors, "
+            "with its own split and settings)")
 
     def describe(self, world_size: int, evaluator) -> Dict[str, Any]:
         return evaluator.describe()
@@ -548,6 +560,209 @@ DEFAULT_EVALUATION = "local"
 """The evaluation of a run that names none, on a space that no way reads from a table."""
 
 
+ONESHOT_SETTINGS = ("search_epochs", "supernet_channels", "supernet_cells", "final_evaluation")
+"""Settings of a weight-sharing search, which no other way takes."""
+FINAL_EVALUATIONS = ("table", "train")
+"""How a weight-sharing search's final cell is evaluated: looked up in the NAS-Bench-201
+table (for its data sets), or trained stand-alone with the nasbench201 recipe for --epochs."""
+
+
+class _NASBench201Only:
+    """A way that takes only NAS-Bench-201's space, whose cells it builds from its supernet."""
+
+    config: Any
+
+    def check_space(self) -> None:
+        if self.config.space != "nasbench201":
+            raise ConfigurationError(
+                f"evaluation={self.config.evaluation!r} shares weights in NAS-Bench-201's "
+                f"supernet, which holds only that space's cells; got space="
+                f"{self.config.space!r}: give --space nasbench201")
+
+
+class WeightSharing(_NASBench201Only, Evaluation):
+    """A weight-sharing search: the run's method trains one supernet of the NAS-Bench-201
+    space on the data set and derives a cell each epoch (nord.oneshot); its result is the
+    final cell, looked up in the benchmark's table or trained stand-alone."""
+
+    shares_weights = True
+    default_dataset = "cifar10"
+    how_ranks_evaluate = "trains one supernet in one process"
+    workers_refusal = "trains one supernet in one process: run it without --workers"
+
+    def check_settings(self) -> None:
+        super().check_settings()
+        config = self.config
+        from nord.benchmarks.nasbench201.table import DATASETS
+        from nord.oneshot.settings import method_settings
+        method_settings(config.algorithm_params)
+        if config.search_epochs is not None:
+            check_int(config.search_epochs, "search_epochs (--search-epochs, epochs of search)", 1)
+        for name in ("supernet_channels", "supernet_cells"):
+            if getattr(config, name) is not None:
+                check_int(getattr(config, name), f"{name} ({_flag(name)})", 1)
+        if config.final_evaluation is None:
+            config.final_evaluation = "table" if config.dataset in DATASETS else "train"
+        if config.final_evaluation not in FINAL_EVALUATIONS:
+            raise ConfigurationError(
+                f"--final-evaluation must be one of {', '.join(FINAL_EVALUATIONS)}; got "
+                f"{config.final_evaluation!r}")
+        if config.final_evaluation == "table" and config.dataset not in DATASETS:
+            raise ConfigurationError(
+                f"--final-evaluation table looks the final cell up in the NAS-Bench-201 table, "
+                f"which has {', '.join(DATASETS)}; the search ran on {config.dataset}: use "
+                "--final-evaluation train (it trains the cell for --epochs)")
+        if config.final_evaluation == "table" and config.is_set("epochs"):
+            raise ConfigurationError(
+                f"--epochs {config.epochs} trains the final cell, but --final-evaluation table "
+                "looks it up: drop --epochs, or use --final-evaluation train")
+        unused = [name for name in ("scheduler", "time_budget", "target")
+                  if getattr(config, name) is not None]
+        if config.budget not in (None, 1):      # its one result: the final cell
+            unused.insert(0, "budget")
+        if config.mode != "sync":
+            unused.append("mode")
+        if unused:
+            raise ConfigurationError(
+                f"{', '.join(_flag(name) for name in unused)} shape(s) a search that evaluates "
+                "candidates one by one; a weight-sharing search trains one supernet for "
+                "--search-epochs and ends with one cell: leave "
+                f"{'it' if len(unused) == 1 else 'them'} out")
+
+    def check_callbacks(self) -> None:
+        if self.config.callbacks or self.config.stop_when:
+            raise ConfigurationError(
+                "--callbacks and --stop-when look inside one candidate's training; a "
+                "weight-sharing search trains one supernet for every cell: drop them")
+
+    def check_data(self, curator) -> None:
+        from nord.benchmarks.nasbench201.supernet import check_image_shape
+        check_image_shape(curator.input_shape, "a weight-sharing search")
+
+    def launch_refusal(self, world_size: int) -> Optional[str]:
+        if world_size > 1:
+            return (f"a weight-sharing search trains its supernet in one process; this launch "
+                    f"has {world_size} ranks: run it without mpirun")
+        return None
+
+    def check_layout(self, world_size: int) -> None:
+        refusal = self.launch_refusal(world_size)
+        if refusal is not None:
+            raise ConfigurationError(refusal)
+
+    def build(self, env, curator=None):
+        return None
+
+    def search_settings(self):
+        """The search the run makes (nord.oneshot.search.OneShotSettings; imports torch)."""
+        from nord.oneshot.search import OneShotSettings
+        from nord.oneshot.settings import method_settings
+        config = self.config
+        sizes = {key: value for key, value in (
+            ("search_epochs", config.search_epochs), ("channels", config.supernet_channels),
+            ("cells_per_stage", config.supernet_cells)) if value is not None}
+        return OneShotSettings(config.algorithm, recipe=config.training_recipe(),
+                               method_settings=method_settings(config.algorithm_params),
+                               seed=config.seed, device=config.device, **sizes)
+
+    def describe(self, world_size: int, evaluator) -> Dict[str, Any]:
+        settings = self.search_settings()
+        return {"evaluator": "weight sharing", "method": settings.method,
+                "search_epochs": settings.search_epochs,
+                "supernet": {"channels": settings.channels,
+                             "cells_per_stage": settings.cells_per_stage,
+                             "affine": settings.affine,
+                             "track_running_stats": settings.track_running_stats},
+                "recipe": settings.recipe.describe(self.config.dataset),
+                "final_evaluation": self.config.final_evaluation,
+                "final_epochs": self.config.epochs}
+
+    def accuracy_names(self, described: Dict[str, Any], selection: str) -> Tuple[str, str]:
+        if self.config.final_evaluation == "table":
+            return ("the final cell's 12-epoch validation accuracy in the NAS-Bench-201 table",
+                    "its 200-epoch test accuracy in the table")
+        return super().accuracy_names(described, selection)
+
+
+class SupernetInherited(_NASBench201Only, Evaluation):
+    """Each NAS-Bench-201 cell is scored with the weights it inherits from a trained supernet
+    (``supernet``: the journal of a finished weight-sharing search), its batch norms
+    recalibrated; nothing is trained."""
+
+    reads_supernet = True
+    default_dataset = None       # the supernet's own
+    how_ranks_evaluate = "scores each cell with inherited weights"
+    workers_refusal = ("scores cells with one supernet's weights in milliseconds: run it "
+                       "without --workers")
+
+    def check_dataset(self) -> str:
+        """The data set the supernet was trained on (given or not: another would score its
+        cells with weights learned elsewhere)."""
+        trained_on = (self.supernet_run().get("dataset") or {}).get("name")
+        given = self.config.dataset
+        if given is not None and trained_on is not None and given != trained_on:
+            raise ConfigurationError(
+                f"--dataset {given}: the supernet in {self.config.supernet} was trained on "
+                f"{trained_on}, and its cells are scored on the data it learned; drop "
+                f"--dataset (or give --dataset {trained_on})")
+        self.config.dataset = trained_on or given
+        return super().check_dataset()
+
+    def supernet_run(self) -> Dict[str, Any]:
+        """The metadata of the search whose supernet scores the cells.
+
+        Raises:
+            ConfigurationError: ``supernet`` is missing, or names no journal of a finished
+                weight-sharing search with its supernet.
+        """
+        import os
+        path = self.config.supernet
+        if path is None:
+            raise ConfigurationError(
+                "evaluation='supernet' scores cells with a trained supernet: give --supernet "
+                "RUN.db, the journal of a finished weight-sharing search (nord run --space "
+                "nasbench201 --algorithm darts-v1 ...)")
+        from nord.journal import Journal
+        from nord.oneshot.registry import METHODS
+        if not os.path.isfile(path):
+            raise ConfigurationError(f"--supernet {path}: there is no such journal; give the "
+                                     "journal of a finished weight-sharing search")
+        with Journal(path) as journal:
+            meta = journal.metadata()
+        if METHODS.find(meta.get("algorithm")) is None or not os.path.isfile(
+                supernet_file(path)):
+            raise ConfigurationError(
+                f"--supernet {path} holds no trained supernet (its run is "
+                f"{meta.get('algorithm')!r}, {meta.get('status')}); give the journal of a "
+                f"finished weight-sharing search ({', '.join(METHODS.names())})")
+        return meta
+
+    def check_settings(self) -> None:
+        super().check_settings()
+        self.supernet_run()
+        _refuse_training_settings(self.config, SCORING_UNUSED,
+                                  "evaluation='supernet' trains nothing: each cell inherits "
+                                  "its weights")
+
+    def build(self, env, curator=None):
+        from nord.oneshot.evaluator import SupernetEvaluator
+        return SupernetEvaluator.from_checkpoint(supernet_file(self.config.supernet), curator,
+                                                 device=self.config.device)
+
+    def describe(self, world_size: int, evaluator) -> Dict[str, Any]:
+        import os
+        return {**evaluator.describe(), "supernet_journal": os.path.abspath(self.config.supernet)}
+
+    def accuracy_names(self, described: Dict[str, Any], selection: str) -> Tuple[str, str]:
+        return ("validation accuracy with weights inherited from the supernet",
+                "(none: cells scored with inherited weights are not tested)")
+
+
+def supernet_file(journal: str) -> str:
+    """Where a weight-sharing search keeps its trained supernet: beside its journal."""
+    return f"{journal}.supernet.pt"
+
+
 def register_way(name: str, way: Type[Evaluation]) -> None:
     """Let ``RunConfig(evaluation=name)`` (``--evaluation name``) evaluate candidates by
     ``way``. A name may hold several ways: the one whose ``table_space`` is the run's space,
@@ -603,3 +818,5 @@ register_way("distributed", GroupTraining)
 register_way("benchmark", TableLookup)
 register_way("zero-cost", Scoring)
 register_way("zero-cost", ProxyTableLookup)
+register_way("weight-sharing", WeightSharing)
+register_way("supernet", SupernetInherited)

@@ -88,6 +88,11 @@ def _check_journal(config: RunConfig, way: Evaluation, resume: bool,
                 if refusal is not None:
                     return refusal, None
             if resume and stored is not None and journal.state() == "finished":
+                if way.shares_weights:
+                    return None, (f"'{config.journal}' holds a finished weight-sharing search "
+                                  "(its final cell is the run's one result, its supernet "
+                                  "beside it): nothing to do, and the journal was left as "
+                                  "it is")
                 return None, _nothing_left(config, stored, journal)
     except (JournalError, ConfigurationError) as error:
         return str(error), None
@@ -224,6 +229,9 @@ def _search(config: RunConfig, way: Evaluation, env, resume: bool, progress: boo
     data, unreadable = env.on_every_rank(lambda: load_data(config, way), (NordError,))
     if unreadable is not None:
         return None, unreadable
+    if way.shares_weights:   # one supernet trained by the method, not candidates one by one
+        from nord.app.weight_sharing import run_weight_sharing
+        return run_weight_sharing(config, way, env, data[0], resume, progress, stream), None
     parts = assemble(config, way, env, *data)
     view = None
     if progress and env.is_root:

@@ -13,7 +13,7 @@ import os
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Dict, List, Optional, Union
 
-from nord.app.evaluation import Evaluation, default_evaluation, evaluation_of
+from nord.app.evaluation import ONESHOT_SETTINGS, Evaluation, default_evaluation, evaluation_of
 from nord.app.plugins import load_modules, recorded
 from nord.checks import (MAX_BUDGET, MAX_SEED, check_device, check_duration, check_int,
                          check_valid_fraction)
@@ -42,6 +42,8 @@ ALGORITHM_OWN_KEYS = {"space": "--space and --space-params (space=, space_params
 the settings that give them."""
 RECORDED_WHEN_SET = {"data_checksums": None, "max_params": None, "plugins": None, "proxy": None,
                      "stop_when": [], "strict_callbacks": False, "recipe": None,
+                     "search_epochs": None, "supernet_channels": None, "supernet_cells": None,
+                     "final_evaluation": None, "supernet": None,
                      **{part: None for part in RECIPE_PARTS}}
 """Settings added after journals were first written, recorded only when they differ from the
 value given here (what leaving them out meant before), so that a journal written without
@@ -197,20 +199,31 @@ class RunConfig:
     checkpoint_every: int = 1
     time_budget: Optional[Union[str, float]] = None
     target: Optional[float] = None
+    search_epochs: Optional[int] = None
+    supernet_channels: Optional[int] = None
+    supernet_cells: Optional[int] = None
+    final_evaluation: Optional[str] = None
+    supernet: Optional[str] = None
 
     def __post_init__(self):
+        from nord.oneshot.registry import METHODS
         from nord.search.algorithms.registry import ALGORITHMS
         from nord.search.spaces import SPACES
 
         self._load_plugins()   # first: they may register the names checked below
 
-        self.algorithm = ALGORITHMS.canonical(self.algorithm)
+        shares_weights = METHODS.find(self.algorithm) is not None
+        self.algorithm = (METHODS if shares_weights else ALGORITHMS).canonical(self.algorithm)
         self.space = SPACES.canonical(self.space)
         if self.evaluation is None:
-            self.evaluation = default_evaluation(self.space)
+            self.evaluation = ("weight-sharing" if shares_weights
+                               else default_evaluation(self.space))
+        if shares_weights and self.recipe is None:
+            self.recipe = "darts-search"       # the benchmark's one-shot searches' weights
         # the rules that depend on how candidates are evaluated are the way's own; it reads
         # this configuration as it is being checked
         way = evaluation_of(self)
+        self._check_weight_sharing(way, shares_weights)
         self.proxy = way.check_proxy()
         if self.dataset is None:
             self.dataset = way.default_dataset
@@ -283,6 +296,34 @@ class RunConfig:
                 f"the shape of the data set's images (--dataset {self.dataset}). Drop "
                 "input_shape from --space-params; to search for other images, choose their "
                 "data set with --dataset")
+
+    def _check_weight_sharing(self, way: Evaluation, method: bool) -> None:
+        """A weight-sharing method runs as a weight-sharing search, and nothing else does; the
+        settings of such a search and of a supernet's scores belong to those ways alone."""
+        from nord.oneshot.registry import METHODS
+        if method and not way.shares_weights:
+            raise ConfigurationError(
+                f"--algorithm {self.algorithm} is a weight-sharing method: it trains one "
+                f"supernet instead of evaluating candidates, so it runs with --evaluation "
+                f"weight-sharing (its default), not {self.evaluation!r}; drop --evaluation")
+        if way.shares_weights and not method:
+            raise ConfigurationError(
+                f"--evaluation weight-sharing trains a supernet for a weight-sharing method "
+                f"({', '.join(METHODS.names())}); --algorithm {self.algorithm} evaluates "
+                "candidates one by one: choose one of those methods, or another evaluation")
+        if not way.shares_weights:
+            given = [name for name in ONESHOT_SETTINGS if getattr(self, name) is not None]
+            if given:
+                raise ConfigurationError(
+                    f"{', '.join('--' + name.replace('_', '-') for name in given)} set(s) a "
+                    f"weight-sharing search, and --algorithm {self.algorithm} is not one; "
+                    f"choose a weight-sharing method ({', '.join(METHODS.names())}) with "
+                    "--space nasbench201, or leave them out")
+        if self.supernet is not None and not way.reads_supernet:
+            raise ConfigurationError(
+                f"--supernet {self.supernet} scores cells with a trained supernet's weights, "
+                f"which evaluation={self.evaluation!r} does not: add --evaluation supernet, or "
+                "drop --supernet")
 
     def _settle_recipe(self) -> None:
         """The recipe named, its parts replaced by the settings given, checked; then every
@@ -408,7 +449,7 @@ class RunConfig:
         given = [name for name in ("min_epochs", "max_epochs", "eta")
                  if getattr(self, name) is not None]
         from nord.search.algorithms.registry import get_algorithm
-        needs = get_algorithm(self.algorithm).schedulers
+        needs = None if way.shares_weights else get_algorithm(self.algorithm).schedulers
         if needs is not None:
             way.check_scheduled_algorithm(needs)
             from nord.search.schedulers import SCHEDULERS

@@ -15,8 +15,9 @@ from nord.evaluators.result import EvaluationResult
 from nord.journal.schema import EVALUATION_COLUMNS, LEG_COLUMNS, RESULT_COLUMNS
 from nord.jsonable import dumps, plain
 
-__all__ = ["RunRecord", "CandidateRecord", "EvaluationRecord", "LegRecord", "evaluation_row",
-           "leg_row", "evaluation_result"]
+__all__ = ["RunRecord", "CandidateRecord", "EvaluationRecord", "LegRecord",
+           "SearchEpochRecord", "evaluation_row", "leg_row", "search_epoch_row",
+           "evaluation_result"]
 
 
 @dataclass
@@ -151,6 +152,39 @@ class LegRecord:
     decision: Optional[str] = None
     worker_rank: Optional[int] = None
     detail: str = ""
+
+
+@dataclass
+class SearchEpochRecord:
+    """One epoch of a weight-sharing search (see the ``search_epochs`` table).
+
+    Attributes:
+        epoch: counted from 1.
+        cell: the cell derived at the epoch's end, as the benchmark writes it.
+        genome: the same cell as operation indices.
+        weights: ``edge -> operation -> probability``, the method's distribution.
+        metrics: the epoch's mean losses, the learning rate, what the method measured.
+        lookup_accuracy: the derived cell's accuracy in the benchmark's table (its 200-epoch
+            test accuracy, a fraction; NaN when the data set is not the table's), never seen
+            by the search.
+        seconds: the epoch's wall time.
+    """
+
+    epoch: int
+    cell: str
+    genome: Tuple[int, ...]
+    weights: Dict[str, Dict[str, float]]
+    metrics: Dict[str, float] = field(default_factory=dict)
+    lookup_accuracy: float = float("nan")
+    seconds: float = 0.0
+
+
+def search_epoch_row(record: SearchEpochRecord, now: float) -> Tuple[Any, ...]:
+    """The values of a ``search_epochs`` row, in the order of ``SEARCH_EPOCH_COLUMNS``."""
+    accuracy = record.lookup_accuracy
+    return (int(record.epoch), record.cell, dumps(list(record.genome)), dumps(record.weights),
+            dumps(record.metrics), None if accuracy != accuracy else float(accuracy),
+            float(record.seconds), now)
 
 
 def evaluation_row(evaluation: EvaluationRecord) -> List[Any]:

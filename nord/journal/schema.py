@@ -11,7 +11,8 @@ import sqlite3
 import time
 
 __all__ = ["SCHEMA_VERSION", "SCHEMA", "STATUSES", "RESULT_COLUMNS", "EVALUATION_COLUMNS",
-           "LEG_COLUMNS", "JSON_RUN_COLUMNS", "add_missing", "create_tables"]
+           "LEG_COLUMNS", "SEARCH_EPOCH_COLUMNS", "JSON_RUN_COLUMNS", "add_missing",
+           "create_tables"]
 
 SCHEMA_VERSION = 2
 
@@ -23,6 +24,8 @@ EVALUATION_COLUMNS = ("sequence", "candidate", "generation", "genome", "key", "d
 LEG_COLUMNS = ("leg", "candidate", "start_epochs", "target_epochs", "started_event",
                "ended_event", "started", "ended", "accuracy", "reported_accuracy", "status",
                "error", "decision", "worker_rank", "train_time", "result", "detail")
+SEARCH_EPOCH_COLUMNS = ("epoch", "cell", "genome", "weights", "metrics", "lookup_accuracy",
+                        "seconds", "recorded")
 JSON_RUN_COLUMNS = ("parameters", "seed", "space", "evaluator", "dataset", "execution",
                     "config", "scheduler", "versions", "extra", "writer")
 """The columns of ``run`` stored as JSON text."""
@@ -135,9 +138,20 @@ CREATE TABLE series (
     value REAL,
     PRIMARY KEY (candidate, name, epoch, step)
 );
+CREATE TABLE search_epochs (
+    epoch INTEGER PRIMARY KEY,
+    cell TEXT NOT NULL,
+    genome TEXT NOT NULL,
+    weights TEXT NOT NULL,
+    metrics TEXT NOT NULL,
+    lookup_accuracy REAL,
+    seconds REAL,
+    recorded REAL NOT NULL
+);
 """
 ATTEMPTS_TABLE = SCHEMA[SCHEMA.index("CREATE TABLE attempts"):].split(";")[0]
 SERIES_TABLE = SCHEMA[SCHEMA.index("CREATE TABLE series"):].split(";")[0]
+SEARCH_EPOCHS_TABLE = SCHEMA[SCHEMA.index("CREATE TABLE search_epochs"):].split(";")[0]
 
 
 def add_missing(connection: sqlite3.Connection) -> None:
@@ -154,6 +168,8 @@ def add_missing(connection: sqlite3.Connection) -> None:
         connection.execute(ATTEMPTS_TABLE)
     if "series" not in tables:
         connection.execute(SERIES_TABLE)
+    if "search_epochs" not in tables:
+        connection.execute(SEARCH_EPOCHS_TABLE)
 
 
 def create_tables(connection: sqlite3.Connection) -> None:

@@ -12,6 +12,7 @@ docs/journal.md describes the tables, the statuses and what survives a crash.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -19,13 +20,14 @@ import sqlite3
 import threading
 import time
 from pathlib import Path
-from typing import Any, Iterable, Optional, Set, Tuple, Union
+from typing import Any, Iterable, Iterator, Optional, Set, Tuple, Union
 
 from nord.errors import DiskFullError, JournalError, JournalInUseError
 from nord.journal.export import JournalExport
 from nord.journal.records import (CandidateRecord, EvaluationRecord, LegRecord, RunRecord,
-                                  evaluation_row, leg_row)
-from nord.journal.schema import EVALUATION_COLUMNS, LEG_COLUMNS, STATUSES, add_missing
+                                  SearchEpochRecord, evaluation_row, leg_row, search_epoch_row)
+from nord.journal.schema import (EVALUATION_COLUMNS, LEG_COLUMNS, SEARCH_EPOCH_COLUMNS,
+                                 STATUSES, add_missing)
 from nord.journal.start import StartChecks
 from nord.journal.versions import package_versions
 from nord.journal.writers import HEARTBEAT_SECONDS, Writer
@@ -38,6 +40,21 @@ logger = logging.getLogger(__name__)
 RESERVE_BYTES = 256 * 1024
 """Disk held beside a journal being written (``RUN.db-reserve``), given back to write the
 run's final status when the disk is full."""
+
+
+@contextlib.contextmanager
+def _write_transaction(connection: sqlite3.Connection) -> Iterator[None]:
+    """One transaction that holds the write lock from its start (a commit of another connection
+    between a read and a write, the heartbeat's, could otherwise make SQLite refuse the write
+    at once, whatever the busy timeout), rolled back on any error."""
+    connection.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+        connection.execute("COMMIT")
+    except BaseException:
+        if connection.in_transaction:
+            connection.execute("ROLLBACK")
+        raise
 
 
 class Journal(StartChecks, JournalExport):
@@ -281,11 +298,8 @@ class Journal(StartChecks, JournalExport):
             return
         connection = self._require_writer()
         try:
-            # the write lock first: this commit reads (which epochs are new) before it
-            # writes, and a commit of another connection in between (the heartbeat's) can make
-            # SQLite refuse the write at once, whatever the busy timeout
-            connection.execute("BEGIN IMMEDIATE")
-            try:
+            # the write lock first: this commit reads (which epochs are new) before it writes
+            with _write_transaction(connection):
                 connection.executemany(
                     "INSERT INTO candidates (candidate, generation, genome, told_before, asked)"
                     " VALUES (?, ?, ?, ?, ?)", candidate_rows)
@@ -324,11 +338,6 @@ class Journal(StartChecks, JournalExport):
                     "UPDATE run SET updated = ?, heartbeat = ?, running_seconds = ?, "
                     "recorded_results = (SELECT COUNT(*) FROM evaluations) WHERE id = 1",
                     (now, now, self.running_seconds()))
-                connection.execute("COMMIT")
-            except BaseException:
-                if connection.in_transaction:
-                    connection.execute("ROLLBACK")
-                raise
         except sqlite3.IntegrityError as error:
             raise JournalError(
                 f"'{self.path}' already has one of these candidates or evaluations ({error}); "
@@ -337,6 +346,28 @@ class Journal(StartChecks, JournalExport):
             raise self._write_error(error) from error
         self._attempted.difference_update(number for number, in survived)
         self._attempted.update(number for number, _ in attempt_rows)
+        self._checkpoint()
+
+    def search_epoch(self, record: SearchEpochRecord) -> None:
+        """Record one finished epoch of a weight-sharing search, in one commit (an epoch
+        recorded again, after a resume, replaces its row with the same values).
+
+        Raises:
+            DiskFullError: the disk is full (nothing is written).
+        """
+        now = time.time()
+        connection = self._require_writer()
+        try:
+            with _write_transaction(connection):
+                connection.execute(
+                    f"INSERT OR REPLACE INTO search_epochs ({', '.join(SEARCH_EPOCH_COLUMNS)}) "
+                    f"VALUES ({', '.join('?' * len(SEARCH_EPOCH_COLUMNS))})",
+                    search_epoch_row(record, now))
+                connection.execute(
+                    "UPDATE run SET updated = ?, heartbeat = ?, running_seconds = ? WHERE id = 1",
+                    (now, now, self.running_seconds()))
+        except sqlite3.OperationalError as error:
+            raise self._write_error(error) from error
         self._checkpoint()
 
     def release_attempts(self, only: Optional[Iterable[int]] = None) -> None:

@@ -22,10 +22,10 @@ def refusal(**settings) -> str:
 # --- choosing the way -------------------------------------------------------------------------
 def test_an_unknown_evaluation_is_refused_listing_the_registered_ones_in_their_order():
     assert refusal(evaluation="remote") == (
-        "evaluation must be one of local, data-parallel, distributed, benchmark, zero-cost; "
-        "got 'remote'")
+        "evaluation must be one of local, data-parallel, distributed, benchmark, zero-cost, "
+        "weight-sharing, supernet; got 'remote'")
     assert list_evaluations() == ["local", "data-parallel", "distributed", "benchmark",
-                                  "zero-cost"]
+                                  "zero-cost", "weight-sharing", "supernet"]
 
 
 @pytest.mark.parametrize("space, evaluation, dataset", [
@@ -180,7 +180,7 @@ def test_a_way_registered_as_one_class_is_chosen_by_its_name_and_listed(ways):
     assert type(evaluation_of(config)) is Distillation
     assert config.to_dict()["evaluation"] == "distillation"
     assert list_evaluations()[-1] == "distillation"
-    assert "zero-cost, distillation; got 'distil'" in refusal(evaluation="distil")
+    assert "zero-cost, weight-sharing, supernet, distillation; got 'distil'" in refusal(evaluation="distil")
 
 
 def test_a_registered_way_is_held_to_the_rules_it_inherits_and_to_its_own(ways):

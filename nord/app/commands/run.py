@@ -36,7 +36,9 @@ RUN_FLAGS = (
      "how candidates are evaluated: local (one process per network), data-parallel (all ranks "
      "train each network), distributed (groups of --group-size ranks train networks side by "
      "side), benchmark (NAS-Bench-201 look-ups), zero-cost (untrained networks scored by "
-     "--proxy) (default: local; benchmark for --space nasbench201)"),
+     "--proxy), weight-sharing (one supernet trained by a weight-sharing --algorithm), "
+     "supernet (NAS-Bench-201 cells scored with a trained --supernet's weights) (default: "
+     "local; benchmark for --space nasbench201; weight-sharing for its methods)"),
     ("proxy", "--proxy", str,
      "(zero-cost) the proxy scoring each untrained network: synflow, snip, grasp, fisher, "
      "grad_norm, jacov, nwot, params, flops (default: synflow)"),
@@ -53,6 +55,22 @@ RUN_FLAGS = (
      "share of the training split held out (stratified) as the validation split the search "
      "sees, where the data set has no official one; 0 selects on test data (warned)"),
     ("epochs", "--epochs", int, "training epochs of each candidate (without --scheduler)"),
+    ("search_epochs", "--search-epochs", int,
+     "(weight-sharing methods: --algorithm darts-v1, darts-v2, gdas, setn, enas, rsps) epochs "
+     "of the supernet's search (default: 50, the benchmark's DARTS setting)"),
+    ("supernet_channels", "--supernet-channels", int,
+     "(weight sharing) channels of the supernet's first stage, C (default: 16, the "
+     "benchmark's)"),
+    ("supernet_cells", "--supernet-cells", int,
+     "(weight sharing) cells per stage of the supernet, N (default: 5, the benchmark's)"),
+    ("final_evaluation", "--final-evaluation", str,
+     "(weight sharing) how the final cell is evaluated: table (looked up in NAS-Bench-201, for "
+     "its data sets) or train (trained stand-alone with the nasbench201 recipe for --epochs) "
+     "(default: table where the data set is the table's, else train)"),
+    ("supernet", "--supernet", str,
+     "(--evaluation supernet) the journal of a finished weight-sharing search, whose trained "
+     "supernet scores each cell with inherited weights (default: none; required by "
+     "--evaluation supernet)"),
     ("recipe", "--recipe", str,
      "how candidates are trained: {recipes}; the flags below replace its parts "
      "(docs/recipes.md) (default: default)"),
@@ -168,7 +186,7 @@ RUN_FLAGS = (
 _METAVARS = {"json": "JSON", "list": "NAMES", int: "N", float: "X", str: "NAME", "data_root": "DIR",
              "augment": "NAMES", "warmup_lr": "RATE", "min_lr": "RATE",
              "data_checksums": "FILE",
-             "journal": "FILE", "device": "DEVICE", "lr": "RATE", "valid_fraction": "FRACTION",
+             "journal": "FILE", "supernet": "RUN.db", "device": "DEVICE", "lr": "RATE", "valid_fraction": "FRACTION",
              "time_budget": "DURATION", "target": "ACCURACY"}
 
 
@@ -217,7 +235,9 @@ def _registered() -> Dict[str, str]:
 
     def described(registry) -> str:
         return "; ".join(f"{entry.label}: {entry.description}" for entry in registry.entries())
-    return dict(algorithms="; ".join(algorithms.choices()), spaces=described(spaces),
+    from nord.oneshot.registry import METHODS
+    return dict(algorithms="; ".join(algorithms.choices()) + "; weight sharing on --space "
+                "nasbench201: " + ", ".join(METHODS.choices()), spaces=described(spaces),
                 datasets=", ".join(datasets.choices()),
                 benchmark_datasets=", ".join(DATASET_NAMES.choices()),
                 schedulers=described(schedulers), recipes=described(recipes),

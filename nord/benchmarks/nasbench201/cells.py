@@ -251,8 +251,8 @@ def path_encoding(genome: Sequence[Any]) -> np.ndarray:
 
 
 # --- cell <-> descriptor ------------------------------------------------------------------
-def _op_layer(op: str, channels: int) -> Tuple[str, Dict[str, Any]]:
-    """Registry type and parameters of the layer for one operation."""
+def operation_layer(op: str, channels: int) -> Tuple[str, Dict[str, Any]]:
+    """Registry type and parameters of the layer of one operation on a cell of ``channels``."""
     if op == "none":
         return "zero", {}
     if op == "skip_connect":
@@ -290,7 +290,7 @@ def cell_to_descriptor(cell: Any, channels: int = DEFAULT_CHANNELS) -> NeuralDes
     # EDGES lists the edges into node 1, then node 2, then node 3, sources in order: once
     # the edge from source target-1 is added, the node and its input sum can follow.
     for (source, target), edge_name, op_index in zip(EDGES, EDGE_NAMES, genome):
-        layer_type, params = _op_layer(OPS[op_index], channels)
+        layer_type, params = operation_layer(OPS[op_index], channels)
         descriptor.add_layer(layer_type, params, edge_name)
         descriptor.connect_layers(NODE_NAMES[source], edge_name)
         incoming.append(edge_name)
@@ -314,7 +314,7 @@ def _reference_params() -> Dict[str, Tuple[str, Dict[str, Any]]]:
     """Canonical parameters of each operation's layer, with out_channels left out."""
     reference = {}
     for op in OPS:
-        layer_type, params = _op_layer(op, DEFAULT_CHANNELS)
+        layer_type, params = operation_layer(op, DEFAULT_CHANNELS)
         scratch = NeuralDescriptor()
         scratch.add_layer(layer_type, params, "op")
         canonical = canonical_params(scratch.layers["op"])

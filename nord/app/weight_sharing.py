@@ -1,0 +1,154 @@
+"""``nord run --space nasbench201 --algorithm gdas``: a weight-sharing search from a RunConfig,
+journaled as every nord run is, resumed by ``nord resume``.
+
+The search (nord.oneshot.search) writes each epoch to the journal's ``search_epochs`` table and
+a checkpoint to ``<journal>.checkpoints/search.pt``; when it ends, the trained supernet is kept
+beside the journal (``<journal>.supernet.pt``, what ``--evaluation supernet`` reads) and the
+final cell is evaluated (``--final-evaluation``) and journaled as the run's one result.
+"""
+from __future__ import annotations
+
+import math
+import os
+import sys
+import time
+from dataclasses import asdict, dataclass
+from typing import Any, Optional, Tuple
+
+from nord.app.assembly import describe_data
+from nord.app.evaluation import WeightSharing, supernet_file
+from nord.errors import DiskFullError, RunInterrupted
+
+CHECKPOINT = "search.pt"
+"""The search's checkpoint, in the journal's checkpoint folder."""
+
+
+@dataclass
+class WeightSharingSummary:
+    """What a weight-sharing run ends with (what ``nord.app.runner.run`` returns for one)."""
+
+    cell: str
+    genome: Tuple[int, ...]
+    result: Any
+    epochs: int
+    journal: str
+    supernet: str
+
+
+class _Shown:
+    """Keeps each epoch in the journal and says it on ``stream``."""
+
+    def __init__(self, journal, epochs: int, stream):
+        self.journal, self.epochs, self.stream = journal, epochs, stream
+
+    def search_epoch(self, record) -> None:
+        self.journal.search_epoch(record)
+        if self.stream is None:
+            return
+        losses = ", ".join(f"{name.replace('_', ' ')} {value:.4f}"
+                           for name, value in record.metrics.items() if name.endswith("loss"))
+        table = ("" if math.isnan(record.lookup_accuracy) else
+                 f", table test {100 * record.lookup_accuracy:.2f} %")
+        print(f"epoch {record.epoch}/{self.epochs} ({record.seconds:.1f} s): {record.cell} "
+              f"({losses}{table})", file=self.stream, flush=True)
+
+
+def _lookup(dataset: str):
+    """The 200-epoch test accuracy of a cell in the NAS-Bench-201 table, for its data sets;
+    NaN elsewhere."""
+    from nord.benchmarks.nasbench201.table import DATASETS
+    if dataset not in DATASETS:
+        return lambda genome: math.nan
+    from nord.benchmarks.nasbench201 import BenchmarkEvaluator
+    table = BenchmarkEvaluator(dataset=dataset)
+    return lambda genome: float(table.evaluate_genome(genome).reported_accuracy)
+
+
+def _final_result(config, way: WeightSharing, curator, genome):
+    """The final cell's result: looked up in the table, or trained stand-alone with the
+    nasbench201 recipe for ``config.epochs``."""
+    from nord.benchmarks.nasbench201 import BenchmarkEvaluator, network_to_descriptor
+    if config.final_evaluation == "table":
+        return BenchmarkEvaluator(dataset=config.dataset).evaluate_genome(genome)
+    from nord.evaluators.local import LocalEvaluator
+    from nord.nn.recipe import get_recipe
+    trainer = LocalEvaluator(curator, epochs=config.epochs, recipe=get_recipe("nasbench201"),
+                             seed=config.seed, device=config.device, threads=config.threads)
+    return trainer.descriptor_evaluate(network_to_descriptor(genome))
+
+
+def run_weight_sharing(config, way: WeightSharing, env, curator, resume: bool, progress: bool,
+                       stream) -> WeightSharingSummary:
+    """Search, keep the supernet, evaluate and journal the final cell (see the module)."""
+    from nord.benchmarks.nasbench201 import NASBench201Space, genome_to_cell
+    from nord.journal import CandidateRecord, EvaluationRecord, Journal, RunRecord
+    from nord.oneshot.evaluator import save_supernet
+    from nord.oneshot.search import OneShotSearch
+    stream = (stream or sys.stdout) if progress else None
+    settings = way.search_settings()
+    selection = way.selection(curator)
+    dataset, warnings = describe_data(config, curator, selection)
+    for warning in warnings:
+        env.print(f"warning: {warning}", file=sys.stderr)
+    described = way.describe(env.size, None)
+    signal, reported = way.accuracy_names(described, selection)
+    described.update(signal=signal, reported=reported, selection=selection)
+    record = RunRecord(algorithm=config.algorithm, parameters=asdict(settings.method_settings),
+                       seed=config.seed, space=NASBench201Space().describe(),
+                       evaluator=described, dataset=dataset, mode="sync", budget=1,
+                       execution=config.execution(), config=config.measured(),
+                       extra={"warnings": warnings} if warnings else {})
+    journal = Journal(config.journal)
+    journal.start(record, resume=resume)
+    try:
+        folder = f"{config.journal}.checkpoints"
+        os.makedirs(folder, exist_ok=True)
+        search = OneShotSearch(settings, curator,
+                               records=_Shown(journal, settings.search_epochs, stream),
+                               checkpoint=os.path.join(folder, CHECKPOINT),
+                               lookup=_lookup(config.dataset))
+        outcome = search.run()
+        kept = supernet_file(config.journal)
+        save_supernet(search.supernet, kept, method=config.algorithm, dataset=config.dataset,
+                      search_epochs=settings.search_epochs, seed=config.seed)
+        genome = tuple(outcome.cell)
+        if journal.count() == 0:     # a resume after the result was journaled has it already
+            started = time.time()
+            result = _final_result(config, way, curator, genome)
+            space = NASBench201Space()
+            journal.record([CandidateRecord(0, 0, genome, 0)], [EvaluationRecord(
+                0, 0, 0, genome, space.identify(genome)[0], space.decode(genome).to_json(),
+                None, result, None, started, time.time())])
+        result = journal.evaluations()[0]
+        journal.finish("finished", f"{settings.search_epochs} search epochs")
+    except RunInterrupted as stop:
+        journal.finish("interrupted", stop.signal_name)
+        env.print(f"interrupted by {stop.signal_name}: the journal {config.journal} keeps "
+                  f"every finished search epoch; continue with 'nord resume {config.journal}'",
+                  file=sys.stderr)
+        raise
+    except DiskFullError as error:
+        journal.finish("failed", f"disk full: {error}")
+        raise
+    except BaseException as error:
+        journal.finish("crashed", f"{type(error).__name__}: {error}")
+        raise
+    finally:
+        journal.close()
+    _closing_line(stream, config, genome, result, reported)
+    return WeightSharingSummary(genome_to_cell(genome), genome, result,
+                                settings.search_epochs, config.journal, kept)
+
+
+def _closing_line(stream, config, genome, result, reported: str) -> None:
+    from nord.benchmarks.nasbench201 import genome_to_cell
+    if stream is None:
+        return
+    figures = []
+    if result.get("accuracy") is not None:
+        figures.append(f"accuracy {100 * result['accuracy']:.2f} %")
+    if result.get("reported_accuracy") is not None:
+        figures.append(f"{reported}: {100 * result['reported_accuracy']:.2f} %")
+    print(f"{config.algorithm}: final cell {genome_to_cell(genome)}"
+          f"{' (' + '; '.join(figures) + ')' if figures else ''}; journal {config.journal}, "
+          f"supernet {supernet_file(config.journal)}", file=stream, flush=True)
