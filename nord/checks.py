@@ -6,15 +6,36 @@
 """
 from __future__ import annotations
 
+import difflib
 import math
 import numbers
 import re
-from typing import Any, Optional, Tuple, Union
+from typing import Any, Iterable, Optional, Sequence, Tuple, Union
 
 from nord.errors import ConfigurationError
 
 __all__ = ["check_int", "check_valid_fraction", "check_device", "check_instance", "check_bool",
-           "check_number", "check_seed", "given"]
+           "check_number", "check_seed", "check_choice", "nearest", "given"]
+
+
+def nearest(word: str, known: Iterable[str]) -> Optional[str]:
+    """The name in ``known`` closest to a mistyped ``word`` (``_`` and ``-`` alike), or None
+    when none is close."""
+    spelled = {name.replace("_", "-").lower(): name for name in known}
+    match = difflib.get_close_matches(str(word).replace("_", "-").lower(), spelled, n=1,
+                                      cutoff=0.6)
+    return spelled[match[0]] if match else None
+
+
+def check_choice(value: Any, name: str, choices: Sequence[str]) -> str:
+    """``value`` when it is one of ``choices``; else a ConfigurationError that lists them and
+    names the nearest one."""
+    if isinstance(value, str) and value in choices:
+        return value
+    guess = nearest(value, choices) if isinstance(value, str) else None
+    hint = f" (did you mean {guess!r}?)" if guess is not None else ""
+    raise ConfigurationError(
+        f"{name} must be one of {', '.join(choices)}; got {value!r}{hint}")
 
 
 def check_int(value: Any, name: str, minimum: Optional[int] = None,

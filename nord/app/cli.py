@@ -19,7 +19,6 @@ everything else takes plain arguments.
 from __future__ import annotations
 
 import argparse
-import difflib
 import os
 import sys
 import time
@@ -27,6 +26,7 @@ from typing import Iterable, List, Optional
 
 from nord.app.commands import (compare, config, export, layers, listing, report, resume, run,
                                serve)
+from nord.checks import nearest
 from nord.errors import NordError, RunInterrupted
 from nord.version import __version__
 
@@ -34,14 +34,6 @@ from nord.version import __version__
 # `nord list` and a refused flag must answer without loading torch, sqlite or matplotlib.
 
 DESCRIPTION = "nord: neural architecture search, from a laptop to an MPI or SLURM cluster."
-
-
-def nearest(word: str, known: Iterable[str]) -> Optional[str]:
-    """The name in ``known`` closest to a mistyped ``word`` (``_`` and ``-`` alike), or None
-    when none is close."""
-    spelled = {name.replace("_", "-").lower(): name for name in known}
-    match = difflib.get_close_matches(word.replace("_", "-").lower(), spelled, n=1, cutoff=0.6)
-    return spelled[match[0]] if match else None
 
 
 def _guess(word: str, known: Iterable[str]) -> str:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Type
 
-from nord.checks import check_int
+from nord.checks import check_choice, check_int
 from nord.errors import ConfigurationError
 from nord.nn.recipe import RECIPE_PARTS
 from nord.registry import check_subclass
@@ -800,9 +800,7 @@ def way_class(evaluation: str, space: str) -> Type[Evaluation]:
     Raises:
         ConfigurationError: an evaluation that no way is registered as, listing those that are.
     """
-    if not isinstance(evaluation, str) or evaluation not in _WAYS:
-        raise ConfigurationError(
-            f"evaluation must be one of {', '.join(_WAYS)}; got {evaluation!r}")
+    check_choice(evaluation, "evaluation", tuple(_WAYS))
     ways = _WAYS[evaluation]
     return next((way for way in ways if way.table_space == space), ways[0])
 

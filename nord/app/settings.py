@@ -15,7 +15,7 @@ from typing import Any, Dict, List, Optional, Union
 
 from nord.app.evaluation import ONESHOT_SETTINGS, Evaluation, default_evaluation, evaluation_of
 from nord.app.plugins import load_modules, recorded
-from nord.checks import (MAX_BUDGET, MAX_SEED, check_device, check_duration, check_int,
+from nord.checks import (MAX_BUDGET, MAX_SEED, check_choice, check_device, check_duration, check_int,
                          check_valid_fraction)
 from nord.errors import ConfigurationError
 from nord.nn.recipe import DEFAULT as DEFAULT_RECIPE
@@ -262,11 +262,8 @@ class RunConfig:
                 "slow training down; with several ranks on one machine, give each its share "
                 "(CPUs / ranks)")
         self._check_workers(way)
-        if self.mode not in ("sync", "async"):
-            raise ConfigurationError(f"mode must be 'sync' or 'async'; got {self.mode!r}")
-        if self.backend not in ("auto", "horovod", "torch"):
-            raise ConfigurationError(
-                f"backend must be 'auto', 'horovod' or 'torch'; got {self.backend!r}")
+        check_choice(self.mode, "mode (--mode)", ("sync", "async"))
+        check_choice(self.backend, "backend (--backend)", ("auto", "horovod", "torch"))
         for name in ("algorithm_params", "space_params"):
             if not isinstance(getattr(self, name), dict):
                 raise ConfigurationError(

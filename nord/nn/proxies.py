@@ -23,6 +23,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from nord.checks import check_choice
 from nord.errors import ConfigurationError, ProxyError
 
 _WEIGHTED = (nn.modules.conv._ConvNd, nn.Linear)
@@ -250,10 +251,7 @@ PROXIES: Dict[str, Proxy] = {
 
 def check_proxy(name: str) -> str:
     """``name`` if it is a proxy's name; else a ConfigurationError that lists them."""
-    if name not in PROXIES:
-        raise ConfigurationError(
-            f"unknown zero-cost proxy {name!r}; choose one of {', '.join(PROXIES)}")
-    return name
+    return check_choice(name, "the zero-cost proxy (--proxy)", tuple(PROXIES))
 
 
 def score(name: str, net: nn.Module, inputs: torch.Tensor,

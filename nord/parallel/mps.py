@@ -29,6 +29,7 @@ import sys
 import tempfile
 from typing import Dict, Mapping, Optional, Tuple
 
+from nord.checks import check_choice
 from nord.errors import ConfigurationError, NordError
 
 __all__ = ["MPS_SETTINGS", "SHARING_MODES", "CONTROL", "DEFAULT_PIPE_DIRECTORY",
@@ -46,10 +47,7 @@ DEFAULT_PIPE_DIRECTORY = "/tmp/nvidia-mps"
 
 
 def check_mps_setting(setting: str) -> str:
-    if setting not in MPS_SETTINGS:
-        raise ConfigurationError(
-            f"--mps must be one of {', '.join(MPS_SETTINGS)}; got {setting!r}")
-    return setting
+    return check_choice(setting, "--mps", MPS_SETTINGS)
 
 
 def sharing_mode(setting: str, device_type: str, workers_per_gpu: int, daemon_running: bool,

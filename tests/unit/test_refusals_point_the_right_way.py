@@ -221,3 +221,22 @@ def test_a_batch_larger_than_the_data_is_sized_as_the_data():
 def test_a_near_miss_algorithm_name_gets_a_guess():
     with pytest.raises(ConfigurationError, match="did you mean 'regularized_evolution'"):
         make_algorithm("regularised_evolution", make_space("nasbench201"))
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["--mode", "asnyc"], "mode (--mode) must be one of sync, async; got 'asnyc' (did you mean "
+                          "'async'?)"),
+    (["--evaluation", "benchmrk"], "got 'benchmrk' (did you mean 'benchmark'?)"),
+    (["--backend", "horovd"], "got 'horovd' (did you mean 'horovod'?)"),
+    (["--workers", "1", "--mps", "of"], "--mps must be one of auto, on, off; got 'of' (did you "
+                                        "mean 'off'?)"),
+    (["--evaluation", "zero-cost", "--proxy", "synflw"], "(did you mean 'synflow'?)"),
+    (["--mode", "sideways"], "must be one of sync, async; got 'sideways'\n"),
+])
+def test_a_mistyped_choice_of_a_run_gets_its_nearest(argv, words, capsys, tmp_path):
+    """The choices a run's configuration checks (not argparse) name the nearest one too."""
+    journal = tmp_path / "run.db"
+    assert main(["run", *argv, "--journal", str(journal)]) == 2
+    error = capsys.readouterr().err
+    assert words in error and error.count("\n") == 1, error
+    assert not journal.exists()
