@@ -91,7 +91,7 @@ def test_a_zero_cost_run_defaults_to_synflow_and_records_the_proxy():
 
 
 @pytest.mark.parametrize("settings, words", [
-    ({"evaluation": "zero-cost", "proxy": "synflo"}, "choose one of synflow, snip"),
+    ({"evaluation": "zero-cost", "proxy": "synflo"}, "must be one of synflow, snip"),
     ({"proxy": "snip"}, "add --evaluation zero-cost"),
     ({"evaluation": "zero-cost", "callbacks": ["grad_norm"]}, "--callbacks set"),
     ({"evaluation": "zero-cost", "epochs": 3}, "--epochs set.*untrained"),
