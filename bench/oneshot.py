@@ -22,14 +22,14 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from xautodl.models.cell_searchs import nas201_super_nets  # noqa: E402
-from xautodl.models.cell_searchs import search_model_enas_utils  # noqa: E402
-
 from nord.oneshot.methods import make_method  # noqa: E402
 from nord.oneshot.registry import METHODS  # noqa: E402
 from tests.helpers.supernets import (copied, reference, reference_arch_step,  # noqa: E402
                                      reference_weight_step, virtual_step_of_the_reference,
                                      weights_of)
+# the reference, from where scripts/setup.sh installs it (tests.helpers.supernets's path)
+from xautodl.models.cell_searchs import nas201_super_nets  # noqa: E402
+from xautodl.models.cell_searchs import search_model_enas_utils  # noqa: E402
 
 REFERENCE = {"darts-v1": "DARTS-V1", "darts-v2": "DARTS-V2", "gdas": "GDAS", "setn": "SETN",
              "enas": "ENAS", "rsps": "RANDOM"}

@@ -128,11 +128,13 @@ if ! "$PY" -c "import nord, mpi4py, pygmo, optuna, pytest, xdist, hypothesis, ma
 fi
 
 # 5b. The benchmark authors' own supernets (xautodl), the reference the weight-sharing tests
-#     check nord's against. Without its dependencies: it pins numpy <= 1.19.5 for modules the
-#     tests never import; its cell supernets need torch only.
-if ! "$PY" -c "import xautodl" 2>/dev/null; then
-    say "installing xautodl==1.0.0 (test reference, without its dependencies)"
-    pip_install --no-deps "xautodl==1.0.0"
+#     check nord's against, in a folder of its own ($VENV/references, which the tests put on
+#     their path): it pins numpy <= 1.19.5 and fvcore for modules the tests never import (its
+#     cell supernets need torch only), so it is installed without them and kept out of the
+#     environment pip checks.
+if [ ! -d "$VENV/references/xautodl" ]; then
+    say "installing xautodl==1.0.0 into $VENV/references (test reference)"
+    pip_install --no-deps --target "$VENV/references" "xautodl==1.0.0"
 fi
 
 # 6. Horovod, built from source against this torch and this Open MPI (cached); with NCCL

@@ -90,7 +90,8 @@ def test_experiment_resume_continues_a_finished_run(tmp_path, experiment1):
     again = run_python([EXPERIMENTS / "experiment1_local.py", "--smoke", "--journal", journal,
                         "--resume"])
     assert again.returncode == 0, again.stdout
-    assert "holds a finished run (12 evaluations, budget 12): nothing to do" in again.stdout
+    assert ("holds a finished run in which its budget of 12 evaluations is used (12 "
+            "evaluations): nothing to do") in again.stdout
     with Journal(journal) as record:
         after = [(r["candidate"], r["key"], r["accuracy"]) for r in record.evaluations()]
         assert record.metadata()["resumed"] == 0

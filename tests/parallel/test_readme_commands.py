@@ -64,7 +64,8 @@ def smoke(command, previous_run):
     small = "30" if "compare" in command else "6" if "resume" in command else "4"
     command = re.sub(r"--budget \d+", f"--budget {small}", command)
     command = re.sub(r"--seeds \d+", "--seeds 4", command)
-    if re.search(r"\bnord run\b", command):
+    if re.search(r"\bnord run\b", command) and "--search-epochs" not in command:
+        # (a weight-sharing search is small by its own flags: epochs of search, one result)
         command += (" --epochs 1" if "--epochs" not in command and "--scheduler" not in command
             and "--config" not in command else "")
         command += " --budget 4" if "--budget" not in command else ""

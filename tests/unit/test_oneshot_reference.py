@@ -11,8 +11,10 @@ order them), with the differences docs/oneshot.md lists.
 import pytest
 
 torch = pytest.importorskip("torch")
+from tests.helpers import supernets  # noqa: E402  (puts the reference on the path)
 cell_searchs = pytest.importorskip("xautodl.models.cell_searchs",
-                                   reason="xautodl is installed by scripts/setup.sh")
+                                   reason="scripts/setup.sh installs xautodl in "
+                                          ".venv/references")
 enas_utils = pytest.importorskip("xautodl.models.cell_searchs.search_model_enas_utils")
 
 from torch.nn import functional as F  # noqa: E402
@@ -21,7 +23,6 @@ from nord.benchmarks.nasbench201.cells import genome_to_cell  # noqa: E402
 from nord.benchmarks.nasbench201.supernet import Mixture, Supernet  # noqa: E402
 from nord.oneshot.controller import Controller  # noqa: E402
 from nord.oneshot.methods import make_method  # noqa: E402
-from tests.helpers import supernets  # noqa: E402
 from tests.helpers.supernets import (batch, copied, reference_arch_step,  # noqa: E402
                                      reference_weight_step, virtual_step_of_the_reference,
                                      weights_of)

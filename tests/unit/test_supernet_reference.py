@@ -9,14 +9,15 @@ import re
 import pytest
 
 torch = pytest.importorskip("torch")
+from tests.helpers import supernets  # noqa: E402  (puts the reference on the path)
 cell_searchs = pytest.importorskip("xautodl.models.cell_searchs",
-                                   reason="xautodl is installed by scripts/setup.sh")
+                                   reason="scripts/setup.sh installs xautodl in "
+                                          ".venv/references")
 
 from nord.benchmarks.nasbench201.cells import genome_to_cell  # noqa: E402
 from nord.benchmarks.nasbench201.supernet import (HardMixture, Mixture, Path,  # noqa: E402
                                                   Supernet)
 from nord.errors import ConfigurationError  # noqa: E402
-from tests.helpers import supernets  # noqa: E402
 from tests.helpers.supernets import SIZES, batch, copied, redundant_bias  # noqa: E402
 
 TOLERANCE = 1e-5
