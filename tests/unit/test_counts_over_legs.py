@@ -14,6 +14,9 @@ from nord.search.engine import run_search
 from nord.search.schedulers import make_scheduler
 from tests.helpers.toy import ToyCurves, ToySpace
 
+# full searches under ASHA and hyperband in several modes: in make test, not the fast lane
+pytestmark = pytest.mark.slow
+
 
 class Speaking(ToyCurves):
     """ToyCurves whose stopping rule holds for odd widths once a leg reaches 3 epochs (a

@@ -27,6 +27,9 @@ from tests.helpers.supernets import (batch, copied, reference_arch_step,  # noqa
                                      reference_weight_step, virtual_step_of_the_reference,
                                      weights_of)
 
+# float64 steps of both supernets side by side: in make test, not the fast lane
+pytestmark = pytest.mark.slow
+
 TOLERANCE = 1e-5
 WEIGHTS = dict(lr=0.025, momentum=0.9, nesterov=True, weight_decay=5e-4)
 

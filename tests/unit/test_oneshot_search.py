@@ -17,6 +17,9 @@ from nord.oneshot.settings import MethodSettings  # noqa: E402
 from nord.oneshot.registry import METHODS  # noqa: E402
 from nord.oneshot.search import OneShotSearch, OneShotSettings  # noqa: E402
 
+# every method searched, repeated, stopped and resumed: in make test, not the fast lane
+pytestmark = pytest.mark.slow
+
 SMALL = MethodSettings(controller_steps=2, controller_aggregate=2, candidates=3)
 
 

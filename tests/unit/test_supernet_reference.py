@@ -20,6 +20,9 @@ from nord.benchmarks.nasbench201.supernet import (HardMixture, Mixture, Path,  #
 from nord.errors import ConfigurationError  # noqa: E402
 from tests.helpers.supernets import SIZES, batch, copied, redundant_bias  # noqa: E402
 
+# float64 passes of both supernets side by side: in make test, not the fast lane
+pytestmark = pytest.mark.slow
+
 TOLERANCE = 1e-5
 
 
