@@ -56,6 +56,8 @@ class RunData:
             series (empty without any).
         said: ``Journal.trainings(mentioning=SAID)``: every result of training (under a
             scheduler, every leg's) that a stopping rule ended or a callback raised in.
+        search_epochs: ``Journal.search_epochs()``: a weight-sharing search's epochs (empty
+            for other runs).
     """
 
     path: Path
@@ -69,6 +71,7 @@ class RunData:
     legs: List[Dict[str, Any]] = field(default_factory=list)
     series: List[Dict[str, Any]] = field(default_factory=list)
     said: List[Dict[str, Any]] = field(default_factory=list)
+    search_epochs: List[Dict[str, Any]] = field(default_factory=list)
 
     @property
     def protocol(self) -> Protocol:
@@ -227,6 +230,7 @@ def load_run(path: PathLike, label: Optional[str] = None, best_count: int = 3) -
             epochs, legs = journal.epochs(), journal.legs()
             series = [row for entry in best for row in journal.series(entry["candidate"])]
             said = journal.trainings(mentioning=SAID)
+            search_epochs = journal.search_epochs()
             counts = {len(evaluations), int(summary.get("evaluations") or 0),
                       sum(g["evaluations"] for g in generations), journal.count()}
             if len(counts) == 1:
@@ -234,7 +238,8 @@ def load_run(path: PathLike, label: Optional[str] = None, best_count: int = 3) -
             logger.debug("%s changed while it was read (attempt %d)", path, attempt + 1)
     return RunData(path=path, label=label or path.stem, metadata=metadata, summary=summary,
                    evaluations=evaluations, generations=generations, best=list(best),
-                   epochs=epochs, legs=legs, series=series, said=said)
+                   epochs=epochs, legs=legs, series=series, said=said,
+                   search_epochs=search_epochs)
 
 
 def load_runs(paths: Union[PathLike, Iterable[PathLike]],

@@ -33,6 +33,7 @@ from nord.report.runs import (RunData, best_entry, dumps, is_multi_objective, lo
                               measured_on, run_numbers)
 from nord.report.schedule import STATES, schedule_numbers
 from nord.report.series import has_series, plot_series, watch_notes
+from nord.report.weight_sharing import has_search, plot_search, search_numbers
 from nord.version import __version__
 
 __all__ = ["write_report", "FORMATS", "format_duration", "default_reference_point"]
@@ -222,6 +223,10 @@ def write_report(journal_paths: Union[PathLike, Iterable[PathLike]], out_dir: Pa
         files["series"] = {run.label: plot_series(run, out / f"series-{run.slug}.png",
                                                   count=max(1, best_count)).name
                            for run in stepped}
+    searched = [run for run in runs if has_search(run)]
+    if searched:
+        files["search"] = {run.label: plot_search(run, out / f"search-{run.slug}.png").name
+                           for run in searched}
     introspected = [run for run in runs if has_introspection(run)]
     if introspected:
         files["introspection"] = {
@@ -237,6 +242,8 @@ def write_report(journal_paths: Union[PathLike, Iterable[PathLike]], out_dir: Pa
     numbers = [run_numbers(run) for run in runs]
     for run, entry in zip(runs, numbers):
         entry["schedule"] = schedule_numbers(run)
+        if has_search(run):
+            entry["search"] = search_numbers(run)
     pareto_info: Dict[str, Any] = {}
     if pareto_runs:
         point = reference_point or default_reference_point(
@@ -425,6 +432,21 @@ def _page(title: str, runs: List[RunData], numbers: List[Dict[str, Any]],
     for label, name in (files.get("introspection") or {}).items():
         page.heading(f"Inside the training: {label}", level=3)
         page.image(name, f"per-layer training metrics of the best candidates of {label}", 1200)
+    for run, n in zip(runs, numbers):
+        name = (files.get("search") or {}).get(run.label)
+        if name is None:
+            continue
+        page.heading(f"Weight-sharing search: {run.label}", level=3)
+        looked_up = [value for value in n["search"]["lookup_accuracy"] if value is not None]
+        page.paragraph(
+            f"{run.metadata.get('algorithm')} searched for {n['search']['epochs']} epochs and "
+            "ended with the cell ", Code(n["search"]["final_cell"]), ". Each edge's panel is the "
+            "method's probability of each operation after each epoch. "
+            + (f"The last panel is each epoch's derived cell's 200-epoch test accuracy in the "
+               f"NAS-Bench-201 table ({100 * looked_up[-1]:.2f} % at the end), which the search "
+               "never saw." if looked_up else
+               "Its data set is not one of the table's, so the last panel is the mean losses."))
+        page.image(name, f"each edge's distribution per epoch of {run.label}", 1200)
     for label, name in (files.get("series") or {}).items():
         page.heading(f"Step by step: {label}", level=3)
         page.image(name, f"per-step series of the best candidates of {label}", 1200)
