@@ -3,7 +3,7 @@ and N worker processes (time-sliced, and under CUDA MPS where it is available), 
 NORD paper's experiment 1 on one device against the paper's 162 minutes on a GT730, and one
 epoch of a NAS-Bench-201 network at fp32 and at bf16.
 
-    python bench/gpu.py [--workers 4] [--device auto] [--quick] [--parts recipe-epoch]
+    python bench/gpu.py [--workers 4] [--device auto] [--quick] [--parts recipe-epoch,oneshot-epoch]
 
 Every figure is a ratio or a rate measured in this run, on this machine: on the CPU the
 script is a smoke test of the measurement (``--quick``), and its figures say nothing about a
@@ -25,6 +25,13 @@ GPU. Parts:
    ``nb201_epoch_fp32_s: ...``, ``nb201_epoch_bf16_s: ...`` and ``bf16_speedup: ...`` lines.
    ``--quick``: C 4, N 1, 64 images. Where bf16 is refused (a CPU without AMX, a GPU before
    Ampere) the line says why and there is no speed-up.
+5. ``oneshot-epoch`` (only when named in ``--parts``): a search step of each weight-sharing
+   method on the supernet at the benchmark's sizes (C 16, N 5, batches of 64 images 3x32x32 for
+   the weights and as many for the architecture, float32), the median of ``--repeats`` steps
+   after two to warm up, an epoch of CIFAR-10's halved training set (391 steps) reckoned from
+   it, and the peak memory the steps allocated on a GPU; printed as ``oneshot_<method>_step_ms``,
+   ``oneshot_<method>_epoch_s`` and ``oneshot_<method>_peak_gib`` lines. ENAS's controller
+   (trained at an epoch's end) is not in the step. ``--quick``: C 4, N 1, batches of 8.
 """
 import argparse
 import hashlib
@@ -274,6 +281,58 @@ def recipe_epoch(device: torch.device, size: dict = NB201_EPOCH) -> dict:
     return figures
 
 
+# --- 5. a weight-sharing search's step and epoch at the benchmark's sizes ------------------------
+ONESHOT_STEP = {"channels": 16, "cells_per_stage": 5, "batch": 64, "steps_per_epoch": 391}
+"""The benchmark's supernet and batch; 25,000 images (half of CIFAR-10's training set) make
+391 steps of 64."""
+ONESHOT_STEP_QUICK = {"channels": 4, "cells_per_stage": 1, "batch": 8, "steps_per_epoch": 391}
+
+
+def oneshot_epoch(device: torch.device, size: dict = ONESHOT_STEP, repeats: int = 5) -> dict:
+    """Each method's step time, epoch time reckoned from it, and peak memory on a GPU: the
+    figures printed, as ``{'oneshot_gdas_step_ms': ..., ...}``."""
+    from nord.benchmarks.nasbench201.supernet import Supernet
+    from nord.oneshot.methods import make_method
+    from nord.oneshot.registry import METHODS
+    print(f"a search step of each weight-sharing method: supernet C {size['channels']}, N "
+          f"{size['cells_per_stage']}, batches of {size['batch']} images 3x32x32, float32, on "
+          f"{device}; an epoch is {size['steps_per_epoch']} steps")
+    figures = {}
+    generator = torch.Generator().manual_seed(0)
+    batches = [tuple(t.to(device) for t in (
+        torch.randn(size["batch"], 3, 32, 32, generator=generator),
+        torch.randint(0, 10, (size["batch"],), generator=generator))) for _ in range(2)]
+    for name in METHODS.names():
+        torch.manual_seed(0)
+        supernet = Supernet(size["channels"], size["cells_per_stage"], 10).to(device)
+        optimizer = torch.optim.SGD(supernet.parameters(), lr=0.025, momentum=0.9,
+                                    nesterov=True, weight_decay=5e-4)
+        method = make_method(name, supernet, optimizer, torch.Generator().manual_seed(0))
+        if device.type == "cuda":
+            torch.cuda.reset_peak_memory_stats(device)
+        times = []
+        for number in range(2 + repeats):
+            if device.type == "cuda":
+                torch.cuda.synchronize(device)
+            started = time.perf_counter()
+            method.step(*batches)
+            if device.type == "cuda":
+                torch.cuda.synchronize(device)
+            if number >= 2:
+                times.append(time.perf_counter() - started)
+        step = statistics.median(times)
+        figures[f"oneshot_{name}_step_ms"] = 1e3 * step
+        figures[f"oneshot_{name}_epoch_s"] = step * size["steps_per_epoch"]
+        print(f"oneshot_{name}_step_ms: {1e3 * step:.1f}")
+        print(f"oneshot_{name}_epoch_s: {step * size['steps_per_epoch']:.1f}")
+        if device.type == "cuda":
+            peak = torch.cuda.max_memory_allocated(device) / 2 ** 30
+            figures[f"oneshot_{name}_peak_gib"] = peak
+            print(f"oneshot_{name}_peak_gib: {peak:.2f}", flush=True)
+        del method, optimizer, supernet
+    return figures
+
+
 def main(args) -> int:
     device = args.device
     if device == "auto":
@@ -290,6 +349,9 @@ def main(args) -> int:
     if "recipe-epoch" in args.parts:
         recipe_epoch(torch.device(device if device != "cuda" else "cuda:0"),
                      NB201_EPOCH_QUICK if args.quick else NB201_EPOCH)
+    if "oneshot-epoch" in args.parts:
+        oneshot_epoch(torch.device(device if device != "cuda" else "cuda:0"),
+                      ONESHOT_STEP_QUICK if args.quick else ONESHOT_STEP, args.repeats)
     return 0
 
 
@@ -301,7 +363,8 @@ if __name__ == "__main__":
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--epochs", type=int, default=1, help="experiment 1's epochs")
     parser.add_argument("--parts", default="evaluator,per-hour,experiment1",
-                        help="comma-separated: evaluator, per-hour, experiment1, recipe-epoch")
+                        help="comma-separated: evaluator, per-hour, experiment1, recipe-epoch, "
+                             "oneshot-epoch")
     arguments = parser.parse_args()
     arguments.parts = arguments.parts.split(",")
     sys.exit(main(arguments))

@@ -17,13 +17,16 @@
 # 4. recipe-epoch: bench/gpu.py --parts recipe-epoch: one epoch of a NAS-Bench-201 network (C 16,
 #    N 5, 50,000 images 3x32x32, --recipe nasbench201, batch 256) at fp32 and at bf16; its lines
 #    nb201_epoch_fp32_s, nb201_epoch_bf16_s and bf16_speedup are bench/results/gpu.json's fields;
-# 5. proxy-table: the NAS-Bench-201 proxy table's script on CUDA for GPU_CHECK_CELLS cells
+# 5. oneshot-epoch: bench/gpu.py --parts oneshot-epoch: a search step of each weight-sharing
+#    method at the benchmark's sizes (C 16, N 5, batch 64), an epoch reckoned from it, and the
+#    peak memory (oneshot_<method>_step_ms, _epoch_s, _peak_gib lines);
+# 6. proxy-table: the NAS-Bench-201 proxy table's script on CUDA for GPU_CHECK_CELLS cells
 #    (default 300), into the log folder: seconds per cell on this card.
 #
 # It runs from a checkout on a machine whose python3 has torch with CUDA; wheels of what that
 # python lacks (pygmo, pytest-timeout, optuna) may wait in ./.whl and are put on the path.
-# Limits: GPU_CHECK_TESTS_S, GPU_CHECK_BENCH_S, GPU_CHECK_EPOCH_S, GPU_CHECK_PROXIES_S seconds
-# (180, 300, 180, 90). All steps may take longer than a session's command may run: name those
+# Limits: GPU_CHECK_TESTS_S, GPU_CHECK_BENCH_S, GPU_CHECK_EPOCH_S, GPU_CHECK_ONESHOT_S,
+# GPU_CHECK_PROXIES_S seconds (180, 300, 180, 120, 90). All steps may take longer than a session's command may run: name those
 # it has time for in GPU_CHECK_ONLY (space-separated step names; unset: all).
 set -u
 cd "$(dirname "$0")/.."
@@ -55,5 +58,6 @@ step gpu-tests "${GPU_CHECK_TESTS_S:-180}" python3 -m pytest -m gpu ${GPU_CHECK_
     -q -p no:cacheprovider
 step bench-gpu "${GPU_CHECK_BENCH_S:-300}" python3 bench/gpu.py --workers 8
 step recipe-epoch "${GPU_CHECK_EPOCH_S:-180}" python3 bench/gpu.py --parts recipe-epoch
+step oneshot-epoch "${GPU_CHECK_ONESHOT_S:-120}" python3 bench/gpu.py --parts oneshot-epoch
 step proxy-table "${GPU_CHECK_PROXIES_S:-90}" python3 scripts/nasbench201_proxies.py --device cuda \
     --limit "${GPU_CHECK_CELLS:-300}" --out "$LOG/nasbench201_proxies.csv.gz"

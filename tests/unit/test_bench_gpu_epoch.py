@@ -37,3 +37,17 @@ def test_the_quick_epoch_is_timed_at_fp32_and_at_bf16_where_the_device_takes_it(
         assert set(figures) == {"nb201_epoch_fp32_s"}
         assert "\nnb201_epoch_bf16_s: not measured, refused: --precision bf16" in printed
         assert "bf16_speedup" not in printed
+
+
+def test_the_quick_oneshot_steps_are_timed_for_every_method(capsys, one_thread):
+    from bench.gpu import ONESHOT_STEP_QUICK, oneshot_epoch
+    from nord.oneshot.registry import METHODS
+    figures = oneshot_epoch(CPU, ONESHOT_STEP_QUICK, repeats=1)
+    printed = capsys.readouterr().out
+    assert printed.startswith("a search step of each weight-sharing method: supernet C 4, N 1, "
+                              "batches of 8 images 3x32x32, float32, on cpu"), printed
+    for name in METHODS.names():
+        step, epoch = figures[f"oneshot_{name}_step_ms"], figures[f"oneshot_{name}_epoch_s"]
+        assert step > 0 and epoch == pytest.approx(step / 1e3 * 391)
+        assert re.search(rf"^oneshot_{name}_step_ms: \d+\.\d$", printed, re.MULTILINE), printed
+        assert f"oneshot_{name}_peak_gib" not in figures          # memory: on a GPU only
