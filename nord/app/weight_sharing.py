@@ -3,17 +3,19 @@ journaled as every nord run is, resumed by ``nord resume``.
 
 The search (nord.oneshot.search) writes each epoch to the journal's ``search_epochs`` table and
 a checkpoint to ``<journal>.checkpoints/search.pt``; when it ends, the trained supernet is kept
-beside the journal (``<journal>.supernet.pt``, what ``--evaluation supernet`` reads) and the
-final cell is evaluated (``--final-evaluation``) and journaled as the run's one result.
+beside the journal (``<journal>.supernet.pt``, what ``--evaluation supernet`` reads), the
+final cell is evaluated (``--final-evaluation``) and journaled as the run's one result, and the
+checkpoint, with nothing left to resume, is removed.
 """
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import sys
 import time
 from dataclasses import asdict, dataclass
-from typing import Any, Optional, Tuple
+from typing import Any, Callable, Tuple
 
 from nord.app.assembly import describe_data
 from nord.app.evaluation import WeightSharing, supernet_file
@@ -53,23 +55,29 @@ class _Shown:
               f"({losses}{table})", file=self.stream, flush=True)
 
 
-def _lookup(dataset: str):
-    """The 200-epoch test accuracy of a cell in the NAS-Bench-201 table, for its data sets;
-    NaN elsewhere."""
+def _table(dataset: str):
+    """The NAS-Bench-201 table's evaluator of ``dataset`` (loaded once for the run), or None
+    off the table's data sets."""
     from nord.benchmarks.nasbench201.table import DATASETS
     if dataset not in DATASETS:
-        return lambda genome: math.nan
+        return None
     from nord.benchmarks.nasbench201 import BenchmarkEvaluator
-    table = BenchmarkEvaluator(dataset=dataset)
+    return BenchmarkEvaluator(dataset=dataset)
+
+
+def _lookup(table) -> Callable[[Tuple[int, ...]], float]:
+    """The 200-epoch test accuracy of a cell in ``table`` (NaN without one)."""
+    if table is None:
+        return lambda genome: math.nan
     return lambda genome: float(table.evaluate_genome(genome).reported_accuracy)
 
 
-def _final_result(config, way: WeightSharing, curator, genome):
+def _final_result(config, table, curator, genome):
     """The final cell's result: looked up in the table, or trained stand-alone with the
     nasbench201 recipe for ``config.epochs``."""
-    from nord.benchmarks.nasbench201 import BenchmarkEvaluator, network_to_descriptor
-    if config.final_evaluation == "table":
-        return BenchmarkEvaluator(dataset=config.dataset).evaluate_genome(genome)
+    from nord.benchmarks.nasbench201 import network_to_descriptor
+    if config.final_evaluation == "table":     # only on the table's data sets
+        return table.evaluate_genome(genome)
     from nord.evaluators.local import LocalEvaluator
     from nord.nn.recipe import get_recipe
     trainer = LocalEvaluator(curator, epochs=config.epochs, recipe=get_recipe("nasbench201"),
@@ -100,13 +108,14 @@ def run_weight_sharing(config, way: WeightSharing, env, curator, resume: bool, p
                        extra={"warnings": warnings} if warnings else {})
     journal = Journal(config.journal)
     journal.start(record, resume=resume)
+    folder = f"{config.journal}.checkpoints"
+    checkpoint = os.path.join(folder, CHECKPOINT)
     try:
-        folder = f"{config.journal}.checkpoints"
         os.makedirs(folder, exist_ok=True)
+        table = _table(config.dataset)
         search = OneShotSearch(settings, curator,
                                records=_Shown(journal, settings.search_epochs, stream),
-                               checkpoint=os.path.join(folder, CHECKPOINT),
-                               lookup=_lookup(config.dataset))
+                               checkpoint=checkpoint, lookup=_lookup(table))
         outcome = search.run()
         kept = supernet_file(config.journal)
         save_supernet(search.supernet, kept, method=config.algorithm, dataset=config.dataset,
@@ -114,7 +123,7 @@ def run_weight_sharing(config, way: WeightSharing, env, curator, resume: bool, p
         genome = tuple(outcome.cell)
         if journal.count() == 0:     # a resume after the result was journaled has it already
             started = time.time()
-            result = _final_result(config, way, curator, genome)
+            result = _final_result(config, table, curator, genome)
             space = NASBench201Space()
             journal.record([CandidateRecord(0, 0, genome, 0)], [EvaluationRecord(
                 0, 0, 0, genome, space.identify(genome)[0], space.decode(genome).to_json(),
@@ -135,9 +144,19 @@ def run_weight_sharing(config, way: WeightSharing, env, curator, resume: bool, p
         raise
     finally:
         journal.close()
+    _remove_checkpoint(checkpoint)
     _closing_line(stream, config, genome, result, reported)
     return WeightSharingSummary(genome_to_cell(genome), genome, result,
                                 settings.search_epochs, config.journal, kept)
+
+
+def _remove_checkpoint(checkpoint: str) -> None:
+    """The search is journaled and its supernet kept: its checkpoint (and the folder, when
+    nothing else is in it) has nothing left to resume."""
+    with contextlib.suppress(FileNotFoundError):
+        os.remove(checkpoint)
+    with contextlib.suppress(OSError):
+        os.rmdir(os.path.dirname(checkpoint))
 
 
 def _closing_line(stream, config, genome, result, reported: str) -> None:

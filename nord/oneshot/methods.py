@@ -29,6 +29,7 @@ Where these methods differ from the benchmark authors' code, and why: docs/onesh
 """
 from __future__ import annotations
 
+import functools
 from typing import Any, Callable, Dict, Tuple
 
 import numpy as np
@@ -294,7 +295,7 @@ class SETN(OneShotMethod):
         """The ``count`` cells of highest probability (product over edges), most likely first;
         equals in cell-code order."""
         log_probabilities = self.alphas.detach().log_softmax(dim=-1).cpu().double().numpy()
-        genomes = _ALL_GENOMES
+        genomes = _all_genomes()
         scores = log_probabilities[np.arange(N_EDGES), genomes].sum(axis=1)
         order = np.argsort(-scores, kind="stable")[:count]
         return [tuple(int(op) for op in genomes[code]) for code in order]
@@ -400,8 +401,10 @@ class RandomWithSharing(OneShotMethod):
         return self._best_on_batches(cells, next_arch_batch)
 
 
-_ALL_GENOMES = np.array([code_to_genome(code) for code in range(N_CELLS)], dtype=np.int64)
-"""Every cell's genome, in code order (SETN ranks them all)."""
+@functools.lru_cache(maxsize=1)
+def _all_genomes() -> np.ndarray:
+    """Every cell's genome, in code order (SETN ranks them all), made once when first asked."""
+    return np.array([code_to_genome(code) for code in range(N_CELLS)], dtype=np.int64)
 
 def make_method(name: str, supernet: Supernet, weight_optimizer: torch.optim.Optimizer,
                 generator: torch.Generator, settings: MethodSettings = MethodSettings()

@@ -18,8 +18,8 @@ from __future__ import annotations
 import math
 import os
 import time
-from dataclasses import asdict, dataclass, field
-from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any, Callable, Dict, Iterator, List, Tuple
 
 import numpy as np
 import torch
@@ -30,7 +30,7 @@ from nord.checks import check_int
 from nord.data.curator import DataCurator, TensorLoader
 from nord.errors import ConfigurationError, NordError
 from nord.journal.records import SearchEpochRecord
-from nord.nn.augment import Augmentation, augmentation_seed, black_pixel
+from nord.nn.augment import Augmentation, black_pixel
 from nord.nn.recipe import Recipe, get_recipe
 from nord.nn.schedules import make_schedule
 from nord.nn.training import make_optimizer, resolve_device
@@ -78,9 +78,11 @@ class OneShotSettings:
         object.__setattr__(self, "recipe", get_recipe(self.recipe))
 
     def record(self) -> Dict[str, Any]:
-        """The settings as journaled and as a checkpoint keeps them."""
+        """What the search is, as a checkpoint keeps it: every setting but the device, where
+        it runs (a search resumes on any device)."""
         described = asdict(self)
         described["recipe"] = self.recipe.to_dict()
+        del described["device"]
         return described
 
 
@@ -144,8 +146,7 @@ class OneShotSearch:
         self.schedule = make_schedule(recipe, optimizer, settings.search_epochs)
         method_settings = settings.method_settings
         if recipe.clip_grad != method_settings.clip_grad:
-            method_settings = MethodSettings(**{**asdict(method_settings),
-                                                "clip_grad": recipe.clip_grad})
+            method_settings = replace(method_settings, clip_grad=recipe.clip_grad)
         self.method: OneShotMethod = make_method(
             settings.method, self.supernet, optimizer,
             torch.Generator().manual_seed(settings.seed), method_settings)

@@ -56,6 +56,7 @@ def test_every_method_journals_a_cell_and_a_distribution_per_epoch(tmp_path, met
     assert genome == epochs[-1]["genome"]
     assert 0 <= accuracy <= 1 and 0 <= reported <= 1      # trained on digits for --epochs
     assert os.path.exists(f"{journal}.supernet.pt")
+    assert not os.path.exists(f"{journal}.checkpoints")     # nothing left to resume
     with Journal(journal) as record:
         assert record.metadata()["status"] == "finished"
 

@@ -117,6 +117,19 @@ def test_a_checkpoint_of_other_settings_is_refused(tmp_path):
         OneShotSearch(settings("rsps", seed=9), images(), checkpoint=checkpoint).run()
 
 
+def test_a_search_resumes_on_another_device_setting(tmp_path):
+    """Where a search runs is not what it is: a checkpoint written with device 'cpu' is gone
+    on from with 'auto' (the CPU here too; on a GPU machine, the card)."""
+    straight = OneShotSearch(settings("gdas", device="cpu"), images()).run()
+    checkpoint = tmp_path / "search.ckpt"
+    with pytest.raises(KeyboardInterrupt):
+        OneShotSearch(settings("gdas", device="cpu"), images(), records=StopAfter(1),
+                      checkpoint=checkpoint).run()
+    resumed = OneShotSearch(settings("gdas", device="auto"), images(),
+                            checkpoint=checkpoint).run()
+    assert rows(resumed) == rows(straight)
+
+
 def test_the_journal_keeps_every_epoch(tmp_path):
     path = tmp_path / "oneshot.db"
     journal = Journal(path)
