@@ -61,6 +61,9 @@ REPEAT_RULES = {
 }
 """The table's line on the rule in force."""
 
+DEFAULT_ALGORITHMS = ("random", "rea")
+"""What a comparison compares where it is given no algorithms."""
+
 COLUMNS = {
     "seeds": "runs over which the row is; n/m: n of the m runs returned an architecture",
     "test acc. 200 ep (%)": "the returned architecture's 200-epoch test accuracy, mean ± std",
@@ -316,10 +319,9 @@ class ComparisonResult(JSONRecord):
         if self.limit is not None:
             lines.append(f"latency limit: cells slower than {self.limit.max_ms:g} ms on "
                          f"{self.limit.device} are failed evaluations, never returned")
-        header = ("algorithm", "seeds", "test acc. 200 ep (%)", "search signal (%)",
-                  "told", "distinct", "repeats", "paid (h)", "compute (s)")
-        if sim is not None:
-            header += ("sim. time (h)", "utilisation")
+        simulated_only = ("sim. time (h)", "utilisation")
+        header = ("algorithm", *(column for column in COLUMNS
+                                 if sim is not None or column not in simulated_only))
         rows = []
         summary = self.summary()
         for name, numbers in summary.items():
@@ -545,7 +547,8 @@ def chunks(seeds: Sequence[int], processes: int,
     return [list(seeds[start:start + size]) for start in range(0, len(seeds), size)]
 
 
-def run_comparison(dataset: str = "cifar10", algorithms: Union[str, Sequence[str]] = ("random", "rea"),
+def run_comparison(dataset: str = "cifar10",
+                   algorithms: Union[str, Sequence[str]] = DEFAULT_ALGORITHMS,
                    budget: Optional[int] = None, seeds: int = 10, base_seed: int = 0,
                    processes: Optional[int] = 1, progress: Optional[Progress] = None,
                    max_latency_ms: Optional[float] = None,

@@ -14,10 +14,16 @@ from typing import Any, Dict, Iterable, List, Tuple, Union
 from nord.errors import JournalError
 from nord.journal.store import Journal
 
-__all__ = ["list_runs"]
+__all__ = ["list_runs", "in_legs"]
 
 _SQLITE_HEADER = b"SQLite format 3\x00"
 _COMPANIONS = ("-wal", "-shm", "-journal")   # SQLite's files beside a database
+
+
+def in_legs(legs: int) -> str:
+    """How many of a scheduler's legs of training a count of candidates spans, as ``nord list``
+    and the report say it after the count ('' without legs)."""
+    return f", in {legs} leg(s) of training" if legs else ""
 
 
 def _is_sqlite(path: Path) -> bool:

@@ -353,7 +353,13 @@ class JournalReader(JournalFile):
             count: return a list of the ``count`` best instead. Cached repeats of an
                 architecture are left out of the list, so each architecture appears once.
         """
-        rows = [row for row in self.evaluations()
+        return self._best_of(self.evaluations(), count)
+
+    @staticmethod
+    def _best_of(evaluations: List[Dict[str, Any]], count: Optional[int] = None
+                 ) -> Union[Optional[Dict[str, Any]], List[Dict[str, Any]]]:
+        """:meth:`best` among ``evaluations`` (rows of :meth:`evaluations`)."""
+        rows = [row for row in evaluations
                 if row["status"] == "ok" and math.isfinite(row["accuracy"])]
         scheduled = bool(rows) and "told_epochs" in rows[0]
 
@@ -385,11 +391,12 @@ class JournalReader(JournalFile):
         said = self.trainings(mentioning=("diagnostics", "stopped_by"))
         diagnosed = [row for row in said if row["metrics"].get("diagnostics")]
         stopped = [row for row in said if stopped_by_rule(row["metrics"])]
-        if self.legs():   # a promoted candidate's result is its furthest leg's, not the told one
+        # a promoted candidate's result is its furthest leg's, not the told one
+        if self._has_table("legs") and self._query("SELECT 1 FROM legs LIMIT 1"):
             final = self.evaluations()
             ok = sum(row["status"] == "ok" for row in final)
             failed = len(final) - ok
-            top = self.best()
+            top = self._best_of(final)
             best = None if top is None else top["accuracy"]
         return {
             "path": str(self.path), **meta, "state": self.state(),

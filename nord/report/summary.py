@@ -22,6 +22,7 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 from nord.architecture.descriptor import NeuralDescriptor
 from nord.checks import check_int
 from nord.errors import ConfigurationError, NordError
+from nord.journal.listing import in_legs
 from nord.report.architecture import draw_descriptor
 from nord.report.curves import (has_curves, has_introspection, plot_introspection,
     plot_learning_curves)
@@ -83,11 +84,6 @@ def _percent(value: Optional[float]) -> str:
 
 def _count(value: Any) -> str:
     return "n/a" if value is None else f"{int(value):,}"
-
-
-def _in_legs(legs: int) -> str:
-    """How many of a scheduler's legs of training a count of candidates spans ('' without)."""
-    return f" (in {legs} legs of training)" if legs else ""
 
 
 def _selected_on(numbers: Dict[str, Any]) -> str:
@@ -455,9 +451,9 @@ def _page(title: str, runs: List[RunData], numbers: List[Dict[str, Any]],
         if notes:
             page.heading(f"What the callbacks said: {run.label}", level=3)
             page.paragraph(f"Candidates ended early by a stopping rule: {n['stopped_by_rules']}"
-                           f"{_in_legs(n['stopped_legs'])}; candidates with a training "
+                           f"{in_legs(n['stopped_legs'])}; candidates with a training "
                            f"callback's diagnostic: {n['diagnosed']}"
-                           f"{_in_legs(n['diagnosed_legs'])}.")
+                           f"{in_legs(n['diagnosed_legs'])}.")
             page.paragraph("; ".join(notes[:20]) + (f"; and {len(notes) - 20} more"
                                                     if len(notes) > 20 else "") + ".")
     scheduled = [(run, n) for run, n in zip(runs, numbers) if n.get("schedule")]

@@ -368,3 +368,13 @@ def test_no_algorithm_is_refused_where_the_search_runs(tmp_path):
                                journal=str(tmp_path / "run.db")),
             "algorithm takes a SearchAlgorithm", "got None on the rank that runs the search")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_an_algorithm_registered_by_its_dotted_path_is_registered_lazily():
+    """A dotted path is registered without importing it (no class yet to give a name)."""
+    from nord.search.algorithms.registry import ALGORITHMS, register_algorithm
+    try:
+        register_algorithm("lazy_random", "nord.search.algorithms.random_search.RandomSearch")
+        assert ALGORITHMS.canonical("lazy_random") == "lazy_random"
+    finally:
+        ALGORITHMS.unregister("lazy_random")

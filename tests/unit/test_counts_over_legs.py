@@ -76,7 +76,8 @@ def test_every_leg_is_counted_in_the_list_and_the_report(tmp_path, capsys, name,
     run = json.loads((tmp_path / "report" / "summary.json").read_text())["runs"][0]
     assert ((run["stopped_by_rules"], run["stopped_legs"], run["diagnosed"],
              run["diagnosed_legs"]) == (stopped, stopped_legs, diagnosed, diagnosed_legs))
-    assert f"Candidates ended early by a stopping rule: {stopped} (in {stopped_legs} legs" in page
+    assert (f"Candidates ended early by a stopping rule: {stopped}, in {stopped_legs} leg(s) "
+            "of training") in page
     assert page.count("stopped by the rule") == stopped_legs
 
 

@@ -194,8 +194,9 @@ def _cost_warning(simulation, args) -> Optional[str]:
         return None
     if per_run <= N_CELLS:
         return None
-    algorithms = len([name for name in (args.algorithms or "random,rea").split(",")
-                      if name.strip()])
+    from nord.comparisons.compare import DEFAULT_ALGORITHMS
+    named = args.algorithms.split(",") if args.algorithms else DEFAULT_ALGORITHMS
+    algorithms = len([name for name in named if name.strip()])
     runs = algorithms * args.seeds
     seconds = per_run * MICROSECONDS_PER_RESULT / 1e6
     return (f"--time-budget {format_duration(simulation.time_budget)} on {simulation.workers} "

@@ -15,6 +15,7 @@ import sys
 def _list(args) -> int:
     from nord.app.search_progress import resumed_line
     from nord.journal import list_runs
+    from nord.journal.listing import in_legs
     from nord.report.protocol import protocol_of
     runs, skipped = list_runs(args.paths)
     named = {os.path.realpath(path) for path in args.paths if os.path.isfile(path)}
@@ -44,20 +45,15 @@ def _list(args) -> int:
             print(f"  best is the {proxy} score mapped into (0, 1), not an accuracy")
         if run.get("diagnosed"):
             print(f"  {run['diagnosed']} candidate(s) with a training callback's diagnostic"
-                  f"{_in_legs(run['diagnosed_legs'])} (a callback raised or returned a name it "
+                  f"{in_legs(run['diagnosed_legs'])} (a callback raised or returned a name it "
                   f"may not, the result unchanged; or it changed the training), the first: "
                   f"candidate {run['first_diagnosed']}")
         if run.get("stopped_by_rules"):
             print(f"  {run['stopped_by_rules']} candidate(s) ended early by a stopping rule "
-                  f"(--stop-when){_in_legs(run['stopped_legs'])}")
+                  f"(--stop-when){in_legs(run['stopped_legs'])}")
         if run["resumed"]:
             print(f"  {resumed_line(run['resumed'])}")
     return status
-
-
-def _in_legs(legs: int) -> str:
-    """How many of a scheduler's legs of training a count of candidates spans ('' without)."""
-    return f", in {legs} leg(s) of training" if legs else ""
 
 
 def register(commands) -> None:

@@ -17,7 +17,6 @@ needed only when one of its algorithms is made. Other packages add algorithms th
 """
 from __future__ import annotations
 
-import functools
 import inspect
 from dataclasses import dataclass, field
 from typing import Any, List, Mapping, Optional, Sequence, Type
@@ -80,17 +79,12 @@ def register_algorithm(name: str, cls: Optional[Type[SearchAlgorithm]] = None, *
     by, not by its parent's. Returns ``cls``; the other arguments and the errors are
     :meth:`nord.registry.Registry.add`'s.
     """
-    if cls is None:
-        return functools.partial(register_algorithm, name, aliases=aliases,
-                                 description=description, preset=preset,
-                                 generations_from_budget=generations_from_budget,
-                                 overwrite=overwrite)
-    ALGORITHMS.add(
-        name, cls, aliases=aliases, description=description, overwrite=overwrite,
-        wrap=lambda cls: AlgorithmSpec(cls, dict(preset or {}), generations_from_budget))
-    if "name" not in vars(cls):
-        cls.name = name
-    return cls
+    def wrap(target):   # after the subclass check (a dotted path is named when it loads)
+        if not isinstance(target, str) and "name" not in vars(target):
+            target.name = name
+        return AlgorithmSpec(target, dict(preset or {}), generations_from_budget)
+    return ALGORITHMS.add(name, cls, aliases=aliases, description=description,
+                          overwrite=overwrite, wrap=wrap)
 
 
 
