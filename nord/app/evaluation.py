@@ -484,12 +484,8 @@ class Training(Evaluation):
         return described
 
 
-class DataParallelTraining(Training):
-    """All the ranks train each candidate together."""
-
-    how_ranks_evaluate = "trains each network on all the ranks of the launch"
-    workers_refusal = _ON_SEVERAL_RANKS
-    on_several_ranks = "trains each network on all the ranks of an mpirun launch"
+class _AllRanksTogether:
+    """Every rank of the launch trains together, data-parallel (a mixin of ways)."""
 
     def group_size(self) -> Optional[int]:
         return None
@@ -499,6 +495,14 @@ class DataParallelTraining(Training):
 
     def launch_for(self, ranks: int) -> str:
         return f"mpirun -np {ranks}" if ranks > 1 else "one process, without mpirun"
+
+
+class DataParallelTraining(_AllRanksTogether, Training):
+    """All the ranks train each candidate together."""
+
+    how_ranks_evaluate = "trains each network on all the ranks of the launch"
+    workers_refusal = _ON_SEVERAL_RANKS
+    on_several_ranks = "trains each network on all the ranks of an mpirun launch"
 
 
 class GroupTraining(Training):
@@ -580,15 +584,17 @@ class _NASBench201Only:
                 f"{self.config.space!r}: give --space nasbench201")
 
 
-class WeightSharing(_NASBench201Only, Evaluation):
+class WeightSharing(_AllRanksTogether, _NASBench201Only, Evaluation):
     """A weight-sharing search: the run's method trains one supernet of the NAS-Bench-201
     space on the data set and derives a cell each epoch (nord.oneshot); its result is the
-    final cell, looked up in the benchmark's table or trained stand-alone."""
+    final cell, looked up in the benchmark's table or trained stand-alone. Under mpirun every
+    rank trains the one supernet together, data-parallel."""
 
     shares_weights = True
     default_dataset = "cifar10"
-    how_ranks_evaluate = "trains one supernet in one process"
-    workers_refusal = "trains one supernet in one process: run it without --workers"
+    how_ranks_evaluate = "trains one supernet on all the ranks of the launch"
+    workers_refusal = ("trains one supernet: run it without --workers (under mpirun -np N its "
+                       "N ranks train the supernet together)")
 
     def check_settings(self) -> None:
         super().check_settings()
@@ -639,19 +645,23 @@ class WeightSharing(_NASBench201Only, Evaluation):
         from nord.benchmarks.nasbench201.supernet import check_image_shape
         check_image_shape(curator.input_shape, "a weight-sharing search")
 
-    def launch_refusal(self, world_size: int) -> Optional[str]:
-        if world_size > 1:
-            return (f"a weight-sharing search trains its supernet in one process; this launch "
-                    f"has {world_size} ranks: run it without mpirun")
-        return None
-
-    def check_layout(self, world_size: int) -> None:
-        refusal = self.launch_refusal(world_size)
-        if refusal is not None:
-            raise ConfigurationError(refusal)
-
     def build(self, env, curator=None):
         return None
+
+    def search_group(self, env):
+        """The ranks that search together: this process alone, or every rank of the launch
+        as one data-parallel group, started (collective; imports torch)."""
+        from nord.evaluators.group import Alone
+        from nord.nn.training import resolve_device
+        device = resolve_device(self.config.device, env.local_rank)
+        if env.size == 1:
+            return Alone(env.local_rank)
+        from nord.evaluators.distributed import DataParallelGroup, choose_backend
+        group = DataParallelGroup(env.group.comm, choose_backend(self.config.backend,
+                                                                 device.type == "cuda"),
+                                  env.local_rank)
+        group.start(device)
+        return group
 
     def search_settings(self):
         """The search the run makes (nord.oneshot.search.OneShotSettings; imports torch)."""
@@ -667,7 +677,7 @@ class WeightSharing(_NASBench201Only, Evaluation):
 
     def describe(self, world_size: int, evaluator) -> Dict[str, Any]:
         settings = self.search_settings()
-        return {"evaluator": "weight sharing", "method": settings.method,
+        described = {"evaluator": "weight sharing", "method": settings.method,
                 "search_epochs": settings.search_epochs,
                 "supernet": {"channels": settings.channels,
                              "cells_per_stage": settings.cells_per_stage,
@@ -675,7 +685,14 @@ class WeightSharing(_NASBench201Only, Evaluation):
                              "track_running_stats": settings.track_running_stats},
                 "recipe": settings.recipe.describe(self.config.dataset),
                 "final_evaluation": self.config.final_evaluation,
-                "final_epochs": self.config.epochs}
+                "final_epochs": self.config.epochs,
+                "ranks_per_network": world_size}
+        if world_size > 1:
+            from nord.evaluators.distributed import choose_backend
+            from nord.nn.training import resolve_device
+            described["backend"] = choose_backend(
+                self.config.backend, resolve_device(self.config.device).type == "cuda")
+        return described
 
     def accuracy_names(self, described: Dict[str, Any], selection: str) -> Tuple[str, str]:
         if self.config.final_evaluation == "table":

@@ -6,6 +6,10 @@ a checkpoint to ``<journal>.checkpoints/search.pt``; when it ends, the trained s
 beside the journal (``<journal>.supernet.pt``, what ``--evaluation supernet`` reads), the
 final cell is evaluated (``--final-evaluation``) and journaled as the run's one result, and the
 checkpoint, with nothing left to resume, is removed.
+
+Under ``mpirun -np N`` the N ranks search together, data-parallel (each its shard of every
+batch, gradients averaged, the root's draws); rank 0 alone keeps the journal, the checkpoint
+and the supernet, and evaluates the final cell.
 """
 from __future__ import annotations
 
@@ -15,7 +19,7 @@ import os
 import sys
 import time
 from dataclasses import asdict, dataclass
-from typing import Any, Callable, Tuple
+from typing import Any, Callable, Optional, Tuple
 
 from nord.app.assembly import describe_data
 from nord.app.evaluation import WeightSharing, supernet_file
@@ -86,8 +90,28 @@ def _final_result(config, table, curator, genome):
 
 
 def run_weight_sharing(config, way: WeightSharing, env, curator, resume: bool, progress: bool,
-                       stream) -> WeightSharingSummary:
-    """Search, keep the supernet, evaluate and journal the final cell (see the module)."""
+                       stream) -> Optional[WeightSharingSummary]:
+    """Search, keep the supernet, evaluate and journal the final cell (see the module); the
+    summary on rank 0, None on the other ranks."""
+    from nord.oneshot.search import OneShotSearch
+    group = way.search_group(env)
+    checkpoint = os.path.join(f"{config.journal}.checkpoints", CHECKPOINT)
+    if not env.is_root:      # searches with rank 0, which keeps the records
+        try:
+            OneShotSearch(way.search_settings(), curator, checkpoint=checkpoint,
+                          group=group).run()
+        finally:
+            group.close()
+        return None
+    try:
+        return _run_on_root(config, way, env, curator, resume, progress, stream, group,
+                            checkpoint)
+    finally:
+        group.close()
+
+
+def _run_on_root(config, way: WeightSharing, env, curator, resume: bool, progress: bool,
+                 stream, group, checkpoint: str) -> WeightSharingSummary:
     from nord.benchmarks.nasbench201 import NASBench201Space, genome_to_cell
     from nord.journal import CandidateRecord, EvaluationRecord, Journal, RunRecord
     from nord.oneshot.evaluator import save_supernet
@@ -108,14 +132,12 @@ def run_weight_sharing(config, way: WeightSharing, env, curator, resume: bool, p
                        extra={"warnings": warnings} if warnings else {})
     journal = Journal(config.journal)
     journal.start(record, resume=resume)
-    folder = f"{config.journal}.checkpoints"
-    checkpoint = os.path.join(folder, CHECKPOINT)
     try:
-        os.makedirs(folder, exist_ok=True)
+        os.makedirs(os.path.dirname(checkpoint), exist_ok=True)
         table = _table(config.dataset)
         search = OneShotSearch(settings, curator,
                                records=_Shown(journal, settings.search_epochs, stream),
-                               checkpoint=checkpoint, lookup=_lookup(table))
+                               checkpoint=checkpoint, lookup=_lookup(table), group=group)
         outcome = search.run()
         kept = supernet_file(config.journal)
         save_supernet(search.supernet, kept, method=config.algorithm, dataset=config.dataset,

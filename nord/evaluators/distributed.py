@@ -15,6 +15,7 @@ Details (serve and release, backends, failure handling, exact test accuracy): do
 """
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import socket
@@ -67,6 +68,7 @@ class DataParallelGroup(Alone):
         self.size = comm.Get_size()
         self.local_rank = local_rank
         self.lr_factor = self.size if scale_lr else 1
+        self._started = False
 
     def agree(self, error: Optional[BaseException]) -> None:
         """Exchange errors; raise on every rank when any rank failed."""
@@ -102,6 +104,94 @@ class DataParallelGroup(Alone):
         import torch.distributed as dist
         for _, tensor in buffers:
             dist.broadcast(tensor, src=0)   # collective
+
+    def start(self, device: torch.device, timeout: float = 600.0) -> None:
+        """Start the backend on every rank of the group, once (collective): refuse two ranks
+        of the group on one GPU where NCCL would place them, take this rank's GPU, start
+        Horovod or torch.distributed (``timeout``: seconds a collective may wait)."""
+        if self._started:
+            return
+        mine = rank_placement(self.rank, self.backend, device, group=0)
+        refusal = shared_gpu_refusal(self.comm.allgather(mine), self.backend)   # collective
+        if refusal is not None:
+            raise ConfigurationError(refusal)
+        if device.type == "cuda":
+            # NCCL (Horovod's and torch's) works on the current device: make it this rank's
+            torch.cuda.set_device(device)
+        if self.backend == "horovod":
+            _start_horovod(self.comm)
+        elif self.backend == "torch":
+            self._start_torch_distributed(device, timeout)
+        self._started = True
+
+    def _start_torch_distributed(self, device: torch.device, timeout: float) -> None:
+        import torch.distributed as dist
+        if dist.is_initialized():
+            if dist.get_world_size() != self.size:
+                raise DistributedError(
+                    "torch.distributed is already started with a different group of ranks; "
+                    "use one DistributedEvaluator per process")
+            return
+        address = None
+        hosts = self.comm.allgather(socket.gethostname())
+        if self.is_root:
+            address = master_address(spans_hosts=len(set(hosts)) > 1)
+        host, port = self.comm.bcast(address, root=0)
+        if port is None:  # the root found no address the other hosts can reach: fail together
+            raise DistributedError(host)
+        dist.init_process_group("nccl" if device.type == "cuda" else "gloo",
+                                init_method=f"tcp://{host}:{port}", rank=self.rank,
+                                world_size=self.size, timeout=timedelta(seconds=timeout))
+
+    def close(self) -> None:
+        """Stop torch.distributed (Horovod shuts down by itself at exit)."""
+        if self.backend == "torch" and self._started:
+            import torch.distributed as dist
+            if dist.is_initialized():
+                dist.destroy_process_group()
+        self._started = False
+
+    def average_gradients(self, parameters, loss=None):
+        """One all-reduce of the gradients and the loss in a flat buffer (see ``Alone``)."""
+        present = [p for p in parameters if p.grad is not None]
+        parts = [p.grad.reshape(-1) for p in present]
+        if loss is not None:
+            parts.append(loss.detach().reshape(1).to(parts[0] if parts else loss))
+        if not parts:
+            return None
+        buffer = torch.cat(parts)
+        if self.backend == "horovod":
+            import horovod.torch as hvd
+            buffer = hvd.allreduce(buffer, op=hvd.Average,   # collective
+                                   name=f"nord.average.{buffer.numel()}")
+        else:
+            import torch.distributed as dist
+            dist.all_reduce(buffer)   # collective: summed
+            buffer.div_(self.size)
+        offset = 0
+        for p in present:
+            p.grad.copy_(buffer[offset:offset + p.numel()].view_as(p.grad))
+            offset += p.numel()
+        return None if loss is None else float(buffer[-1])
+
+    def mean(self, hits):
+        counts = torch.tensor([int(hits.sum()), hits.numel()], dtype=torch.int64).numpy()
+        correct, seen = self.comm.allreduce(counts)   # collective
+        return float(correct) / float(seen) if seen else float("nan")
+
+    def check_same(self, what, tensors):
+        """An allgather of a digest of the tensors' bytes on every rank."""
+        digest = hashlib.sha256()
+        for tensor in tensors:
+            digest.update(tensor.detach().cpu().contiguous().numpy().tobytes())
+        digests = self.comm.allgather(digest.hexdigest())   # collective
+        differing = [rank for rank, other in enumerate(digests) if other != digests[0]]
+        if differing:
+            raise DistributedError(
+                f"the ranks' {what} differ (ranks {', '.join(map(str, differing))} against "
+                f"rank 0, out of {self.size}): a data-parallel search must decide every draw on "
+                "the root and average every gradient; the search stops rather than go on with "
+                "ranks that no longer search one architecture")
 
     def prepare(self, model, optimizer):
         """Every rank starts from the root's weights (and optimizer state); the optimizer
@@ -160,7 +250,6 @@ class DistributedEvaluator(LocalEvaluator):
                         if self.comm is not None else "local")
         self.scale_lr = bool(scale_lr)
         self.timeout = float(timeout)
-        self._started = False
         if self.comm is not None and self.comm.Get_size() > 1:
             self.group = DataParallelGroup(self.comm, self.backend, local_rank, self.scale_lr)
         else:   # one process: exactly a LocalEvaluator
@@ -243,49 +332,11 @@ class DistributedEvaluator(LocalEvaluator):
         return rank_placement(self.group.rank, self.backend, device, group=0)
 
     def _start(self) -> None:
-        if self._started:
-            return
-        # collective: the group's ranks learn together whether NCCL can place them
-        refusal = shared_gpu_refusal(self.comm.allgather(self.placement()), self.backend)
-        if refusal is not None:
-            raise ConfigurationError(refusal)
-        device = resolve_device(self.device, self.group.local_rank)
-        if device.type == "cuda":
-            # NCCL (Horovod's and torch's) works on the current device: make it this rank's
-            torch.cuda.set_device(device)
-        if self.backend == "horovod":
-            _start_horovod(self.comm)
-        elif self.backend == "torch":
-            self._start_torch_distributed()
-        self._started = True
-
-    def _start_torch_distributed(self) -> None:
-        import torch.distributed as dist
-        if dist.is_initialized():
-            if dist.get_world_size() != self.group.size:
-                raise DistributedError(
-                    "torch.distributed is already started with a different group of ranks; "
-                    "use one DistributedEvaluator per process")
-            return
-        address = None
-        hosts = self.comm.allgather(socket.gethostname())
-        if self.is_root:
-            address = master_address(spans_hosts=len(set(hosts)) > 1)
-        host, port = self.comm.bcast(address, root=0)
-        if port is None:  # the root found no address the other hosts can reach: fail together
-            raise DistributedError(host)
-        device = resolve_device(self.device, self.group.local_rank)
-        dist.init_process_group("nccl" if device.type == "cuda" else "gloo",
-                                init_method=f"tcp://{host}:{port}", rank=self.group.rank,
-                                world_size=self.group.size, timeout=timedelta(seconds=self.timeout))
+        self.group.start(resolve_device(self.device, self.group.local_rank), self.timeout)
 
     def close(self) -> None:
         """Stop torch.distributed (Horovod shuts down by itself at exit)."""
-        if self.backend == "torch" and self._started:
-            import torch.distributed as dist
-            if dist.is_initialized():
-                dist.destroy_process_group()
-        self._started = False
+        self.group.close()
 
 
 class _GradientAveraging:

@@ -25,12 +25,15 @@ learns an architecture on the other half::
 
 Every random draw (cells, Gumbel noise, the controller's samples) comes from the generator the
 method is given, so a search is a function of its seed and resumes exactly from its state.
+Data-parallel (``group``, a ``DataParallelGroup``), every rank draws alike but the root's draw is
+the one used, each gradient is averaged over the ranks before its step, and a cell is scored on
+the samples of every rank: every rank holds one architecture.
 Where these methods differ from the benchmark authors' code, and why: docs/oneshot.md.
 """
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable, Dict, Tuple
+from typing import Any, Callable, Dict, List, Tuple
 
 import numpy as np
 import torch
@@ -42,6 +45,7 @@ from nord.benchmarks.nasbench201.cells import N_CELLS, N_EDGES, N_OPS, code_to_g
 from nord.benchmarks.nasbench201.supernet import EdgeRule, HardMixture, Mixture, Path, Supernet
 from nord.checks import check_int
 from nord.errors import ConfigurationError
+from nord.evaluators.group import Alone
 from nord.oneshot.controller import Controller
 from nord.oneshot.settings import MethodSettings
 from nord.oneshot.registry import METHODS
@@ -59,14 +63,17 @@ class OneShotMethod:
             caller's schedule's.
         generator: a CPU generator, every random draw of the method.
         settings: see :class:`MethodSettings`.
+        group: the ranks searching together (``Alone``: this process).
     """
 
     name = ""
     default_candidates = 0
 
     def __init__(self, supernet: Supernet, weight_optimizer: torch.optim.Optimizer,
-                 generator: torch.Generator, settings: MethodSettings = MethodSettings()):
+                 generator: torch.Generator, settings: MethodSettings = MethodSettings(),
+                 group: Alone = Alone()):
         self.supernet = supernet
+        self.group = group
         self.weight_optimizer = weight_optimizer
         self.generator = generator
         self.settings = settings
@@ -97,6 +104,11 @@ class OneShotMethod:
     def distribution(self) -> torch.Tensor:
         """The probability of each operation on each edge (6 x 5), as the method sees it."""
         return self.alphas.detach().softmax(dim=-1).cpu()
+
+    def architecture(self) -> List[torch.Tensor]:
+        """What the method has learnt of the architecture (the ranks of a data-parallel search
+        must hold it alike)."""
+        return [self.alphas]
 
     def derive(self, next_arch_batch: NextBatch) -> Tuple[int, ...]:
         """The cell the search would return now (a genome): by default, the most likely
@@ -133,10 +145,11 @@ class OneShotMethod:
         self.weight_optimizer.zero_grad(set_to_none=True)
         loss = F.cross_entropy(self.supernet(images, rule), labels)
         loss.backward()
+        mean_loss = self.group.average_gradients(self.supernet.parameters(), loss)
         if self.settings.clip_grad:
             nn.utils.clip_grad_norm_(self.supernet.parameters(), self.settings.clip_grad)
         self.weight_optimizer.step()
-        return float(loss.detach())
+        return mean_loss
 
     def _train_architecture(self, batch: Batch) -> float:
         """A step of the architecture parameters on the validation half's loss; only their
@@ -144,16 +157,17 @@ class OneShotMethod:
         images, labels = batch
         loss = F.cross_entropy(self.supernet(images, self._arch_rule()), labels)
         (self.alphas.grad,) = torch.autograd.grad(loss, [self.alphas])
+        mean_loss = self.group.average_gradients([self.alphas], loss)
         self.arch_optimizer.step()
-        return float(loss.detach())
+        return mean_loss
 
     def _uniform_cell(self) -> Tuple[int, ...]:
-        return tuple(int(op) for op in torch.randint(0, N_OPS, (N_EDGES,),
-                                                     generator=self.generator))
+        return self.group.root_decides(tuple(int(op) for op in torch.randint(
+            0, N_OPS, (N_EDGES,), generator=self.generator)))
 
     def _best_on_batches(self, cells, next_arch_batch: NextBatch) -> Tuple[int, ...]:
         """The cell of ``cells`` with the highest accuracy, each scored on the next
-        validation batch, in evaluation mode (the first of equals)."""
+        validation batch (of every rank), in evaluation mode (the first of equals)."""
         best, best_correct = None, -1.0
         self.supernet.eval()
         try:
@@ -161,7 +175,7 @@ class OneShotMethod:
                 for cell in cells:
                     images, labels = next_arch_batch()
                     predictions = self.supernet(images, Path(cell)).argmax(dim=-1)
-                    correct = float((predictions == labels).float().mean())
+                    correct = self.group.mean(predictions == labels)
                     if correct > best_correct:
                         best, best_correct = cell, correct
         finally:
@@ -232,8 +246,9 @@ class DartsSecondOrder(DartsFirstOrder):
             sides.append(torch.autograd.grad(loss, [self.alphas])[0])
         implicit = (sides[0] - sides[1]) / (2 * radius)
         self.alphas.grad = direct - lr * implicit
+        mean_loss = self.group.average_gradients([self.alphas], arch_loss)
         self.arch_optimizer.step()
-        return float(arch_loss.detach())
+        return mean_loss
 
 
 class GDAS(OneShotMethod):
@@ -255,7 +270,7 @@ class GDAS(OneShotMethod):
         while True:     # a draw of exactly 0 makes an infinite noise: draw again
             noise = torch.empty(alphas.shape, dtype=alphas.dtype).exponential_(
                 generator=self.generator)
-            gumbels = -noise.log().to(alphas.device)
+            gumbels = -self.group.root_decides(noise).log().to(alphas.device)
             probabilities = ((alphas.log_softmax(dim=1) + gumbels) / self.tau).softmax(dim=1)
             if torch.isfinite(gumbels).all() and torch.isfinite(probabilities).all():
                 break
@@ -323,7 +338,7 @@ class ENAS(OneShotMethod):
     def _weight_rule(self) -> EdgeRule:
         with torch.no_grad():
             cell, _, _ = self.controller.sample(self.generator)
-        return Path(cell)
+        return Path(self.group.root_decides(cell))
 
     def step(self, weight_batch: Batch, arch_batch: Batch) -> Dict[str, float]:
         return {"weight_loss": self._train_weights(weight_batch, self._weight_rule())}
@@ -337,11 +352,11 @@ class ENAS(OneShotMethod):
             for _ in range(settings.controller_steps):
                 self.controller_optimizer.zero_grad(set_to_none=True)
                 for _ in range(settings.controller_aggregate):
-                    cell, log_prob, entropy = self.controller.sample(self.generator)
+                    cell, log_prob, entropy = self._controller_sample()
                     images, labels = next_arch_batch()
                     with torch.no_grad():
                         predictions = self.supernet(images, Path(cell)).argmax(dim=-1)
-                        accuracy = float((predictions == labels).float().mean())
+                        accuracy = self.group.mean(predictions == labels)
                     reward = accuracy + settings.entropy_weight * float(entropy.detach())
                     self.baseline = (reward if self.baseline != self.baseline else
                                      self.baseline - (1 - settings.baseline_decay)
@@ -349,12 +364,16 @@ class ENAS(OneShotMethod):
                     loss = -log_prob * (reward - self.baseline) / settings.controller_aggregate
                     loss.backward()
                     rewards.append(reward)
+                self.group.average_gradients(self.controller.parameters())
                 nn.utils.clip_grad_norm_(self.controller.parameters(), 5.0)
                 self.controller_optimizer.step()
         finally:
             self.supernet.train()
         return {"controller_reward": float(np.mean(rewards)) if rewards else float("nan"),
                 "controller_baseline": self.baseline}
+
+    def architecture(self) -> List[torch.Tensor]:
+        return [*super().architecture(), *self.controller.parameters()]
 
     def distribution(self) -> torch.Tensor:
         """The controller's probabilities at each edge along its most likely cell (its choices
@@ -365,7 +384,16 @@ class ENAS(OneShotMethod):
         self.controller.eval()
         with torch.no_grad():
             cells = [self.controller.sample(self.generator)[0] for _ in range(self.candidates)]
-        return self._best_on_batches(cells, next_arch_batch)
+        return self._best_on_batches(self.group.root_decides(cells), next_arch_batch)
+
+    def _controller_sample(self):
+        """A cell from the controller, the root's where ranks search together, with its
+        log-probability and entropy under this rank's controller."""
+        cell, log_prob, entropy = self.controller.sample(self.generator)
+        decided = self.group.root_decides(cell)
+        if decided != cell:      # ranks whose draws drifted follow the root's
+            log_prob, entropy = self.controller.score(decided)
+        return decided, log_prob, entropy
 
     def state_dict(self) -> Dict[str, Any]:
         return {**super().state_dict(), "controller": self.controller.state_dict(),
@@ -406,9 +434,10 @@ def _all_genomes() -> np.ndarray:
     """Every cell's genome, in code order (SETN ranks them all), made once when first asked."""
     return np.array([code_to_genome(code) for code in range(N_CELLS)], dtype=np.int64)
 
+
 def make_method(name: str, supernet: Supernet, weight_optimizer: torch.optim.Optimizer,
-                generator: torch.Generator, settings: MethodSettings = MethodSettings()
-                ) -> OneShotMethod:
+                generator: torch.Generator, settings: MethodSettings = MethodSettings(),
+                group: Alone = Alone()) -> OneShotMethod:
     """The method ``name`` (see ``nord.oneshot.registry.METHODS``) on ``supernet``.
 
     Raises:
@@ -417,4 +446,4 @@ def make_method(name: str, supernet: Supernet, weight_optimizer: torch.optim.Opt
     if not isinstance(name, str):
         raise ConfigurationError(f"a weight-sharing method is named by a string, one of "
                                  f"{', '.join(METHODS.names())}; got {name!r}")
-    return METHODS.load(name)(supernet, weight_optimizer, generator, settings)
+    return METHODS.load(name)(supernet, weight_optimizer, generator, settings, group)

@@ -12,6 +12,14 @@ scored on batches of the second (the benchmark's scripts split CIFAR's training 
 way). Every epoch is recorded: the derived cell (the benchmark's string), the distribution of
 every edge, the mean losses, what the method measured at the epoch's end and, when a look-up
 is given (the NAS-Bench-201 table, for its data sets), the derived cell's accuracy there.
+
+Data-parallel (``group``: a started ``DataParallelGroup`` of MPI ranks), each rank takes its
+shard of every batch (the recipe's batch size is per rank, as in data-parallel training), the
+gradients of the weights, the architecture and the controller are averaged over the ranks
+before each step, every draw is the root's, and a cell's score counts the samples of every
+rank; after each epoch the ranks take the root's batch-norm statistics and compare their
+architecture and weights, so a search on N ranks is one search. Only the root writes the
+checkpoint; a resume reads it on the root and sends it to the others.
 """
 from __future__ import annotations
 
@@ -29,6 +37,7 @@ from nord.benchmarks.nasbench201.supernet import Supernet, check_image_shape
 from nord.checks import check_int
 from nord.data.curator import DataCurator, TensorLoader
 from nord.errors import ConfigurationError, NordError
+from nord.evaluators.group import Alone
 from nord.journal.records import SearchEpochRecord
 from nord.nn.augment import Augmentation, black_pixel
 from nord.nn.recipe import Recipe, get_recipe
@@ -120,6 +129,8 @@ class OneShotSearch:
         checkpoint: the file written after every epoch and read by a resume ('' : none).
         lookup: the accuracy of a cell by genome (NaN where unknown): the table's 200-epoch
             test accuracy of the derived cell, journaled beside it, never seen by the search.
+        group: the ranks searching together (``Alone``: this process; a
+            ``DataParallelGroup``, started, for a data-parallel search).
 
     Raises:
         ConfigurationError: data that are not images, or halves too small for a batch.
@@ -127,8 +138,10 @@ class OneShotSearch:
 
     def __init__(self, settings: OneShotSettings, curator: DataCurator,
                  records: Any = NoSearchRecords(), checkpoint: str = "",
-                 lookup: Callable[[Tuple[int, ...]], float] = _no_lookup):
+                 lookup: Callable[[Tuple[int, ...]], float] = _no_lookup,
+                 group: Alone = Alone()):
         self.settings = settings
+        self.group = group
         self.curator = curator.load() if hasattr(curator, "load") else curator
         self.records = records
         self.checkpoint = str(checkpoint)
@@ -149,7 +162,7 @@ class OneShotSearch:
             method_settings = replace(method_settings, clip_grad=recipe.clip_grad)
         self.method: OneShotMethod = make_method(
             settings.method, self.supernet, optimizer,
-            torch.Generator().manual_seed(settings.seed), method_settings)
+            torch.Generator().manual_seed(settings.seed), method_settings, group)
         side = min(shape[1:])
         self.augmentation = Augmentation(
             recipe.augment, shape, recipe.crop_padding_for(side), recipe.cutout_length_for(side),
@@ -166,10 +179,13 @@ class OneShotSearch:
             raise ConfigurationError(
                 f"the training split has {len(x)} samples; a weight-sharing search needs at "
                 "least 2, one half for the weights and one for the architecture")
-        seed = self.settings.seed
-        return (TensorLoader(x, y, batch_size, shuffle=True, seed=seed, indices=weights_half),
-                TensorLoader(x, y, batch_size, shuffle=True, seed=seed + 1, indices=arch_half),
-                TensorLoader(x, y, batch_size, shuffle=True, seed=seed + 2, indices=arch_half))
+        seed, shard = self.settings.seed, {"rank": self.group.rank, "size": self.group.size}
+        return (TensorLoader(x, y, batch_size, shuffle=True, seed=seed, indices=weights_half,
+                             **shard),
+                TensorLoader(x, y, batch_size, shuffle=True, seed=seed + 1, indices=arch_half,
+                             **shard),
+                TensorLoader(x, y, batch_size, shuffle=True, seed=seed + 2, indices=arch_half,
+                             **shard))
 
     def _validation_batches(self, epoch: int) -> Callable[[], Tuple[torch.Tensor, torch.Tensor]]:
         """The next batch of the architecture's half, as often as asked, in epoch ``epoch``'s
@@ -185,11 +201,13 @@ class OneShotSearch:
     def run(self) -> OneShotResult:
         """Search from the checkpoint when there is one, else from the start."""
         start = self._resume()
+        self._start_together()
         epochs = self.settings.search_epochs
         for epoch in range(start, epochs):
             began = time.perf_counter()
             self.method.start_epoch(epoch, epochs)
             losses = self._train_epoch(epoch)
+            self._agree(epoch)
             next_batch = self._validation_batches(epoch)
             measured = self.method.end_epoch(next_batch)
             cell = self.method.derive(next_batch)
@@ -213,7 +231,7 @@ class OneShotSearch:
         self.supernet.train()
         self.weight_loader.set_epoch(epoch)
         self.arch_loader.set_epoch(epoch)
-        self.augmentation.start_epoch(self.settings.seed, epoch)
+        self.augmentation.start_epoch(self.settings.seed, epoch, self.group.rank)
         sums: Dict[str, float] = {}
         steps = 0
         for (wx, wy), (ax, ay) in zip(self.weight_loader, self.arch_loader):
@@ -228,13 +246,34 @@ class OneShotSearch:
             steps += 1
         return {name: total / steps for name, total in sums.items()}
 
+    def _start_together(self) -> None:
+        """Every rank starts from the root's state: its weights, architecture, optimizers and
+        generator (the same seed makes them alike; the root's makes them one)."""
+        if self.group.size == 1:
+            return
+        state = self.group.root_decides(_on_cpu(self.method.state_dict())
+                                        if self.group.is_root else None)
+        if not self.group.is_root:
+            self.method.load_state_dict(state)
+
+    def _agree(self, epoch: int) -> None:
+        """After an epoch's steps: every rank takes the root's batch-norm statistics (each
+        gathered its own shard's) and the ranks check that they hold one search."""
+        if self.group.size == 1:
+            return
+        self.group.share_root_buffers(self.supernet)
+        self.group.check_same(f"architectures after epoch {epoch + 1}",
+                              self.method.architecture())
+        self.group.check_same(f"supernet weights after epoch {epoch + 1}",
+                              self.supernet.state_dict().values())
+
     # --- checkpoints -----------------------------------------------------------------------------
     def _save(self, done: int, record: SearchEpochRecord) -> None:
         """Write the state after ``done`` epochs atomically (a kill leaves the last whole one)."""
-        if not self.checkpoint:
+        if not self.checkpoint or not self.group.is_root:
             return
         state = {"format": CHECKPOINT_FORMAT, "settings": self.settings.record(),
-                 "epochs_done": done, "method": self.method.state_dict(),
+                 "ranks": self.group.size, "epochs_done": done, "method": self.method.state_dict(),
                  "schedule": self.schedule.state_dict(),
                  "records": [asdict(r) for r in self.epochs] + [asdict(record)]}
         partial = f"{self.checkpoint}.partial"
@@ -243,16 +282,14 @@ class OneShotSearch:
 
     def _resume(self) -> int:
         """Load the checkpoint, if any: the epochs it holds are done (their records kept again,
-        in case the process died between the checkpoint and the record)."""
-        if not self.checkpoint or not os.path.exists(self.checkpoint):
+        in case the process died between the checkpoint and the record). The root reads it
+        and sends it to the other ranks."""
+        state, refusal = self.group.root_decides(
+            self._read_checkpoint() if self.group.is_root else (None, None))
+        if refusal is not None:
+            raise ConfigurationError(refusal)
+        if state is None:
             return 0
-        state = torch.load(self.checkpoint, map_location=self.device, weights_only=False)
-        if state.get("format") != CHECKPOINT_FORMAT or state.get("settings") != \
-                self.settings.record():
-            raise ConfigurationError(
-                f"the checkpoint '{self.checkpoint}' belongs to another search (its settings "
-                "differ from this one's); resume with the settings it was written with, or "
-                "remove the file to search from the start")
         self.method.load_state_dict(state["method"])
         self.schedule.load_state_dict(state["schedule"])
         self.epochs = [SearchEpochRecord(**{**r, "genome": tuple(r["genome"])})
@@ -260,6 +297,38 @@ class OneShotSearch:
         for record in self.epochs:
             self.records.search_epoch(record)
         return int(state["epochs_done"])
+
+    def _read_checkpoint(self) -> Tuple[Any, Any]:
+        """``(state, None)``, ``(None, None)`` without a checkpoint, or ``(None, why)`` when it
+        belongs to another search."""
+        if not self.checkpoint or not os.path.exists(self.checkpoint):
+            return None, None
+        state = torch.load(self.checkpoint, map_location="cpu", weights_only=False)
+        if state.get("format") != CHECKPOINT_FORMAT or state.get("settings") != \
+                self.settings.record():
+            return None, (
+                f"the checkpoint '{self.checkpoint}' belongs to another search (its settings "
+                "differ from this one's); resume with the settings it was written with, or "
+                "remove the file to search from the start")
+        ranks = state.get("ranks", 1)
+        if ranks != self.group.size:
+            return None, (
+                f"the checkpoint '{self.checkpoint}' was written by a search on {ranks} "
+                f"rank{'s' if ranks > 1 else ''} (each rank its shard of every batch); this one "
+                f"runs on {self.group.size}: resume it on {ranks}")
+        return state, None
+
+
+def _on_cpu(state: Any) -> Any:
+    """``state`` with every tensor copied to the CPU (what is sent to another rank, whose
+    device may differ)."""
+    if isinstance(state, torch.Tensor):
+        return state.cpu()
+    if isinstance(state, dict):
+        return {key: _on_cpu(value) for key, value in state.items()}
+    if isinstance(state, (list, tuple)):
+        return type(state)(_on_cpu(value) for value in state)
+    return state
 
 
 def _edge_table(distribution: torch.Tensor) -> Dict[str, Dict[str, float]]:
