@@ -371,15 +371,7 @@ class ComparisonResult(JSONRecord):
                 row += (f"{numbers['simulated_time'] / 3600:.2f}",
                         f"{numbers['utilisation'] * 100:.1f} %")
             rows.append(row)
-        widths = [max(len(row[i]) for row in [header] + rows) for i in range(len(header))]
-        def line(row):
-            return "  ".join(cell.ljust(w) if i == 0 else cell.rjust(w)
-                             for i, (cell, w) in enumerate(zip(row, widths))).rstrip()
-        lines += ["", line(header), line(tuple("-" * w for w in widths))]
-        lines += [line(row) for row in rows]
-        width = max(len(column) for column in header[1:])
-        lines += ["", "columns:"] + [f"  {column:{width}s}  {COLUMNS[column]}"
-                                     for column in header[1:]]
+        lines += ["", *_aligned(header, rows), "", *_legend(COLUMNS, header[1:])]
         notes = self._nothing_returned(summary) + self._bracketed()
         if sim is not None:
             notes += self._ended_early(sim.time_budget)
@@ -399,17 +391,10 @@ class ComparisonResult(JSONRecord):
                          f"{final['mean']:.2f} ± {final['std']:.2f}",
                          f"{searched['mean'] / 3600:.2f} ± {searched['std'] / 3600:.2f}",
                          f"{numbers['epochs']:g}", "; ".join(numbers["devices"])))
-        widths = [max(len(row[i]) for row in [header] + rows) for i in range(len(header))]
-
-        def line(row):
-            return "  ".join(cell.ljust(w) if i in (0, len(row) - 1) else cell.rjust(w)
-                             for i, (cell, w) in enumerate(zip(row, widths))).rstrip()
-        width = max(len(column) for column in ONESHOT_COLUMNS)
         lines = ["", "Weight-sharing (one-shot) searches, beside the rows above:",
-                 textwrap.fill(ONESHOT_PROTOCOL, 100), "", line(header),
-                 line(tuple("-" * w for w in widths)), *(line(row) for row in rows), "",
-                 "columns:", *(f"  {column:{width}s}  {ONESHOT_COLUMNS[column]}"
-                               for column in ONESHOT_COLUMNS)]
+                 textwrap.fill(ONESHOT_PROTOCOL, 100), "",
+                 *_aligned(header, rows, left=(0, len(header) - 1)), "",
+                 *_legend(ONESHOT_COLUMNS, ONESHOT_COLUMNS)]
         unfinished = [run for runs in self.oneshot.values() for run in runs if not run.complete]
         if unfinished:
             lines.append("")
@@ -539,6 +524,24 @@ class ComparisonResult(JSONRecord):
 def load_json(path: Union[str, os.PathLike]) -> ComparisonResult:
     """A comparison saved with ``save_json``."""
     return ComparisonResult.from_json(Path(path).read_text(encoding="utf-8"))
+
+
+def _aligned(header: Sequence[str], rows: Sequence[Sequence[str]],
+             left: Sequence[int] = (0,)) -> List[str]:
+    """A plain-text table: the header, a rule and the rows, each column as wide as its widest
+    cell, those of ``left`` flush left and the others (figures) flush right."""
+    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
+
+    def line(row):
+        return "  ".join(cell.ljust(width) if i in left else cell.rjust(width)
+                         for i, (cell, width) in enumerate(zip(row, widths))).rstrip()
+    return [line(header), line(tuple("-" * width for width in widths)), *map(line, rows)]
+
+
+def _legend(meanings: Mapping[str, str], columns: Sequence[str]) -> List[str]:
+    """What each of ``columns`` holds, under a table."""
+    width = max(len(column) for column in columns)
+    return ["columns:", *(f"  {column:{width}s}  {meanings[column]}" for column in columns)]
 
 
 def _bracketed(name: str) -> bool:
