@@ -172,6 +172,21 @@ def test_the_figure_draws_the_searches_dashed_with_a_caption(compared, tmp_path)
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def test_a_search_far_below_the_black_box_curves_stays_in_sight(monkeypatch, tmp_path):
+    import nord.comparisons.anytime as anytime
+    drawn = []
+    monkeypatch.setattr(anytime, "save_figure", lambda figure, path: drawn.append(figure))
+    black_box = {"time": [0, 1000, 2000], "mean": [92.0, 93.0, 94.0], "low": [91.5, 92.5, 93.8],
+                 "high": [92.5, 93.5, 94.2], "runs": [1, 1, 1]}
+    darts = {"time": [0, 500, 1000], "mean": [None, 70.0, 54.3], "low": [None, 70.0, 54.3],
+             "high": [None, 70.0, 54.3], "runs": [0, 1, 1]}
+    anytime.write_anytime_plot(tmp_path / "a.png", {"rea": black_box}, "t")
+    anytime.write_anytime_plot(tmp_path / "b.png", {"rea": black_box}, "t",
+                               oneshot={"darts-v1, one-shot (1 run)": darts}, caption="c")
+    alone, beside = (figure.axes[0].get_ylim() for figure in drawn)
+    assert alone[0] == pytest.approx(91.5) and beside[0] < 54.3 < 94.2 < beside[1]
+
+
 # --- refusals --------------------------------------------------------------------------------
 def refusal_cases(folder):
     """(name, journals, settings of run_comparison, flags, words) for each refusal."""
