@@ -309,31 +309,49 @@ def time_to_reach(curve: Sequence[Sequence[float]], target: float) -> float:
 
 
 def write_anytime_plot(path, curves: Mapping[str, Mapping[str, Any]], title: str,
-                       hours: bool = True):
+                       hours: bool = True,
+                       oneshot: Optional[Mapping[str, Mapping[str, Any]]] = None,
+                       caption: Optional[str] = None):
     """A PNG of anytime curves (``{algorithm: anytime_curves(...)}``): mean and band.
 
+    ``oneshot``: curves of weight-sharing searches (``{label: curve}``, as
+    :func:`~nord.comparisons.oneshot.oneshot_curves` gives them) drawn dashed on the same
+    axes, whose time is measured, not simulated; ``caption``: a note under the axes saying so.
     Drawn on a figure of its own (no ``pyplot``, no change of matplotlib's backend)."""
     scale, unit = (3600.0, "h") if hours else (1.0, "s")
-    figure = new_figure(7, 4.2)
+    oneshot = dict(oneshot or {})
+    figure = new_figure(7, 5.2 if oneshot else 4.2)
     axes = figure.add_subplot()
-    for name, curve in curves.items():
-        time = np.asarray(curve["time"]) / scale
-        mean = np.asarray(curve["mean"], dtype=float)
-        line, = axes.plot(time, mean, label=name)
-        axes.fill_between(time, np.asarray(curve["low"], dtype=float),
-                          np.asarray(curve["high"], dtype=float), color=line.get_color(),
-                          alpha=0.2, linewidth=0)
-    axes.set_xlabel(f"simulated time ({unit})")
-    axes.set_ylabel("test accuracy of the incumbent (%)")
+    for style, drawn in (("-", curves), ("--", oneshot)):
+        for name, curve in drawn.items():
+            time = np.asarray(curve["time"]) / scale
+            mean = np.asarray(curve["mean"], dtype=float)
+            line, = axes.plot(time, mean, style, label=name)
+            axes.fill_between(time, np.asarray(curve["low"], dtype=float),
+                              np.asarray(curve["high"], dtype=float), color=line.get_color(),
+                              alpha=0.2, linewidth=0)
+    if oneshot:
+        axes.set_xlabel(f"time ({unit}): simulated (solid), measured by the search (dashed)")
+        axes.set_ylabel("200-epoch test accuracy in the table (%)")
+    else:
+        axes.set_xlabel(f"simulated time ({unit})")
+        axes.set_ylabel("test accuracy of the incumbent (%)")
     axes.set_title(title)
     axes.grid(alpha=0.3)
     axes.legend()
+    if caption:
+        figure.supxlabel(caption, fontsize=7, ha="left", x=0.01)
     finite = [value for curve in curves.values() for value in curve["low"]
               if value is not None and math.isfinite(value)]
     if finite:
-        top = max(value for curve in curves.values() for value in curve["high"]
-                  if value is not None and math.isfinite(value))
-        axes.set_ylim(max(min(finite), top - 6), top + 0.3)
+        top = max(value for curve in (*curves.values(), *oneshot.values())
+                  for value in curve["high"] if value is not None and math.isfinite(value))
+        bottom = max(min(finite), top - 6)
+        below = [value for curve in oneshot.values() for value in curve["low"]
+                 if value is not None and math.isfinite(value)]
+        if below:   # a one-shot method far below the black-box ones stays in sight
+            bottom = min(bottom, min(below) - 0.5)
+        axes.set_ylim(bottom, top + 0.3)
     save_figure(figure, path)
     return path
 

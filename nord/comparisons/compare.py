@@ -20,6 +20,7 @@ import json
 import logging
 import math
 import os
+import textwrap
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -36,6 +37,8 @@ from nord.comparisons.records import JSONRecord, SeedRun
 from nord.comparisons.anytime import SimulatedSetting, anytime_curves, run_simulated_seed
 from nord.comparisons.fidelities import (candidates_within, protocol, run_bracketed_seed,
                                         scheduler_for)
+from nord.comparisons.oneshot import (ONESHOT_PROTOCOL, OneShotRun, oneshot_curves,
+                                      oneshot_summary, read_oneshot_runs)
 from nord.errors import ConfigurationError
 from nord.search.engine import run_search
 from nord.search.executors import ProcessPool
@@ -87,6 +90,26 @@ UNITS = {
     "times": "seconds (simulated_time, wall_time, seconds, the curves' time), but paid_hours",
 }
 """What the JSON of a comparison measures in, said in it."""
+
+ONESHOT_COLUMNS = {
+    "runs": "the method's runs (its seeds); n/m: n of the m runs finished, the others are "
+            "drawn to their last finished epoch",
+    "final table acc. (%)": "200-epoch test accuracy in the table of the cell derived after "
+                            "the last finished epoch, mean ± std",
+    "searched (h)": "the search's measured wall time, its epochs' seconds summed, mean ± std "
+                    "(not simulated)",
+    "epochs": "search epochs finished (mean)",
+    "measured on": "where the seconds were measured, as the run's journal says",
+}
+"""The legend under the weight-sharing searches' rows."""
+
+ONESHOT_UNITS = {
+    "accuracies": "percent: the summary's final_accuracy, the curve, each run's "
+                  "accuracies_percent, final_accuracy_percent and curve",
+    "times": "seconds the search measured on its own machine (not simulated): each run's "
+             "seconds, search_seconds and the curves' time, the summary's search_seconds",
+}
+"""What the JSON's one-shot section measures in, said in it."""
 
 Progress = Callable[[str, int, int], None]
 """``progress(algorithm, seeds_done, seeds_total)``, called as seeds finish."""
@@ -213,6 +236,8 @@ class ComparisonResult(JSONRecord):
             that finished), or None.
         repeats: how a repeat of a cell a run evaluated was charged (:data:`REPEATS`);
             comparisons saved before the choice existed read back as 'free'.
+        oneshot: weight-sharing searches placed beside the runs in simulated time: method ->
+            its runs (:mod:`~nord.comparisons.oneshot`); empty without them.
     """
 
     dataset: str
@@ -229,6 +254,7 @@ class ComparisonResult(JSONRecord):
     limit: Optional[LatencyLimit] = None
     interrupted: Optional[str] = None
     repeats: str = "charge"
+    oneshot: Dict[str, List[OneShotRun]] = field(default_factory=dict)
 
     @property
     def algorithms(self) -> List[str]:
@@ -285,6 +311,12 @@ class ComparisonResult(JSONRecord):
                                      self.simulation.time_budget, points)
                 for name, runs in self.runs.items()}
 
+    def oneshot_curves(self, points: int = 101) -> Dict[str, Dict[str, Any]]:
+        """Per one-shot method, its curve over its runs (see
+        :func:`~nord.comparisons.oneshot.oneshot_curves`): the derived cell's table test
+        accuracy (%) against seconds searched, mean and mean -/+ one standard deviation."""
+        return oneshot_curves(self.oneshot, points)
+
     def table(self) -> str:
         """A plain-text table: per algorithm, mean ± std (%) of the returned architecture's
         200-epoch test accuracy and of its search signal, over the seeds."""
@@ -339,19 +371,36 @@ class ComparisonResult(JSONRecord):
                 row += (f"{numbers['simulated_time'] / 3600:.2f}",
                         f"{numbers['utilisation'] * 100:.1f} %")
             rows.append(row)
-        widths = [max(len(row[i]) for row in [header] + rows) for i in range(len(header))]
-        def line(row):
-            return "  ".join(cell.ljust(w) if i == 0 else cell.rjust(w)
-                             for i, (cell, w) in enumerate(zip(row, widths))).rstrip()
-        lines += ["", line(header), line(tuple("-" * w for w in widths))]
-        lines += [line(row) for row in rows]
-        width = max(len(column) for column in header[1:])
-        lines += ["", "columns:"] + [f"  {column:{width}s}  {COLUMNS[column]}"
-                                     for column in header[1:]]
+        lines += ["", *_aligned(header, rows), "", *_legend(COLUMNS, header[1:])]
         notes = self._nothing_returned(summary) + self._bracketed()
         if sim is not None:
             notes += self._ended_early(sim.time_budget)
-        return "\n".join(lines + ([""] + notes if notes else []))
+        return "\n".join(lines + ([""] + notes if notes else []) + self._oneshot_table())
+
+    def _oneshot_table(self) -> List[str]:
+        """The weight-sharing searches' rows, under the comparison's own (none without)."""
+        if not self.oneshot:
+            return []
+        header = ("method", *ONESHOT_COLUMNS)
+        rows = []
+        for method, runs in self.oneshot.items():
+            numbers = oneshot_summary(runs)
+            final, searched = numbers["final_accuracy"], numbers["search_seconds"]
+            rows.append((method, str(len(runs)) if numbers["finished"] == len(runs)
+                         else f"{numbers['finished']}/{len(runs)}",
+                         f"{final['mean']:.2f} ± {final['std']:.2f}",
+                         f"{searched['mean'] / 3600:.2f} ± {searched['std'] / 3600:.2f}",
+                         f"{numbers['epochs']:g}", "; ".join(numbers["devices"])))
+        lines = ["", "Weight-sharing (one-shot) searches, beside the rows above:",
+                 textwrap.fill(ONESHOT_PROTOCOL, 100), "",
+                 *_aligned(header, rows, left=(0, len(header) - 1)), "",
+                 *_legend(ONESHOT_COLUMNS, ONESHOT_COLUMNS)]
+        unfinished = [run for runs in self.oneshot.values() for run in runs if not run.complete]
+        if unfinished:
+            lines.append("")
+        lines += [f"note: {run.method} seed {run.seed} ({run.journal}) is {run.status()}: its "
+                  "finished epochs are drawn" for run in unfinished]
+        return lines
 
     def _nothing_returned(self, summary: Mapping[str, Mapping[str, Any]]) -> List[str]:
         """Notes on algorithms with seeds that returned no architecture (every evaluation
@@ -424,6 +473,13 @@ class ComparisonResult(JSONRecord):
         }
         if self.simulation is not None:
             data["simulation"] = self.simulation.to_dict()
+        if self.oneshot:
+            curves = self.oneshot_curves()
+            data["oneshot"] = {
+                "protocol": ONESHOT_PROTOCOL, "units": ONESHOT_UNITS,
+                "methods": {method: {"summary": oneshot_summary(runs), "curve": curves[method],
+                                     "runs": [run.to_dict() for run in runs]}
+                            for method, runs in self.oneshot.items()}}
         return data
 
     @classmethod
@@ -446,6 +502,9 @@ class ComparisonResult(JSONRecord):
                        processes=int(data.get("processes", 1)),
                        repeats=data.get("repeats", "free"),
                        simulation=None if simulation is None else SimulatedSetting(**simulation),
+                       oneshot={method: [OneShotRun.from_dict(run) for run in entry["runs"]]
+                                for method, entry in
+                                (data.get("oneshot") or {}).get("methods", {}).items()},
                        limit=LatencyLimit(data["max_latency"]["device"],
                                           data["max_latency"]["max_latency_ms"])
                        if data.get("max_latency") else None)
@@ -465,6 +524,24 @@ class ComparisonResult(JSONRecord):
 def load_json(path: Union[str, os.PathLike]) -> ComparisonResult:
     """A comparison saved with ``save_json``."""
     return ComparisonResult.from_json(Path(path).read_text(encoding="utf-8"))
+
+
+def _aligned(header: Sequence[str], rows: Sequence[Sequence[str]],
+             left: Sequence[int] = (0,)) -> List[str]:
+    """A plain-text table: the header, a rule and the rows, each column as wide as its widest
+    cell, those of ``left`` flush left and the others (figures) flush right."""
+    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
+
+    def line(row):
+        return "  ".join(cell.ljust(width) if i in left else cell.rjust(width)
+                         for i, (cell, width) in enumerate(zip(row, widths))).rstrip()
+    return [line(header), line(tuple("-" * width for width in widths)), *map(line, rows)]
+
+
+def _legend(meanings: Mapping[str, str], columns: Sequence[str]) -> List[str]:
+    """What each of ``columns`` holds, under a table."""
+    width = max(len(column) for column in columns)
+    return ["columns:", *(f"  {column:{width}s}  {meanings[column]}" for column in columns)]
 
 
 def _bracketed(name: str) -> bool:
@@ -555,7 +632,9 @@ def run_comparison(dataset: str = "cifar10",
                    latency_device: Optional[str] = None,
                    simulation: Optional[SimulatedSetting] = None,
                    params: Optional[Mapping[str, Mapping[str, Any]]] = None,
-                   repeats: str = "charge") -> ComparisonResult:
+                   repeats: str = "charge",
+                   oneshot: Optional[Sequence[Union[str, os.PathLike]]] = None
+                   ) -> ComparisonResult:
     """Run each algorithm for ``seeds`` seeds at ``budget`` evaluations on NAS-Bench-201,
     or, with ``simulation``, for a budget of simulated time on simulated workers.
 
@@ -581,6 +660,11 @@ def run_comparison(dataset: str = "cifar10",
             included, as the benchmark charges every query) or 'free' (a repeat is answered
             from the run's cache at no training time; a budget of evaluations still counts
             it). See :data:`REPEAT_RULES` and docs/comparisons.md.
+        oneshot: journals of weight-sharing searches on ``dataset`` (several runs of one
+            method: its seeds) whose curves, the derived cell's table accuracy against the
+            seconds each searched, go beside the anytime curves; with ``simulation`` only (a
+            budget of evaluations has no time axis). Read before any run; see
+            :mod:`~nord.comparisons.oneshot`.
 
     Returns:
         A :class:`ComparisonResult`; ``.table()`` prints it, ``.save_json(path)`` saves it.
@@ -590,7 +674,8 @@ def run_comparison(dataset: str = "cifar10",
             repeated one; settings of an algorithm not compared, or that it does not take;
             a budget, seed count, base seed, process count or simulated setting
             out of range; a budget or a latency limit with simulated time; a latency device
-            without a limit.
+            without a limit; ``oneshot`` without simulated time, or a journal it refuses
+            (:func:`~nord.comparisons.oneshot.read_oneshot_runs`).
         BenchmarkError: an unknown data set.
         MissingDependencyError: a pygmo algorithm without pygmo installed.
     """
@@ -624,6 +709,12 @@ def run_comparison(dataset: str = "cifar10",
                 "together yet: drop --max-latency-ms or --workers")
         simulation.check(table)
     else:
+        if oneshot is not None:
+            raise ConfigurationError(
+                "--oneshot (oneshot=) draws a weight-sharing search's accuracy against the "
+                "seconds it searched, beside the anytime curves of runs in simulated time; a "
+                "budget of evaluations has no time axis: add --workers N (simulation=), or "
+                "leave --oneshot out")
         budget = check_int(DEFAULT_BUDGET if budget is None else budget, "--budget", 1,
                            rule="an integer >= 1 (budget=, evaluations per run)")
     seeds, base_seed = check_seeds(seeds, base_seed)
@@ -663,6 +754,7 @@ def run_comparison(dataset: str = "cifar10",
                 f"epochs, fewer than the 200 that one candidate trained to the table's "
                 f"highest fidelity costs, so {name} could evaluate nothing; give --budget 17 "
                 "or more")
+    searches = {} if oneshot is None else read_oneshot_runs(oneshot, table)
     # fail now, in this process, on anything an algorithm's construction rejects (pygmo
     # missing, a bad setting) rather than in every worker
     for name in names:
@@ -711,4 +803,5 @@ def run_comparison(dataset: str = "cifar10",
                             runs=runs, params=settings, seconds=seconds,
                             descriptions={n: ALGORITHMS.entry(n).description for n in names},
                             wall_time=wall_time, processes=processes, simulation=simulation,
-                            limit=limit, interrupted=interrupted, repeats=repeats)
+                            limit=limit, interrupted=interrupted, repeats=repeats,
+                            oneshot=searches)

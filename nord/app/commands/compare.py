@@ -30,6 +30,7 @@ def _compare_in(args) -> int:
     from nord.comparisons.compare import DEFAULT_BUDGET, run_comparison
     from nord.comparisons.multiobjective import run_nsga2, write_nsga2_report
     from nord.comparisons.anytime import write_anytime_plot
+    from nord.comparisons.oneshot import oneshot_plot
 
     _check_comparison_flags(args)
     # --processes 0 is the command's way to say None (one per CPU)
@@ -74,7 +75,7 @@ def _compare_in(args) -> int:
             print(f"warning: {warning}", file=sys.stderr, flush=True)
     result = run_comparison(budget=args.budget, progress=progress, simulation=simulation,
                             params=json_dict(args.params, "--params"), **_given(repeats=args.repeats),
-                            **given, **_given(algorithms=args.algorithms))
+                            **given, **_given(algorithms=args.algorithms, oneshot=args.oneshot))
     print(result.table())
     if args.json:
         print(f"saved: {result.save_json(args.json)}")
@@ -92,7 +93,7 @@ def _compare_in(args) -> int:
         figure = write_anytime_plot(
             folder / "anytime.png", result.curves(),
             f"{label}, {simulation.workers} workers ({simulation.mode}), {result.seeds} seeds: "
-            "mean ± std")
+            "mean ± std", **(oneshot_plot(result.oneshot) if result.oneshot else {}))
         print(f"anytime curves: {figure}")
     return 0
 
@@ -122,6 +123,12 @@ def _check_comparison_flags(args) -> None:
         raise ConfigurationError(
             f"--workers {args.workers} runs a comparison in simulated time, which "
             "--multi-objective does not do (it counts --budget evaluations); leave one of them out")
+    if args.multi_objective and args.oneshot is not None:
+        raise ConfigurationError(
+            f"--oneshot {' '.join(args.oneshot)} draws weight-sharing searches against the "
+            "seconds they searched, beside runs in simulated time (--workers N); "
+            "--multi-objective has no time axis (it counts --budget evaluations). Leave one of "
+            "them out")
     if args.multi_objective and args.algorithms is not None:
         raise ConfigurationError(
             f"--algorithms {args.algorithms} chooses single-objective algorithms; "
@@ -308,4 +315,13 @@ def register(commands) -> None:
                                 "accuracy (NATS-Bench protocol; needs --signal valid200)")
     simulated.add_argument("--overhead", type=float, default=None, metavar="S",
                            help="seconds added to every evaluation (default 0)")
+    simulated.add_argument("--oneshot", nargs="+", action="extend", default=None,
+                           metavar="RUN.db",
+                           help="journals of weight-sharing searches on --dataset (nord run "
+                                "--space nasbench201 --algorithm gdas ...; several runs of a "
+                                "method are its seeds): each method's curve, the derived "
+                                "cell's 200-epoch table test accuracy against the seconds the "
+                                "search measured on its own machine (not simulated), goes "
+                                "beside the anytime curves in the table, --json and --report; "
+                                "a run not finished is drawn to its last finished epoch")
     compare.set_defaults(handler=_compare)
