@@ -108,6 +108,16 @@ def test_a_search_epoch_recorded_again_after_a_resume_is_not_sent_twice(tmp_path
         journal.close()
 
 
+def test_a_damaged_search_epoch_shows_the_run_unreadable_not_a_500(tmp_path):
+    path = search_journal(tmp_path / "damaged.db", epochs=2).path
+    with sqlite3.connect(path) as connection:
+        connection.execute("UPDATE search_epochs SET weights = '{not json' WHERE epoch = 2")
+    with ServedView([tmp_path]) as view:
+        body = _answer(view, "damaged.db")
+    assert body["run"]["state"] == "unreadable" and "damaged.db" in body["run"]["error"]
+    assert "search" not in body
+
+
 def test_the_journals_reader_gives_the_epochs_after_one(tmp_path):
     search_journal(tmp_path / "gdas.db", epochs=4)
     journal = Journal(tmp_path / "gdas.db")
