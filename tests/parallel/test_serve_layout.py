@@ -321,7 +321,8 @@ const box = (node) => {
   const r = node.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; };
 const plot = (p) => ({id: p.id, box: box(p),
   traces: p.data.map(t => ({name: t.name, x: t.x, y: t.y})),
-  title: p.querySelector('.gtitle')?.textContent, yrange: p._fullLayout.yaxis.range});
+  title: p.querySelector('.gtitle')?.textContent, yrange: p._fullLayout.yaxis.range,
+  legend: p._fullLayout.showlegend});
 return {
   hidden: document.getElementById('search').hidden,
   panels: [...document.querySelectorAll('#search-edges .js-plotly-plot')].map(plot),
@@ -363,7 +364,7 @@ def test_a_search_draws_a_panel_per_edge_its_accuracy_and_its_cells(site):
     assert highest < top <= highest + 0.2
     # off the table: the epoch's mean losses, and the caption says why
     assert sorted(trace["name"] for trace in drawn["accuracy"]["traces"]) == [
-        "arch loss", "weight loss"]
+        "arch loss", "weight loss"] and drawn["accuracy"]["legend"]
     assert "not in the NAS-Bench-201 table" in drawn["caption"]
     assert [row["cells"][:2] for row in drawn["rows"]] == [
         [str(epoch), search_epoch(epoch).cell] for epoch in (1, 2)]

@@ -91,7 +91,7 @@ nord.Search = class {
       const names = [...new Set(rows.flatMap((row) => Object.keys(row.metrics || {})))].filter((name) => name.endsWith("loss")).sort();
       nord.draw("search-accuracy", names.map((name) => ({
         x: epochs, y: rows.map((row) => (row.metrics || {})[name] ?? null), type: "scatter", mode, name: nord.plain(name.replace(/_/g, " ")),
-      })), nord.layout("Mean losses per epoch", "epoch", "loss", { xaxis: nord.wholeAxis(epochs, "epoch") }));
+      })), nord.layout("Mean losses per epoch", "epoch", "loss", { showlegend: true, xaxis: nord.wholeAxis(epochs, "epoch") }));   // named even where there is one (ENAS, RSPS)
       caption.textContent = "The run's data set is not in the NAS-Bench-201 table, so the derived cells have no table accuracy: the epoch's mean losses instead.";
     }
   }
