@@ -211,18 +211,25 @@ class JournalReader(JournalFile):
         return bool(self._query("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?",
                                 (name,)))
 
-    def search_epochs(self) -> List[Dict[str, Any]]:
+    def search_epochs(self, after: int = 0) -> List[Dict[str, Any]]:
         """The epochs of a weight-sharing search, in order: ``epoch``, ``cell`` (the
         benchmark's string), ``genome``, ``weights`` (edge -> operation -> probability),
         ``metrics`` (losses, learning rate, what the method measured), ``lookup_accuracy``
         (the derived cell's 200-epoch test accuracy in the table; None off the table),
-        ``seconds`` and ``recorded``. Empty for a run that shares no weights."""
+        ``seconds`` and ``recorded``. Empty for a run that shares no weights.
+
+        Args:
+            after: only the epochs after this one (a viewer's incremental reads).
+        """
         if not self._has_table("search_epochs"):
             return []
-        rows = self.query("SELECT * FROM search_epochs ORDER BY epoch")
-        return [{**dict(row), "genome": tuple(json.loads(row["genome"])),
-                 "weights": json.loads(row["weights"]), "metrics": json.loads(row["metrics"])}
-                for row in rows]
+        rows = self.query("SELECT * FROM search_epochs WHERE epoch > ? ORDER BY epoch", (after,))
+        try:
+            return [{**dict(row), "genome": tuple(json.loads(row["genome"])),
+                     "weights": json.loads(row["weights"]),
+                     "metrics": json.loads(row["metrics"])} for row in rows]
+        except (TypeError, ValueError) as error:
+            raise self._damaged(error) from error
 
     def legs(self) -> List[Dict[str, Any]]:
         """Every leg of training under a scheduler, in the order handed out."""

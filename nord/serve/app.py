@@ -39,8 +39,8 @@ __all__ = ["make_app"]
 logger = logging.getLogger(__name__)
 
 STATIC = Path(__file__).parent / "static"
-FILES = {name: STATIC / name for name in ("view.js", "runs.js", "run.js", "candidate.js",
-                                          "style.css")}
+FILES = {name: STATIC / name for name in ("view.js", "runs.js", "run.js", "search.js",
+                                          "candidate.js", "style.css")}
 FILES["plotly.min.js"] = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
 PAGES = {"runs": STATIC / "runs.html", "run": STATIC / "run.html",
          "candidate": STATIC / "candidate.html"}

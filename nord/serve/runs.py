@@ -20,6 +20,7 @@ from nord.errors import JournalError
 from nord.journal.reads import JournalReader, run_state
 from nord.report.runs import is_multi_objective
 from nord.serve.catalogue import Entry
+from nord.serve.weight_sharing import search_delta
 
 __all__ = ["Cursor", "CursorError", "run_line", "run_delta", "open_reader", "json_ready",
            "signature", "signature_token"]
@@ -38,16 +39,18 @@ class CursorError(ValueError):
 @dataclass(frozen=True)
 class Cursor:
     """Where a page's copy of a run ends: the next evaluation sequence and epoch row (SQLite
-    rowid) to read, and the first leg that was still open. Zeros: nothing read yet."""
+    rowid) to read, the first leg that was still open, and the last epoch of a weight-sharing
+    search read. Zeros: nothing read yet."""
 
     evaluations: int = 0
     epochs: int = 0
     legs: int = 0
+    search: int = 0
 
     @classmethod
     def parse(cls, query: Mapping[str, str]) -> "Cursor":
         values = {}
-        for name in ("evaluations", "epochs", "legs"):
+        for name in ("evaluations", "epochs", "legs", "search"):
             text = query.get(name, "0")
             if not text.isdigit() or len(text) > 15:
                 raise CursorError(f"the cursor's '{name}' must be a whole number of at most "
@@ -56,7 +59,8 @@ class Cursor:
         return cls(**values)
 
     def to_json(self) -> Dict[str, int]:
-        return {"evaluations": self.evaluations, "epochs": self.epochs, "legs": self.legs}
+        return {"evaluations": self.evaluations, "epochs": self.epochs, "legs": self.legs,
+                "search": self.search}
 
 
 def open_reader(entry: Entry) -> JournalReader:
@@ -163,8 +167,10 @@ def _objectives(meta: Mapping[str, Any]) -> int:
 def run_delta(entry: Entry, cursor: Cursor) -> Dict[str, Any]:
     """What the run's page needs beyond ``cursor``: the run's line; the evaluations told
     since (as lists in :data:`EVALUATION_FIELDS` order); the candidates in flight and their
-    learning curves, whole (a few rows each); the legs from the first one still open; and
-    the cursor that follows. The first call (a zero cursor) also carries the metadata."""
+    learning curves, whole (a few rows each); the legs from the first one still open; a
+    weight-sharing search's new epochs (``search``, only where there are some:
+    :func:`~nord.serve.weight_sharing.search_delta`); and the cursor that follows. The first
+    call (a zero cursor) also carries the metadata."""
     line = run_line(entry)
     if line["state"] == "unreadable":
         return {"run": line, "cursor": cursor.to_json()}
@@ -218,9 +224,13 @@ def _delta(reader: JournalReader, line: Dict[str, Any], cursor: Cursor) -> Dict[
             epochs = [[_json_value(value) for value in row] for row in reader.query(
                 f"SELECT {', '.join(EPOCH_FIELDS)} FROM epochs WHERE candidate IN ({marks}) "
                 "ORDER BY candidate, epoch", tuple(in_flight))]
+    search = search_delta(reader, after=cursor.search)
+    if search is not None:
+        out["search"] = json_ready(search)
     out.update(evaluations=evaluations, in_flight=in_flight, epochs=epochs, legs=[
         {key: _json_value(value) for key, value in leg.items()} for leg in legs],
-        cursor=Cursor(last_evaluation, last_epoch, next_legs).to_json())
+        cursor=Cursor(last_evaluation, last_epoch, next_legs,
+                      cursor.search if search is None else search["last"]).to_json())
     return out
 
 

@@ -5,7 +5,8 @@ search has journaled so far, for the tests that kill one.
 
 ``write_journal`` takes one list of evaluation specs per generation (see its docstring);
 ``epochs`` adds learning curves and callback metrics, ``dataset``, ``evaluator`` and
-``extra`` go into the run's metadata as ``nord run`` writes them.
+``extra`` go into the run's metadata as ``nord run`` writes them. ``search_journal`` starts a
+weight-sharing search's journal with epochs made by ``search_epoch``.
 """
 from __future__ import annotations
 
@@ -14,8 +15,10 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
 from nord.architecture.descriptor import NeuralDescriptor
+from nord.benchmarks.nasbench201.cells import EDGE_NAMES, OPS, genome_to_cell
 from nord.evaluators.result import EpochRecord, EvaluationResult
 from nord.journal import EvaluationRecord, Journal, RunRecord
+from nord.journal.records import SearchEpochRecord
 
 
 def conv_descriptor(width: int) -> NeuralDescriptor:
@@ -92,3 +95,39 @@ def journaled_evaluations(journal) -> int:
             connection.close()
     except sqlite3.Error:
         return 0
+
+
+def search_epoch(epoch: int, lookup: Optional[float] = None) -> SearchEpochRecord:
+    """A weight-sharing search's epoch: each edge's distribution leans more each epoch toward
+    the operation of the edge's number (so every edge and operation has its own values),
+    written with its edges and operations in alphabetical order, as the journal's JSON keeps
+    them; ``lookup``: the table accuracy (None: off the table)."""
+    weights, genome = {}, []
+    for e, edge in sorted(enumerate(EDGE_NAMES), key=lambda item: item[1]):
+        raw = {op: 1.0 + (epoch * (e + 1) if o == e % len(OPS) else o / 10)
+               for o, op in enumerate(OPS)}
+        total = sum(raw.values())
+        weights[edge] = {op: raw[op] / total for op in sorted(raw)}
+    genome = [e % len(OPS) for e in range(len(EDGE_NAMES))]
+    return SearchEpochRecord(epoch, genome_to_cell(genome), tuple(genome), weights,
+                             {"weight_loss": 2.3 / epoch, "arch_loss": 2.2 / epoch,
+                              "lr": 0.025, "entropy": float("nan")},
+                             float("nan") if lookup is None else lookup, 0.5 + epoch / 10)
+
+
+def search_journal(path, epochs: int, dataset: str = "cifar10", lookup: bool = True,
+                   finish: bool = True) -> Journal:
+    """A gdas search's journal with ``epochs`` epochs (``lookup``: with table accuracies),
+    finished and closed, or, with ``finish=False``, left open as a live run's is (the caller
+    adds epochs with ``journal.search_epoch`` and finishes it)."""
+    journal = Journal(path)
+    journal.start(RunRecord("gdas", {}, 0, {"space": "NASBench201Space"},
+                            evaluator={"evaluator": "weight sharing", "method": "gdas"},
+                            dataset={"name": dataset}, mode="sync", budget=1, extra={},
+                            execution={"ranks": 1, "groups": 1, "workers": 1}))
+    for epoch in range(1, epochs + 1):
+        journal.search_epoch(search_epoch(epoch, 0.5 + epoch / 100 if lookup else None))
+    if finish:
+        journal.finish("finished", f"{epochs} search epochs")
+        journal.close()
+    return journal

@@ -1,9 +1,11 @@
 """nord serve's pages as a reader sees them in a real headless Chromium 1,200 px wide: plots
 whose titles the mode bar leaves clear, whole-number axes ticked on whole numbers, axis
 titles inside their plots, layer names kept as names, a runs table that fits the window in
-natural order, a comparison with nothing undefined and bands in their lines' colours, and
-no empty overlay. The journals are made here (one held open, as a live run's is); one
-``nord serve``, one browser for the module."""
+natural order, a comparison with nothing undefined and bands in their lines' colours, no
+empty overlay, and a weight-sharing search's panels drawn side by side, clear of each other,
+gaining a live search's new epoch (and none on a run that shares no weights). The journals
+are made here (two held open, as live runs' are); one ``nord serve``, one browser for the
+module."""
 from __future__ import annotations
 
 import json
@@ -14,10 +16,11 @@ import time
 
 import pytest
 
+from nord.benchmarks.nasbench201.cells import EDGE_NAMES, OPS
 from nord.evaluators.result import EpochRecord, EvaluationResult
 from nord.journal import CandidateRecord, EvaluationRecord, Journal, RunRecord
 from tests.helpers.browser import chromium_driver, wait_for
-from tests.helpers.journals import ev, write_journal
+from tests.helpers.journals import ev, search_epoch, search_journal, write_journal
 from tests.helpers.serving import nord_env, serve_process, stop_process
 
 pytestmark = pytest.mark.processes
@@ -76,6 +79,9 @@ def site(tmp_path_factory):
     starting.start(RunRecord("random_search", {}, 1, {"space": "toy"}, evaluator={},
                              dataset={"name": "digits"}, mode="sync", budget=10, extra={},
                              execution={"ranks": 1, "groups": 1, "workers": 1}))
+    search = search_journal(folder / "gdas.db", epochs=3, finish=False)   # a live search
+    search_journal(folder / "gdas-digits.db", epochs=2, dataset="digits", lookup=False)
+    searching = search_journal(folder / "gdas-starting.db", epochs=0, finish=False)
     server = serve_process([folder])
     line = server.stdout.readline()
     match = re.search(r"http://127\.0\.0\.1:(\d+)/", line)
@@ -86,11 +92,11 @@ def site(tmp_path_factory):
         if inner != WIDTH:   # a window's frame, where the browser draws one
             size = driver.get_window_size()
             driver.set_window_size(size["width"] + WIDTH - inner, size["height"])
-        yield {"url": match.group(0), "driver": driver, "folder": folder}
+        yield {"url": match.group(0), "driver": driver, "folder": folder, "search": search}
     finally:
         driver.quit()
         stop_process(server)
-        for held in (journal, starting):
+        for held in (journal, starting, search, searching):
             held.finish("finished")
             held.close()
 
@@ -130,6 +136,9 @@ return [...document.querySelectorAll('.js-plotly-plot')].filter(p => p.offsetHei
 """
 
 
+SEARCH_PLOTS = [f"search-{edge}" for edge in EDGE_NAMES] + ["search-accuracy"]
+
+
 def _overlap(a, b):
     return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
 
@@ -146,6 +155,10 @@ def _pages(site):
     driver = _open(site, "compare.json")
     _plots(driver, ["anytime"])
     yield "comparison", driver
+    for name in ("gdas.db", "gdas-digits.db"):
+        driver = _open(site, name)
+        _plots(driver, SEARCH_PLOTS)
+        yield name, driver
 
 
 def test_no_plot_title_is_covered_by_the_mode_bar(site):
@@ -189,6 +202,10 @@ def test_whole_number_axes_tick_on_whole_numbers_only(site):
     driver = _open(site, "live.db")          # epochs 1 to 3 of the candidate training now
     _plots(driver, ["curves"])
     labels["training now"] = _tick_labels(driver, "#curves .xaxislayer-above .xtick text")
+    driver = _open(site, "gdas-digits.db")   # search epochs 1 and 2
+    _plots(driver, SEARCH_PLOTS)
+    for plot in SEARCH_PLOTS:
+        labels[plot] = _tick_labels(driver, f"#{plot} .xaxislayer-above .xtick text")
     driver = _open(site, "generations.db", "/candidate/0")
     _plots(driver, ["curves"])
     wait_for(lambda: len(driver.find_elements("css selector", "#signals .js-plotly-plot")), 20)
@@ -285,7 +302,8 @@ def test_no_page_draws_an_empty_plot(site):
              20)
     time.sleep(1.5)
     empty["runs"] = driver.execute_script(EMPTY)
-    for name in ("r1.db", "starting.db"):   # not running; nothing told yet
+    # not running; nothing told yet; a search with no epoch yet, and one with two
+    for name in ("r1.db", "starting.db", "gdas-starting.db", "gdas-digits.db"):
         driver = _open(site, name)
         wait_for(lambda: driver.execute_script("return window.nordRun.plotAt !== undefined"), 20)
         empty[name] = driver.execute_script(EMPTY)
@@ -296,3 +314,110 @@ def test_no_page_draws_an_empty_plot(site):
     empty["candidate without epochs"] = driver.execute_script(EMPTY)
     assert not any(empty.values()), empty
 
+
+
+SEARCH = """
+const box = (node) => {
+  const r = node.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; };
+const plot = (p) => ({id: p.id, box: box(p),
+  traces: p.data.map(t => ({name: t.name, x: t.x, y: t.y})),
+  title: p.querySelector('.gtitle')?.textContent, yrange: p._fullLayout.yaxis.range,
+  legend: p._fullLayout.showlegend});
+return {
+  hidden: document.getElementById('search').hidden,
+  panels: [...document.querySelectorAll('#search-edges .js-plotly-plot')].map(plot),
+  accuracy: plot(document.getElementById('search-accuracy')),
+  legend: [...document.querySelectorAll('#search-legend li')].map(li => li.textContent),
+  caption: document.getElementById('search-caption').textContent,
+  final: document.getElementById('search-final').textContent,
+  boxes: ['search-legend', 'search-caption', 'search-final', 'search-cells'].map(
+    id => [id, box(document.getElementById(id))]),
+  rows: [...document.querySelectorAll('#search-cells tbody tr')].map(tr => ({
+    cells: [...tr.cells].map(td => td.textContent),
+    final: tr.cells[0].classList.contains('final')})),
+};
+"""
+
+
+def _search(driver):
+    return driver.execute_script(SEARCH)
+
+
+def test_a_search_draws_a_panel_per_edge_its_accuracy_and_its_cells(site):
+    driver = _open(site, "gdas-digits.db")
+    _plots(driver, SEARCH_PLOTS)
+    drawn = _search(driver)
+    assert not drawn["hidden"] and drawn["legend"] == list(OPS)
+    assert [panel["id"] for panel in drawn["panels"]] == SEARCH_PLOTS[:-1]
+    for panel, edge in zip(drawn["panels"], EDGE_NAMES):
+        assert panel["title"] == "edge {} → {}".format(*edge.split("_")[1:])
+        assert [trace["name"] for trace in panel["traces"]] == list(OPS)
+        for trace, op in zip(panel["traces"], OPS):   # each operation's probability per epoch
+            assert trace["x"] == [1, 2]
+            assert trace["y"] == pytest.approx([search_epoch(epoch).weights[edge][op]
+                                                for epoch in (1, 2)])
+    # one probability scale for all, from zero to a tenth above the highest probability
+    highest = max(value for epoch in (1, 2) for edge in search_epoch(epoch).weights.values()
+                  for value in edge.values())
+    (top,) = {panel["yrange"][1] for panel in drawn["panels"]}
+    assert {panel["yrange"][0] for panel in drawn["panels"]} == {0}
+    assert highest < top <= highest + 0.2
+    # off the table: the epoch's mean losses, and the caption says why
+    assert sorted(trace["name"] for trace in drawn["accuracy"]["traces"]) == [
+        "arch loss", "weight loss"] and drawn["accuracy"]["legend"]
+    assert "not in the NAS-Bench-201 table" in drawn["caption"]
+    assert [row["cells"][:2] for row in drawn["rows"]] == [
+        [str(epoch), search_epoch(epoch).cell] for epoch in (1, 2)]
+    assert [row["final"] for row in drawn["rows"]] == [False, True]
+    assert drawn["final"] == ("The final cell, derived after epoch 2 (highlighted): "
+                              + search_epoch(2).cell)
+
+
+def test_a_search_on_the_table_draws_the_derived_cells_table_accuracy(site):
+    driver = _open(site, "gdas.db")
+    _plots(driver, SEARCH_PLOTS)
+    drawn = _search(driver)
+    (trace,) = drawn["accuracy"]["traces"]
+    assert trace["x"][:3] == [1, 2, 3]
+    assert trace["y"][:3] == pytest.approx([100 * (0.5 + epoch / 100) for epoch in (1, 2, 3)])
+    assert "200 epochs" in drawn["caption"] and "never sees" in drawn["caption"]
+
+
+def test_a_searchs_panels_and_tables_lie_side_by_side_without_overlap(site):
+    driver = _open(site, "gdas.db")
+    _plots(driver, SEARCH_PLOTS)
+    drawn = _search(driver)
+    boxes = [(panel["id"], panel["box"]) for panel in drawn["panels"]]
+    boxes += [("search-accuracy", drawn["accuracy"]["box"])] + drawn["boxes"]
+    assert all(box[2] - box[0] > 100 and box[3] - box[1] > 10 and box[2] <= WIDTH
+               for _, box in boxes), boxes
+    overlapping = [(a, b) for i, (a, one) in enumerate(boxes) for b, other in boxes[i + 1:]
+                   if _overlap(one, other)]
+    assert not overlapping
+    rows = {round(panel["box"][1]) for panel in drawn["panels"]}
+    assert len(rows) == 2, rows   # six small panels, three to a row at 1,200 px
+
+
+def test_a_live_search_gains_its_new_epoch_without_a_reload(site):
+    driver = _open(site, "gdas.db")
+    _plots(driver, SEARCH_PLOTS)
+    epochs = wait_for(lambda: len(_search(driver)["rows"]), 20)
+    site["search"].search_epoch(search_epoch(epochs + 1, 0.9))
+    wait_for(lambda: len(_search(driver)["rows"]) == epochs + 1, 10)
+    wait_for(lambda: _search(driver)["accuracy"]["traces"][0]["y"][-1] == pytest.approx(90), 10)
+    drawn = _search(driver)
+    assert [row["final"] for row in drawn["rows"]] == [False] * epochs + [True]
+    assert drawn["final"].startswith(f"The latest cell, derived after epoch {epochs + 1} ")
+    assert all(len(trace["x"]) == epochs + 1 for panel in drawn["panels"]
+               for trace in panel["traces"])
+
+
+def test_a_run_that_shares_no_weights_shows_no_search(site):
+    driver = _open(site, "live.db")
+    _plots(driver, ["incumbent"])
+    time.sleep(1)   # a poll or two
+    drawn = driver.execute_script(
+        "return {hidden: document.getElementById('search').hidden,"
+        " shown: document.getElementById('search').offsetHeight,"
+        " plots: document.querySelectorAll('#search .js-plotly-plot').length}")
+    assert drawn == {"hidden": True, "shown": 0, "plots": 0}

@@ -12,7 +12,7 @@
     scored: false,
   };
   window.nordRun = state;   // for the browser tests and the curious
-  let candidates, legs, failures;
+  let candidates, legs, failures, search;
   // asked for before plotly.min.js is parsed (this script runs first): the two overlap
   let early = nord.getJSON(`/api/run/${id}`);
   early.catch(() => {});
@@ -138,6 +138,8 @@
     ];
   }
 
+  function plotEverything() { plotAll(); plotCurves(); search.plot(); }
+
   const afterPaint = (then) => requestAnimationFrame(() => requestAnimationFrame(() => then(performance.now())));
 
   // A candidate that trained on after it was told (a promotion) counts at its furthest
@@ -171,8 +173,9 @@
     facts(data.run);
     if (data.run.kind === "comparison") return comparison();
     if (data.unchanged) {
+      search.render(data.run.state === "running");   // a writer that died changes no file
       if (state.stale && window.Plotly && performance.now() - state.plotAt >= 1000) {
-        plotAll(); plotCurves(); state.stale = false; state.plotAt = performance.now();
+        plotEverything(); state.stale = false; state.plotAt = performance.now();
       }
       return null;
     }
@@ -195,7 +198,8 @@
       if (!state.curves.has(e[0])) state.curves.set(e[0], []);
       state.curves.get(e[0]).push(e);
     }
-    const changed = fresh.length || promoted || state.cursor === null || (data.epochs || []).length || state.inFlight.length !== (data.in_flight || []).length;
+    const searched = search.add(data.search);
+    const changed = fresh.length || promoted || searched || state.cursor === null || (data.epochs || []).length || state.inFlight.length !== (data.in_flight || []).length;
     state.inFlight = data.in_flight || [];
     state.cursor = data.cursor;
     if (changed) {
@@ -203,6 +207,7 @@
       document.getElementById("shown").textContent = `${Math.min(candidates.matching, candidates.shown)} of ${candidates.matching} shown`;
       document.getElementById("more").hidden = candidates.matching <= candidates.shown;
     }
+    search.render(data.run.state === "running");
     // first paint of the numbers and tables, then of the plots, in ms since navigation
     // (what bench/serve_speed.py reports)
     if (state.paintedAt === undefined) afterPaint((at) => { state.paintedAt = at; });
@@ -212,7 +217,7 @@
     // the plots are drawn again at most once a second: a run that writes many results a
     // second should not cost the browser (often the same machine) a core
     if (state.stale && !(performance.now() - (state.plotAt || -Infinity) < 1000)) {
-      plotAll(); plotCurves(); state.stale = false; state.plotAt = performance.now();
+      plotEverything(); state.stale = false; state.plotAt = performance.now();
     }
     if (state.plottedAt === undefined) afterPaint((at) => { state.plottedAt = at; });
   }
@@ -249,6 +254,8 @@
     candidates = new nord.Table(document.getElementById("candidates"),
       ["candidate", "generation", "status", "accuracy", "reported", "parameters", "epochs", "train time", "rank"], 300);
     legs = new nord.Table(document.getElementById("legs"), ["leg", "candidate", "epochs", "decision", "accuracy", "status", "detail"]);
+    search = new nord.Search();
+    state.search = search;
     failures = new nord.Table(document.getElementById("failures"), ["candidate", "generation", "status", "reason"]);
     document.getElementById("filter").addEventListener("input", (event) => { candidates.filter = event.target.value; candidates.shown = 300; candidates.render(); document.getElementById("shown").textContent = `${Math.min(candidates.matching, candidates.shown)} of ${candidates.matching} shown`; });
     document.getElementById("more").addEventListener("click", () => { candidates.shown += 1000; candidates.render(); document.getElementById("more").hidden = candidates.matching <= candidates.shown; });
