@@ -663,6 +663,17 @@ class WeightSharing(_AllRanksTogether, _NASBench201Only, Evaluation):
         group.start(device)
         return group
 
+    def device_name(self) -> str:
+        """Where the search measures its seconds: 'cpu', or the GPU by name (``--device``
+        resolved, as 'auto' is on this machine)."""
+        import torch
+
+        from nord.nn.training import resolve_device
+        device = resolve_device(self.config.device)
+        if device.type == "cuda":
+            return f"{device} ({torch.cuda.get_device_name(device)})"
+        return str(device)
+
     def search_settings(self):
         """The search the run makes (nord.oneshot.search.OneShotSettings; imports torch)."""
         from nord.oneshot.search import OneShotSettings

@@ -128,7 +128,7 @@ def _run_on_root(config, way: WeightSharing, env, curator, resume: bool, progres
     record = RunRecord(algorithm=config.algorithm, parameters=asdict(settings.method_settings),
                        seed=config.seed, space=NASBench201Space().describe(),
                        evaluator=described, dataset=dataset, mode="sync", budget=1,
-                       execution=config.execution(), config=config.measured(),
+                       execution={**config.execution(), "resolved_device": way.device_name()}, config=config.measured(),
                        extra={"warnings": warnings} if warnings else {})
     journal = Journal(config.journal)
     journal.start(record, resume=resume)

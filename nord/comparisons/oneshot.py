@@ -332,14 +332,15 @@ def _dataset_name(meta: Mapping[str, Any]) -> Optional[str]:
 
 
 def _device(meta: Mapping[str, Any]) -> str:
-    """Where a run measured its seconds, as its record says: the device asked for (``auto``:
-    CUDA where the machine had it), the torch build, the ranks."""
-    execution = meta.get("execution") or {}
-    parts = [f"device {execution.get('device') or 'unrecorded'}"]
+    """Where a run measured its seconds, as its record says: the device it searched on (or,
+    in a record without it, the device asked for), the torch build, the ranks."""
+    execution, evaluator = meta.get("execution") or {}, meta.get("evaluator") or {}
+    device = execution.get("resolved_device") or execution.get("device") or "unrecorded"
+    parts = [f"device {device}"]
     torch = (meta.get("versions") or {}).get("torch")
     if torch:
         parts.append(f"torch {torch}")
-    ranks = execution.get("ranks")
+    ranks = evaluator.get("ranks_per_network")
     if ranks and ranks > 1:
         parts.append(f"{ranks} ranks")
     return ", ".join(parts)

@@ -82,6 +82,7 @@ def test_a_search_under_mpirun_is_one_search_journaled_by_rank_0(tmp_path):
         assert meta["status"] == "finished"
         assert meta["evaluator"]["ranks_per_network"] == 2
         assert meta["evaluator"]["backend"] in ("horovod", "torch")
+        assert meta["execution"]["resolved_device"] == "cpu"    # where its seconds were spent
         (result,) = record.evaluations()
     assert tuple(result["genome"]) == epochs[-1]["genome"]
     assert os.path.exists(f"{journal}.supernet.pt")

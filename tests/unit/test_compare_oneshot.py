@@ -32,11 +32,13 @@ def table_accuracy(genome, dataset="cifar10"):
 
 
 def search_journal(path, seconds, genomes=GENOMES, method="gdas", seed=0, dataset="cifar10",
-                   status="finished", lookups=None, epochs=None, planned=None, **settings):
+                   status="finished", lookups=None, epochs=None, planned=None, execution=None,
+                   ranks=None, **settings):
     """A weight-sharing search's journal as nord run writes it: its run record, then one row
     per search epoch (``epochs``: their numbers, default 1, 2, ...; ``lookups``: the table
     accuracies journaled, default the table's for cifar10, NaN elsewhere). ``status`` None:
-    left open (the writer, this process, still holds it)."""
+    left open (the writer, this process, still holds it); ``execution`` and ``ranks``: what the
+    record says of where it ran, besides the device asked for."""
     epochs = epochs or list(range(1, len(seconds) + 1))
     if lookups is None:
         lookups = [table_accuracy(genome) if dataset == "cifar10" else math.nan
@@ -46,8 +48,10 @@ def search_journal(path, seconds, genomes=GENOMES, method="gdas", seed=0, datase
         algorithm=method, parameters={"tau_max": 10.0, "tau_min": 0.1, **settings}, seed=seed,
         space=NASBench201Space().describe(),
         evaluator={"evaluator": "weight sharing", "method": method,
-                   "search_epochs": planned or len(seconds), "supernet": {"channels": 4}},
-        dataset={"name": dataset}, budget=1, execution={"device": "cuda:0", "threads": 1}))
+                   "search_epochs": planned or len(seconds), "supernet": {"channels": 4},
+                   **({"ranks_per_network": ranks} if ranks else {})},
+        dataset={"name": dataset}, budget=1, execution={"device": "cuda:0", "threads": 1,
+                                                        **(execution or {})}))
     for epoch, spent, genome, lookup in zip(epochs, seconds, genomes, lookups):
         journal.search_epoch(SearchEpochRecord(
             epoch, genome_to_cell(genome), genome, {"0<-1": {"none": 1.0}},
@@ -69,6 +73,13 @@ def test_a_searchs_curve_is_its_cells_table_accuracy_against_its_seconds_summed(
     assert (run.final_cell, run.final_accuracy) == (genome_to_cell(GENOMES[2]), accuracies[2])
     assert (run.method, run.seed, run.state, run.complete) == ("gdas", 0, "finished", True)
     assert "device cuda:0" in run.device
+
+
+def test_a_searchs_device_is_the_one_it_searched_on_with_its_ranks(tmp_path):
+    path = search_journal(tmp_path / "gdas.db", [2.0, 3.0, 5.5], ranks=2, execution={
+        "device": "auto", "resolved_device": "cuda:0 (NVIDIA H200)"})
+    device = read_oneshot_run(path, "cifar10").device
+    assert device.startswith("device cuda:0 (NVIDIA H200)") and device.endswith("2 ranks")
 
 
 def test_the_runs_of_a_method_are_its_seeds_drawn_as_mean_and_band(tmp_path):
