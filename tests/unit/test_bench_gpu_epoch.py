@@ -39,6 +39,7 @@ def test_the_quick_epoch_is_timed_at_fp32_and_at_bf16_where_the_device_takes_it(
         assert "bf16_speedup" not in printed
 
 
+@pytest.mark.slow
 def test_the_quick_oneshot_steps_are_timed_for_every_method(capsys, one_thread):
     from bench.gpu import ONESHOT_STEP_QUICK, oneshot_epoch
     from nord.oneshot.registry import METHODS

@@ -3,6 +3,7 @@ trains to nord's weights bit for bit, or fails the bench."""
 import re
 
 import numpy as np
+import pytest
 import torch
 
 from bench import local_evaluator as bench
@@ -44,6 +45,7 @@ def run_recipes(capsys, recipes):
     return status, lines
 
 
+@pytest.mark.slow
 def test_the_recipe_mode_times_both_data_sets_and_finds_the_weights_identical(capsys):
     status, lines = run_recipes(capsys, list(bench.BENCH_RECIPES))
     assert status == 0
