@@ -9,7 +9,7 @@ checkpoint, with nothing left to resume, is removed.
 
 Under ``mpirun -np N`` the N ranks search together, data-parallel (each its shard of every
 batch, gradients averaged, the root's draws); rank 0 alone keeps the journal, the checkpoint
-and the supernet, and evaluates the final cell.
+and the supernet; the final cell, when trained, trains data-parallel on every rank.
 """
 from __future__ import annotations
 
@@ -76,17 +76,32 @@ def _lookup(table) -> Callable[[Tuple[int, ...]], float]:
     return lambda genome: float(table.evaluate_genome(genome).reported_accuracy)
 
 
-def _final_result(config, table, curator, genome):
+def _final_result(config, table, curator, group, genome):
     """The final cell's result: looked up in the table, or trained stand-alone with the
-    nasbench201 recipe for ``config.epochs``."""
+    nasbench201 recipe for ``config.epochs`` (data-parallel on the search's ranks: the other
+    ranks train it in ``_train_with_the_root``)."""
     from nord.benchmarks.nasbench201 import network_to_descriptor
     if config.final_evaluation == "table":     # only on the table's data sets
         return table.evaluate_genome(genome)
-    from nord.evaluators.local import LocalEvaluator
+    return _trainer(config, curator, group).descriptor_evaluate(network_to_descriptor(genome))
+
+
+def _train_with_the_root(config, curator, group) -> None:
+    """A rank other than the root: train the final cell with the root when it trains one."""
+    if config.final_evaluation == "train" and group.root_decides(None) is not None:
+        _trainer(config, curator, group).descriptor_evaluate(None)
+
+
+def _trainer(config, curator, group):
+    settings = dict(curator=curator, epochs=config.epochs, seed=config.seed,
+                    device=config.device, threads=config.threads)
     from nord.nn.recipe import get_recipe
-    trainer = LocalEvaluator(curator, epochs=config.epochs, recipe=get_recipe("nasbench201"),
-                             seed=config.seed, device=config.device, threads=config.threads)
-    return trainer.descriptor_evaluate(network_to_descriptor(genome))
+    settings["recipe"] = get_recipe("nasbench201")
+    if group.size == 1:
+        from nord.evaluators.local import LocalEvaluator
+        return LocalEvaluator(**settings)
+    from nord.evaluators.distributed import DistributedEvaluator
+    return DistributedEvaluator(comm=group.comm, backend=group.backend, **settings)
 
 
 def run_weight_sharing(config, way: WeightSharing, env, curator, resume: bool, progress: bool,
@@ -100,6 +115,7 @@ def run_weight_sharing(config, way: WeightSharing, env, curator, resume: bool, p
         try:
             OneShotSearch(way.search_settings(), curator, checkpoint=checkpoint,
                           group=group).run()
+            _train_with_the_root(config, curator, group)
         finally:
             group.close()
         return None
@@ -128,7 +144,8 @@ def _run_on_root(config, way: WeightSharing, env, curator, resume: bool, progres
     record = RunRecord(algorithm=config.algorithm, parameters=asdict(settings.method_settings),
                        seed=config.seed, space=NASBench201Space().describe(),
                        evaluator=described, dataset=dataset, mode="sync", budget=1,
-                       execution={**config.execution(), "resolved_device": way.device_name()}, config=config.measured(),
+                       execution={**config.execution(), "resolved_device": way.device_name()},
+                       config=config.measured(),
                        extra={"warnings": warnings} if warnings else {})
     journal = Journal(config.journal)
     journal.start(record, resume=resume)
@@ -143,9 +160,12 @@ def _run_on_root(config, way: WeightSharing, env, curator, resume: bool, progres
         save_supernet(search.supernet, kept, method=config.algorithm, dataset=config.dataset,
                       search_epochs=settings.search_epochs, seed=config.seed)
         genome = tuple(outcome.cell)
-        if journal.count() == 0:     # a resume after the result was journaled has it already
+        trained = journal.count() > 0     # by the run this one resumes: journaled already
+        if config.final_evaluation == "train":
+            group.root_decides(None if trained else genome)     # the other ranks' cue
+        if not trained:
             started = time.time()
-            result = _final_result(config, table, curator, genome)
+            result = _final_result(config, table, curator, group, genome)
             space = NASBench201Space()
             journal.record([CandidateRecord(0, 0, genome, 0)], [EvaluationRecord(
                 0, 0, 0, genome, space.identify(genome)[0], space.decode(genome).to_json(),

@@ -182,8 +182,31 @@ def resume_on_the_ranks(env, backend):
     env.log("resumed on the ranks")
 
 
+def final_cell_trained_together(env, backend):
+    """The final cell a search under mpirun journaled (``NORD_TEST_JOURNAL``) was trained by
+    every rank together: a DistributedEvaluator on these ranks, with the run's settings,
+    gives its figures exactly (one process alone trains with another global batch)."""
+    import os
+    from nord.benchmarks.nasbench201 import network_to_descriptor
+    from nord.evaluators.distributed import DistributedEvaluator
+    from nord.journal import Journal
+    from nord.nn.recipe import get_recipe
+    with Journal(os.environ["NORD_TEST_JOURNAL"]) as journal:
+        (row,) = journal.evaluations()
+        config = journal.metadata()["config"]
+    trainer = DistributedEvaluator(env, curator=Digits(), backend=backend, device="cpu",
+                                   epochs=config["epochs"], seed=config["seed"], threads=1,
+                                   recipe=get_recipe("nasbench201"))
+    result = trainer.descriptor_evaluate(network_to_descriptor(tuple(row["genome"]))
+                                         if env.is_root else None)
+    figures = (result.accuracy, result.reported_accuracy, result.metrics["train_loss"])
+    journaled = (row["accuracy"], row["reported_accuracy"], row["metrics"]["train_loss"])
+    require(figures == journaled, f"trained {figures}, journaled {journaled}")
+    env.log("the final cell was trained by the ranks together")
+
+
 CHECKS = {f.__name__: f for f in (one_architecture_at_every_step, draws_are_the_roots, drift_is_caught,
-                                  resume_on_the_ranks)}
+                                  resume_on_the_ranks, final_cell_trained_together)}
 
 if __name__ == "__main__":
     backend, *checks = sys.argv[1:]
