@@ -148,10 +148,12 @@ def _ranks_refusal(config: RunConfig, way: Evaluation, stored: Dict[str, Any],
     if not ranks or ranks == mine:
         return None
     launch = way.launch_for(ranks)
-    return (f"cannot resume '{config.journal}': this run trained each network on {ranks} "
+    trained = "trained its supernet" if way.shares_weights else "trained each network"
+    on_mine = "train it" if way.shares_weights else "train each"
+    return (f"cannot resume '{config.journal}': this run {trained} on {ranks} "
             f"rank{'s' if ranks > 1 else ''}, and this launch ({world_size} rank"
-            f"{'s' if world_size > 1 else ''}) would train each on {mine}, which changes what "
-            f"is measured: resume it under {launch}")
+            f"{'s' if world_size > 1 else ''}) would {on_mine} on {mine}, which changes what "
+            f"is measured (each rank's shard of every batch): resume it under {launch}")
 
 
 # --- running ----------------------------------------------------------------------------------

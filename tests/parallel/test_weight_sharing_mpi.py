@@ -92,10 +92,13 @@ def test_a_search_under_mpirun_is_one_search_journaled_by_rank_0(tmp_path):
                     env={"NORD_TEST_JOURNAL": str(journal)})
     assert check.returncode == 0, check.output[-4000:]
     # each rank took its shard of every batch: another launch would search otherwise
+    before = journal.read_bytes()
     process = subprocess.run([sys.executable, "-m", "nord", "resume", str(journal)], cwd=REPO,
                              capture_output=True, text=True, timeout=120)
     assert process.returncode == 2, process.stdout + process.stderr
-    assert "mpirun -np 2" in process.stderr, process.stderr
+    assert ("trained its supernet on 2 ranks" in process.stderr
+            and "resume it under mpirun -np 2" in process.stderr), process.stderr
+    assert journal.read_bytes() == before
 
 
 def test_a_search_on_two_ranks_killed_mid_epoch_and_resumed_is_the_search_never_killed(
