@@ -34,6 +34,10 @@ def duration(seconds: Optional[float]) -> str:
 
 
 def _evaluations(line: Dict[str, Any]) -> str:
+    """The list's progress: evaluations of the budget, or a search's epochs of its own."""
+    search = line.get("search")
+    if search is not None:
+        return f"{search['epochs']}/{search['of'] or '?'} epochs"
     if line.get("evaluations") is None:
         return "-"
     return f"{line['evaluations']}/{line.get('budget') or '?'}"
@@ -68,7 +72,12 @@ def runs_table(template: str, lines: Iterable[Dict[str, Any]]) -> str:
 
 
 def run_facts(template: str, line: Dict[str, Any]) -> str:
-    """``template`` (run.html) with the run's facts and title filled in."""
+    """``template`` (run.html) with the run's facts and title filled in; for a weight-sharing
+    search, its own facts, the sentence saying where it stands, and the black-box panels
+    (``class="black-box"``) and what trains now (its final cell, later) hidden."""
+    search = line.get("search")
+    if search is not None:
+        return _search_facts(template, line, search)
     facts = [("journal", line["path"]), ("state", state_text(line)),
              ("algorithm", line.get("algorithm") or "-"), ("evaluations", (
                  f"{line['evaluations']} of {line.get('budget') or '?'}"
@@ -77,6 +86,23 @@ def run_facts(template: str, line: Dict[str, Any]) -> str:
              ("elapsed", duration(line.get("elapsed"))),
              ("time left", duration(line.get("time_left"))),
              ("mode", line.get("mode") or "-"), ("data", line.get("dataset") or "-")]
+    return _with_facts(template, line, facts)
+
+
+def _search_facts(template: str, line: Dict[str, Any], search: Dict[str, Any]) -> str:
+    facts = ([("journal", line["path"]), ("state", state_text(line))]
+             + [tuple(fact) for fact in search["facts"]]
+             + [("elapsed", duration(line.get("elapsed"))),
+                ("time left", duration(line.get("time_left"))),
+                ("data", line.get("dataset") or "-")])
+    page = _with_facts(template, line, facts).replace(
+        '<p id="detail" class="muted"></p>',
+        f'<p id="detail" class="muted">{html.escape(search["progress"])}</p>', 1)
+    return (page.replace('class="black-box"', 'class="black-box" hidden')
+            .replace('<section id="training-now">', '<section id="training-now" hidden>', 1))
+
+
+def _with_facts(template: str, line: Dict[str, Any], facts) -> str:
     items = "".join(f'<dt>{name}</dt><dd data-field="{name}">{html.escape(str(value))}</dd>'
                     for name, value in facts)
     title = html.escape(f"{line.get('algorithm') or 'run'}: {line['path']}")

@@ -20,7 +20,7 @@ from nord.errors import JournalError
 from nord.journal.reads import JournalReader, run_state
 from nord.report.runs import is_multi_objective
 from nord.serve.catalogue import Entry
-from nord.serve.weight_sharing import search_delta
+from nord.serve.weight_sharing import is_search, search_delta, search_line, search_read
 
 __all__ = ["Cursor", "CursorError", "run_line", "run_delta", "open_reader", "json_ready",
            "signature", "signature_token"]
@@ -85,9 +85,9 @@ def signature_token(entry: Entry) -> str:
     return hashlib.sha1(repr(signature(entry)).encode()).hexdigest()[:16]
 
 
-_LINES: Dict[str, Tuple[Tuple, Dict[str, Any], int, float]] = {}
-"""entry id -> (signature, summary, schema version, reusable until): a journal whose files did
-not change is not read again, nor one read too recently."""
+_LINES: Dict[str, Tuple[Tuple, Dict[str, Any], int, float, Optional[Dict[str, Any]]]] = {}
+"""entry id -> (signature, summary, schema version, reusable until, a search's own reads): a
+journal whose files did not change is not read again, nor one read too recently."""
 
 
 _UNTOLD_FROM: Dict[str, int] = {}
@@ -105,7 +105,9 @@ def _time_budget(meta: Mapping[str, Any]) -> Optional[float]:
 
 def run_line(entry: Entry, now: Optional[float] = None) -> Dict[str, Any]:
     """The run's line in the list: nord list's numbers (state, evaluations of the budget,
-    failures, best), elapsed running time and an estimate of the time left.
+    failures, best), elapsed running time and an estimate of the time left; a weight-sharing
+    search's line also has ``search`` (:func:`~nord.serve.weight_sharing.search_line`: its
+    epochs, cells and final result), and its time left is reckoned in search epochs.
 
     A journal that cannot be read gives ``{"state": "unreadable", "error": ...}``.
     """
@@ -119,19 +121,21 @@ def run_line(entry: Entry, now: Optional[float] = None) -> Dict[str, Any]:
     held_signature = signature(entry)
     held = _LINES.get(entry.id)
     if held is not None and (held[0] == held_signature or time.monotonic() < held[3]):
-        summary, version = held[1], held[2]   # unchanged, or read again too recently
+        # unchanged, or read again too recently
+        summary, version, searched = held[1], held[2], held[4]
     else:
         started = time.monotonic()
         try:
             with open_reader(entry) as reader:
                 summary, version = reader.summary(), reader.schema_version
+                searched = search_read(reader) if is_search(summary) else None
         except JournalError as error:
             return {**base, "state": "unreadable", "error": str(error)}
         # a writer's checkpoint waits for readers: a summary that takes long is read at
         # most once in thirty times its cost (two seconds at most) while the run writes
         cost = time.monotonic() - started
         _LINES[entry.id] = (held_signature, summary, version,
-                            time.monotonic() + min(2.0, 30 * cost))
+                            time.monotonic() + min(2.0, 30 * cost), searched)
     state = run_state(summary, version)   # a writer can die without touching its files
     elapsed = summary.get("running_seconds")
     if elapsed is None:
@@ -139,13 +143,18 @@ def run_line(entry: Entry, now: Optional[float] = None) -> Dict[str, Any]:
     elif state == "running" and summary.get("heartbeat"):
         elapsed = float(elapsed) + max(0.0, now - float(summary["heartbeat"]))
     done, budget = summary["evaluations"], summary.get("budget")
+    search = None if searched is None else search_line(summary, searched, state, str(entry.path))
+    # a search's pace is its epochs'; its final evaluation, after them, has none to go by
+    paced, goal = (done, budget) if search is None else (
+        search["epochs"], search["of"] if search["final"] is None
+        and search["epochs"] < (search["of"] or 0) else None)
     time_left = None
     if state == "running":
         limit = _time_budget(summary)
         if limit is not None and elapsed is not None:
             time_left = max(0.0, limit - elapsed)
-        if budget and done and elapsed:
-            by_rate = elapsed / done * max(0, budget - done)
+        if goal and paced and elapsed:
+            by_rate = elapsed / paced * max(0, goal - paced)
             time_left = by_rate if time_left is None else min(time_left, by_rate)
     return {
         **base, "state": state, "algorithm": summary.get("algorithm"),
@@ -157,6 +166,7 @@ def run_line(entry: Entry, now: Optional[float] = None) -> Dict[str, Any]:
         "mode": summary.get("mode"), "dataset": (summary.get("dataset") or {}).get("name")
         if isinstance(summary.get("dataset"), dict) else summary.get("dataset"),
         "objectives": _objectives(summary),
+        **({} if search is None else {"search": search}),
     }
 
 

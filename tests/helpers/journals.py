@@ -17,7 +17,7 @@ from typing import Any, Dict, List, Optional, Sequence
 from nord.architecture.descriptor import NeuralDescriptor
 from nord.benchmarks.nasbench201.cells import EDGE_NAMES, OPS, genome_to_cell
 from nord.evaluators.result import EpochRecord, EvaluationResult
-from nord.journal import EvaluationRecord, Journal, RunRecord
+from nord.journal import CandidateRecord, EvaluationRecord, Journal, RunRecord
 from nord.journal.records import SearchEpochRecord
 
 
@@ -116,17 +116,27 @@ def search_epoch(epoch: int, lookup: Optional[float] = None) -> SearchEpochRecor
 
 
 def search_journal(path, epochs: int, dataset: str = "cifar10", lookup: bool = True,
-                   finish: bool = True) -> Journal:
+                   finish: bool = True, of: Optional[int] = None,
+                   final: Optional[EvaluationResult] = None) -> Journal:
     """A gdas search's journal with ``epochs`` epochs (``lookup``: with table accuracies),
     finished and closed, or, with ``finish=False``, left open as a live run's is (the caller
-    adds epochs with ``journal.search_epoch`` and finishes it)."""
+    adds epochs with ``journal.search_epoch`` and finishes it). ``of``: the search epochs its
+    run record names (None: it names none); ``final``: the final cell's result, journaled
+    as the run's one evaluation."""
     journal = Journal(path)
-    journal.start(RunRecord("gdas", {}, 0, {"space": "NASBench201Space"},
-                            evaluator={"evaluator": "weight sharing", "method": "gdas"},
+    evaluator = {"evaluator": "weight sharing", "method": "gdas",
+                 "signal": "validation accuracy", "reported": "test accuracy"}
+    if of is not None:
+        evaluator["search_epochs"] = of
+    journal.start(RunRecord("gdas", {}, 0, {"space": "NASBench201Space"}, evaluator=evaluator,
                             dataset={"name": dataset}, mode="sync", budget=1, extra={},
                             execution={"ranks": 1, "groups": 1, "workers": 1}))
     for epoch in range(1, epochs + 1):
         journal.search_epoch(search_epoch(epoch, 0.5 + epoch / 100 if lookup else None))
+    if final is not None:
+        genome = search_epoch(max(epochs, 1)).genome
+        journal.record([CandidateRecord(0, 0, list(genome), 0)], [EvaluationRecord(
+            0, 0, 0, list(genome), "0", None, None, final, None, 1.0, 2.0)])
     if finish:
         journal.finish("finished", f"{epochs} search epochs")
         journal.close()

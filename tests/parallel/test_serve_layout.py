@@ -3,7 +3,8 @@ whose titles the mode bar leaves clear, whole-number axes ticked on whole number
 titles inside their plots, layer names kept as names, a runs table that fits the window in
 natural order, a comparison with nothing undefined and bands in their lines' colours, no
 empty overlay, and a weight-sharing search's panels drawn side by side, clear of each other,
-gaining a live search's new epoch (and none on a run that shares no weights). The journals
+gaining a live search's new epoch (and none on a run that shares no weights), its progress
+in epochs and none of the black-box panels. The journals
 are made here (two held open, as live runs' are); one ``nord serve``, one browser for the
 module."""
 from __future__ import annotations
@@ -79,7 +80,10 @@ def site(tmp_path_factory):
     starting.start(RunRecord("random_search", {}, 1, {"space": "toy"}, evaluator={},
                              dataset={"name": "digits"}, mode="sync", budget=10, extra={},
                              execution={"ranks": 1, "groups": 1, "workers": 1}))
-    search = search_journal(folder / "gdas.db", epochs=3, finish=False)   # a live search
+    search = search_journal(folder / "gdas.db", epochs=3, finish=False, of=6)   # a live search
+    stopped = search_journal(folder / "gdas-interrupted.db", epochs=3, finish=False, of=6)
+    stopped.finish("interrupted", "SIGINT")
+    stopped.close()
     search_journal(folder / "gdas-digits.db", epochs=2, dataset="digits", lookup=False)
     searching = search_journal(folder / "gdas-starting.db", epochs=0, finish=False)
     server = serve_process([folder])
@@ -421,3 +425,63 @@ def test_a_run_that_shares_no_weights_shows_no_search(site):
         " shown: document.getElementById('search').offsetHeight,"
         " plots: document.querySelectorAll('#search .js-plotly-plot').length}")
     assert drawn == {"hidden": True, "shown": 0, "plots": 0}
+    page = driver.execute_script(PAGE)   # its own panels, as before
+    assert {"incumbent", "generations", "candidates", "training"} <= set(page["shown"])
+    assert "search epochs" not in page["facts"] and "evaluations" in page["facts"]
+
+
+PAGE = """
+const shown = (node) => Boolean(node && node.offsetParent !== null && node.offsetHeight > 0);
+return {
+  facts: Object.fromEntries([...document.querySelectorAll('#summary dd')].map(
+    dd => [dd.dataset.field, dd.textContent])),
+  detail: document.getElementById('detail').textContent,
+  final: document.getElementById('search-final').textContent,
+  shown: ['incumbent', 'incumbent-time', 'generations', 'params', 'candidates', 'legs',
+          'failures', 'filter', 'training', 'curves'].filter(id => shown(document.getElementById(id))),
+  plots: [...document.querySelectorAll('.js-plotly-plot')].filter(shown)
+    .filter(p => !p.closest('#search')).map(p => p.id),
+};
+"""
+
+
+def test_a_search_page_shows_its_epochs_and_no_black_box_panel(site):
+    driver = _open(site, "gdas.db")
+    _plots(driver, SEARCH_PLOTS)
+    epochs = wait_for(lambda: len(_search(driver)["rows"]), 20)
+    page = driver.execute_script(PAGE)
+    assert page["shown"] == [] and page["plots"] == []
+    assert page["facts"]["search epochs"] == f"{epochs} of 6"
+    assert page["facts"]["method"] == "gdas"
+    assert page["facts"]["latest cell"] == search_epoch(epochs).cell
+    assert not {"evaluations", "best", "failed", "mode"} & set(page["facts"])
+    assert page["detail"] == f"searching: {epochs} of 6 epochs done"
+    # a new epoch moves the progress without a reload
+    site["search"].search_epoch(search_epoch(epochs + 1, 0.6))
+    wait_for(lambda: driver.execute_script(PAGE)["facts"]["search epochs"]
+             == f"{epochs + 1} of 6", 10)
+
+
+def test_an_interrupted_search_says_so_and_how_to_resume(site):
+    driver = _open(site, "gdas-interrupted.db")
+    _plots(driver, SEARCH_PLOTS)
+    page = driver.execute_script(PAGE)
+    path = page["facts"]["journal"]
+    assert page["detail"] == f"interrupted by SIGINT after 3 of 6 epochs; nord resume {path}"
+    assert page["final"] == ("The latest cell, derived after epoch 3 (highlighted; the search "
+                             "was interrupted there): " + search_epoch(3).cell)
+    assert page["shown"] == [] and page["plots"] == []
+
+
+def test_the_runs_list_gives_a_searchs_progress_in_epochs(site):
+    driver = site["driver"]
+    driver.get(site["url"])
+    wait_for(lambda: driver.execute_script("return window.nordRuns.lines.length"), 20)
+    rows = driver.execute_script("""
+return Object.fromEntries([...document.querySelectorAll('#runs tbody tr')].map(tr => [
+  tr.querySelector('[data-field=path]').textContent.split('/').pop(),
+  {progress: tr.querySelector('[data-field=evaluations]').textContent,
+   tick: tr.querySelector('input').disabled}]));""")
+    assert rows["gdas-interrupted.db"] == {"progress": "3/6 epochs", "tick": True}
+    assert rows["gdas-digits.db"] == {"progress": "2/? epochs", "tick": True}
+    assert rows["r1.db"] == {"progress": "2/99", "tick": False}   # a black-box run, as before

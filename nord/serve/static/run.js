@@ -17,9 +17,14 @@
   let early = nord.getJSON(`/api/run/${id}`);
   early.catch(() => {});
 
+  // a weight-sharing search says its own facts (the server's, as in the HTML it wrote)
   function facts(run) {
     const dl = document.getElementById("summary");
-    const items = [
+    const items = run.search ? [
+      ["journal", run.path], ["state", null], ...run.search.facts,
+      ["elapsed", nord.duration(run.elapsed)], ["time left", nord.duration(run.time_left)],
+      ["data", run.dataset],
+    ] : [
       ["journal", run.path], ["state", null], ["algorithm", run.algorithm],
       ["evaluations", run.evaluations === null || run.evaluations === undefined ? null : `${run.evaluations} of ${run.budget ?? "?"}`],
       ["failed", run.failed], ["best", nord.pct(run.best)],
@@ -36,7 +41,10 @@
       dl.append(el("dt", { text: name }), dd);
     }
     document.getElementById("title").textContent = `${run.algorithm || "run"}: ${run.path}`;
-    document.getElementById("detail").textContent = run.error || run.status_detail || "";
+    document.getElementById("detail").textContent = run.error || (run.search && run.search.progress) || run.status_detail || "";
+    // a search's one evaluation is its final cell's, said in the facts: the black-box
+    // plots and tables would draw that one point
+    for (const node of document.querySelectorAll(".black-box")) node.hidden = Boolean(run.search);
   }
 
   function candidateRow(row) {
@@ -138,7 +146,13 @@
     ];
   }
 
-  function plotEverything() { plotAll(); plotCurves(); search.plot(); }
+  // a search shows what trains only while its final cell does
+  function plotEverything() {
+    const searching = Boolean(state.run && state.run.search);
+    document.getElementById("training-now").hidden = searching && !state.inFlight.length;
+    if (!searching) plotAll();
+    plotCurves(); search.plot();
+  }
 
   const afterPaint = (then) => requestAnimationFrame(() => requestAnimationFrame(() => then(performance.now())));
 
@@ -173,7 +187,7 @@
     facts(data.run);
     if (data.run.kind === "comparison") return comparison();
     if (data.unchanged) {
-      search.render(data.run.state === "running");   // a writer that died changes no file
+      search.render(data.run.state);   // a writer that died changes no file
       if (state.stale && window.Plotly && performance.now() - state.plotAt >= 1000) {
         plotEverything(); state.stale = false; state.plotAt = performance.now();
       }
@@ -207,7 +221,7 @@
       document.getElementById("shown").textContent = `${Math.min(candidates.matching, candidates.shown)} of ${candidates.matching} shown`;
       document.getElementById("more").hidden = candidates.matching <= candidates.shown;
     }
-    search.render(data.run.state === "running");
+    search.render(data.run.state);
     // first paint of the numbers and tables, then of the plots, in ms since navigation
     // (what bench/serve_speed.py reports)
     if (state.paintedAt === undefined) afterPaint((at) => { state.paintedAt = at; });

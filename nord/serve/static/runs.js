@@ -9,7 +9,9 @@
   function row(run) {
     const box = el("input", { type: "checkbox", "aria-label": "overlay" });
     box.checked = ticked.has(run.id);
-    box.disabled = run.kind !== "journal" || run.state === "unreadable";
+    // a weight-sharing search has one evaluation, its final cell's: nothing to overlay
+    box.disabled = run.kind !== "journal" || run.state === "unreadable" || Boolean(run.search);
+    if (run.search) box.title = "a weight-sharing search: its page draws its epochs";
     box.addEventListener("change", () => {
       if (box.checked) ticked.set(run.id, { cursor: null, accuracies: [], statuses: [], ended: [], path: run.path });
       else ticked.delete(run.id);
@@ -21,7 +23,8 @@
       el("td", {}, box), el("td", { "data-field": "path" }, link),
       el("td", { "data-field": "algorithm", text: run.algorithm ?? (run.kind === "comparison" ? "comparison" : "-") }),
       nord.stateCell(run),
-      num("evaluations", run.evaluations === undefined ? "-" : `${run.evaluations}/${run.budget ?? "?"}`),
+      num("evaluations", run.search ? `${run.search.epochs}/${run.search.of ?? "?"} epochs`
+        : run.evaluations === undefined ? "-" : `${run.evaluations}/${run.budget ?? "?"}`),
       num("failed", run.failed ?? "-"), num("best", run.best === undefined ? "-" : nord.pct(run.best)),
       num("elapsed", nord.duration(run.elapsed)), num("time_left", nord.duration(run.time_left)),
       el("td", { text: nord.date(run.created) }));

@@ -57,7 +57,7 @@ nord.poll = function (step, every) {
 
 nord.stateCell = function (run) {
   const text = run.state === "killed" ? "killed (crashed: its writer stopped)" : run.state;
-  return nord.el("td", { className: "state-" + run.state, "data-field": "state", title: run.error || run.status_detail || "" }, text);
+  return nord.el("td", { className: "state-" + run.state, "data-field": "state", title: run.error || (run.search && run.search.progress) || run.status_detail || "" }, text);
 };
 
 // A table whose header sorts by a column on click; rows are arrays of {text, value, className}.
