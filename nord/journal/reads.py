@@ -416,7 +416,18 @@ class JournalReader(JournalFile):
             "stopped_by_rules": len({row["candidate"] for row in stopped}),
             "stopped_legs": sum(row["leg"] is not None for row in stopped),
             "wall_time": self._wall_time(meta, first, last),
+            **self._search_progress(),
         }
+
+    def _search_progress(self) -> Dict[str, Any]:
+        """A weight-sharing search's epochs done and its latest derived cell (nothing for a
+        run that shares no weights)."""
+        if not self._has_table("search_epochs"):
+            return {}
+        rows = self._query("SELECT epoch, cell FROM search_epochs ORDER BY epoch DESC LIMIT 1")
+        if not rows:
+            return {}
+        return {"search_epochs_done": int(rows[0]["epoch"]), "latest_cell": rows[0]["cell"]}
 
     @staticmethod
     def _wall_time(meta: Dict[str, Any], first: Optional[float], last: Optional[float]

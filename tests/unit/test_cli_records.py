@@ -372,3 +372,24 @@ def test_ctrl_c_stops_the_deepest_conv_space_while_it_trains(tmp_path):
     assert "interrupted by SIGINT" in err
     with Journal(journal) as record:
         assert record.state() == "interrupted" and record.count() == 0
+
+
+def test_list_says_how_far_a_weight_sharing_search_got_and_its_cell(tmp_path, capsys):
+    from tests.helpers.journals import search_epoch, search_journal
+    live = search_journal(tmp_path / "live.db", 2, of=5, finish=False)
+    search_journal(tmp_path / "done.db", 3, of=3)
+    search_journal(tmp_path / "unplanned.db", 1)
+    assert main(["list", str(tmp_path)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    said = {line.split()[0]: lines[index + 1] for index, line in enumerate(lines)
+            if line.endswith(".db") or ".db " in line}
+    assert said[str(tmp_path / "live.db")] == (
+        f"  weight-sharing search: 2 of 5 search epochs; its latest cell {search_epoch(2).cell}")
+    assert said[str(tmp_path / "done.db")] == (
+        f"  weight-sharing search: 3 of 3 search epochs; its final cell {search_epoch(3).cell}")
+    assert "1 of ? search epochs" in said[str(tmp_path / "unplanned.db")]
+    live.finish("finished", "")
+    live.close()
+    search_journal(tmp_path / "other.db", 0)      # no epoch yet: nothing to say
+    assert main(["list", str(tmp_path / "other.db")]) == 0
+    assert "weight-sharing" not in capsys.readouterr().out

@@ -40,6 +40,11 @@ def _list(args) -> int:
         print(f"{str(run['path']):{width}s} {run['algorithm']:22s} {run['state']:11s} "
               f"{run['evaluations']:>4d}/{run['budget'] or '?':<4} {run['failed']:>6d} "
               f"{'-' if best is None else format(best, '.4f'):>7s}  {created}")
+        if run.get("search_epochs_done"):
+            planned = (run.get("evaluator") or {}).get("search_epochs") or "?"
+            latest = "final" if run["state"] == "finished" else "latest"
+            print(f"  weight-sharing search: {run['search_epochs_done']} of {planned} search "
+                  f"epochs; its {latest} cell {run['latest_cell']}")
         if protocol_of(run).scores and best is not None:
             proxy = (run.get("evaluator") or {}).get("proxy") or "a zero-cost proxy"
             print(f"  best is the {proxy} score mapped into (0, 1), not an accuracy")
