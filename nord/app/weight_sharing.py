@@ -19,7 +19,7 @@ import os
 import sys
 import time
 from dataclasses import asdict, dataclass
-from typing import Any, Callable, Optional, Tuple
+from typing import Any, Callable, Dict, Optional, Tuple
 
 from nord.app.assembly import describe_data
 from nord.app.evaluation import WeightSharing, supernet_file
@@ -128,10 +128,12 @@ def _run_on_root(config, way: WeightSharing, env, curator, resume: bool, progres
     record = RunRecord(algorithm=config.algorithm, parameters=asdict(settings.method_settings),
                        seed=config.seed, space=NASBench201Space().describe(),
                        evaluator=described, dataset=dataset, mode="sync", budget=1,
-                       execution={**config.execution(), "resolved_device": way.device_name()}, config=config.measured(),
+                       execution=config.execution(), config=config.measured(),
                        extra={"warnings": warnings} if warnings else {})
     journal = Journal(config.journal)
-    journal.start(record, resume=resume)
+    stored = journal.check_start(record, resume)
+    record.execution.update(_where_searched(stored, way.device_name()))
+    journal.claim(record, stored)
     try:
         os.makedirs(os.path.dirname(checkpoint), exist_ok=True)
         table = _table(config.dataset)
@@ -170,6 +172,17 @@ def _run_on_root(config, way: WeightSharing, env, curator, resume: bool, progres
     _closing_line(stream, config, genome, result, reported)
     return WeightSharingSummary(genome_to_cell(genome), genome, result,
                                 settings.search_epochs, config.journal, kept)
+
+
+def _where_searched(stored, device: str) -> Dict[str, Any]:
+    """Where the search's seconds are measured (``resolved_device``: this start's device) and
+    every device its starts have searched on, in order (``searched_on``): a resume on another
+    device replaces the first, and the seconds of the epochs before it were not measured there."""
+    before = [] if stored is None else (
+        stored.execution.get("searched_on")
+        or [stored.execution[key] for key in ("resolved_device",) if key in stored.execution])
+    return {"resolved_device": device,
+            "searched_on": before if before[-1:] == [device] else [*before, device]}
 
 
 def _remove_checkpoint(checkpoint: str) -> None:

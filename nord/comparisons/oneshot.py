@@ -332,11 +332,14 @@ def _dataset_name(meta: Mapping[str, Any]) -> Optional[str]:
 
 
 def _device(meta: Mapping[str, Any]) -> str:
-    """Where a run measured its seconds, as its record says: the device it searched on (or,
-    in a record without it, the device asked for), the torch build, the ranks."""
+    """Where a run measured its seconds, as its record says: the device it searched on (every
+    one, when a resume moved it; in a record without it, the device asked for), the torch
+    build, the ranks."""
     execution, evaluator = meta.get("execution") or {}, meta.get("evaluator") or {}
-    device = execution.get("resolved_device") or execution.get("device") or "unrecorded"
-    parts = [f"device {device}"]
+    devices = execution.get("searched_on") or [
+        execution.get("resolved_device") or execution.get("device") or "unrecorded"]
+    parts = [f"device {devices[0]}" if len(devices) == 1 else
+             f"devices {', then '.join(devices)} (a resume moved the search)"]
     torch = (meta.get("versions") or {}).get("torch")
     if torch:
         parts.append(f"torch {torch}")

@@ -118,6 +118,28 @@ def test_a_search_journaled_before_searches_recorded_their_ranks_resumes(tmp_pat
         assert record.metadata()["status"] == "finished"
 
 
+def test_a_search_resumed_on_another_device_keeps_every_device_it_searched_on(tmp_path):
+    journal = tmp_path / "moved.db"
+    code, output = nord("run", "--algorithm", "rsps", *TINY, "--journal", journal)
+    assert code == 0, output
+    with Journal(journal) as record:
+        assert record.metadata()["execution"]["searched_on"] == ["cpu"]
+    # as though its first start had searched on a GPU, and stopped
+    with sqlite3.connect(journal) as connection:
+        (execution,) = connection.execute("SELECT execution FROM run").fetchone()
+        elsewhere = {**json.loads(execution), "resolved_device": "cuda:0 (NVIDIA H200)"}
+        del elsewhere["searched_on"]
+        connection.execute("UPDATE run SET execution = ?, status = 'interrupted'",
+                           (json.dumps(elsewhere),))
+    connection.close()
+    code, output = nord("resume", journal)
+    assert code == 0, output
+    with Journal(journal) as record:
+        execution = record.metadata()["execution"]
+    assert execution["resolved_device"] == "cpu"
+    assert execution["searched_on"] == ["cuda:0 (NVIDIA H200)", "cpu"]
+
+
 def test_a_search_journaled_before_searches_recorded_their_ranks_ran_on_one():
     config = RunConfig(space="nasbench201", algorithm="gdas", dataset="digits",
                        journal="older.db")
