@@ -116,10 +116,10 @@ def search_epoch(epoch: int, lookup: Optional[float] = None) -> SearchEpochRecor
 
 
 def search_journal(path, epochs: int, dataset: str = "cifar10", lookup: bool = True,
-                   finish: bool = True) -> Journal:
+                   finish: bool = True, status: str = "finished") -> Journal:
     """A gdas search's journal with ``epochs`` epochs (``lookup``: with table accuracies),
-    finished and closed, or, with ``finish=False``, left open as a live run's is (the caller
-    adds epochs with ``journal.search_epoch`` and finishes it)."""
+    ended with ``status`` and closed, or, with ``finish=False``, left open as a live run's is
+    (the caller adds epochs with ``journal.search_epoch`` and finishes it)."""
     journal = Journal(path)
     journal.start(RunRecord("gdas", {}, 0, {"space": "NASBench201Space"},
                             evaluator={"evaluator": "weight sharing", "method": "gdas"},
@@ -128,6 +128,6 @@ def search_journal(path, epochs: int, dataset: str = "cifar10", lookup: bool = T
     for epoch in range(1, epochs + 1):
         journal.search_epoch(search_epoch(epoch, 0.5 + epoch / 100 if lookup else None))
     if finish:
-        journal.finish("finished", f"{epochs} search epochs")
+        journal.finish(status, f"{epochs} search epochs")
         journal.close()
     return journal

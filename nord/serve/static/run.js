@@ -173,7 +173,7 @@
     facts(data.run);
     if (data.run.kind === "comparison") return comparison();
     if (data.unchanged) {
-      search.render(data.run.state === "running");   // a writer that died changes no file
+      search.render(data.run.state);   // a writer that died changes no file
       if (state.stale && window.Plotly && performance.now() - state.plotAt >= 1000) {
         plotEverything(); state.stale = false; state.plotAt = performance.now();
       }
@@ -207,7 +207,7 @@
       document.getElementById("shown").textContent = `${Math.min(candidates.matching, candidates.shown)} of ${candidates.matching} shown`;
       document.getElementById("more").hidden = candidates.matching <= candidates.shown;
     }
-    search.render(data.run.state === "running");
+    search.render(data.run.state);
     // first paint of the numbers and tables, then of the plots, in ms since navigation
     // (what bench/serve_speed.py reports)
     if (state.paintedAt === undefined) afterPaint((at) => { state.paintedAt = at; });

@@ -29,12 +29,13 @@ nord.Search = class {
 
   rows() { return [...this.epochs.values()].sort((a, b) => a.epoch - b.epoch); }
 
-  // the table and the legend, drawn before plotly is loaded; `running`: the last cell is the
-  // latest, not yet the final one
-  render(running) {
+  // the table and the legend, drawn before plotly is loaded; `state`: the run's ('running':
+  // the last cell is the latest, not yet the final one; a search that stopped before its
+  // end, interrupted, killed or crashed, has no final cell, only its last)
+  render(state) {
     this.section.hidden = this.epochs.size === 0;
-    if (!this.epochs.size || (this.drawn === this.epochs.size && this.running === running)) return;
-    this.drawn = this.epochs.size; this.running = running;
+    if (!this.epochs.size || (this.drawn === this.epochs.size && this.state === state)) return;
+    this.drawn = this.epochs.size; this.state = state;
     const rows = this.rows(), last = rows[rows.length - 1].epoch;
     this.table.rows = rows.map((row) => {
       const mark = row.epoch === last ? " final" : "";
@@ -48,9 +49,11 @@ nord.Search = class {
     this.table.render();
     if (following) box.scrollTop = box.scrollHeight;
     const cell = this.epochs.get(last).cell;
-    document.getElementById("search-final").textContent = running
+    document.getElementById("search-final").textContent = state === "running"
       ? `The latest cell, derived after epoch ${last} (highlighted; the search runs): ${cell}`
-      : `The final cell, derived after epoch ${last} (highlighted): ${cell}`;
+      : state === "finished"
+        ? `The final cell, derived after epoch ${last} (highlighted): ${cell}`
+        : `The last cell derived, after epoch ${last} (highlighted; the search stopped there, ${state}): ${cell}`;
     const legend = document.getElementById("search-legend");
     legend.replaceChildren(...this.ops.map((op, i) => nord.el("li", { "data-op": op },
       nord.el("span", { className: "swatch", style: `background: ${nord.colours[i % nord.colours.length]}` }), op)));
