@@ -198,9 +198,11 @@ def _read(path: Union[str, os.PathLike], table: DatasetTable
                 f"{_listed(empty)} of its {len(rows)} {'have' if len(empty) > 1 else 'has'} no "
                 f"{what} journaled, so its curve cannot be drawn; give a search journaled "
                 f"with them (nord run on --dataset {table.name})")
-    evaluator = meta.get("evaluator") or {}
-    settings = {f"{part}.{key}": value for part in ("parameters", "evaluator")
-                for key, value in (meta.get(part) or {}).items()}
+    # a search recorded before searches ran on several ranks ran on one
+    evaluator = {"ranks_per_network": 1, **(meta.get("evaluator") or {})}
+    settings = {**{f"parameters.{key}": value for key, value in
+                   (meta.get("parameters") or {}).items()},
+                **{f"evaluator.{key}": value for key, value in evaluator.items()}}
     return OneShotRun(journal=given, method=str(method), seed=meta.get("seed"),
                       dataset=table.name, state=state,
                       planned_epochs=evaluator.get("search_epochs"),
