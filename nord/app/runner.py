@@ -233,7 +233,7 @@ def _search(config: RunConfig, way: Evaluation, env, resume: bool, progress: boo
         return None, unreadable
     if way.shares_weights:   # one supernet trained by the method, not candidates one by one
         from nord.app.weight_sharing import run_weight_sharing
-        return run_weight_sharing(config, way, env, data[0], resume, progress, stream), None
+        return run_weight_sharing(config, way, env, data[0], resume, progress, stream)
     parts = assemble(config, way, env, *data)
     view = None
     if progress and env.is_root:

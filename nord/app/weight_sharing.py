@@ -23,7 +23,7 @@ from typing import Any, Callable, Dict, Optional, Tuple
 
 from nord.app.assembly import describe_data
 from nord.app.evaluation import WeightSharing, supernet_file
-from nord.errors import DiskFullError, RunInterrupted
+from nord.errors import DiskFullError, JournalError, RunInterrupted
 
 CHECKPOINT = "search.pt"
 """The search's checkpoint, in the journal's checkpoint folder."""
@@ -90,10 +90,21 @@ def _final_result(config, table, curator, genome):
 
 
 def run_weight_sharing(config, way: WeightSharing, env, curator, resume: bool, progress: bool,
-                       stream) -> Optional[WeightSharingSummary]:
-    """Search, keep the supernet, evaluate and journal the final cell (see the module); the
-    summary on rank 0, None on the other ranks."""
+                       stream) -> Tuple[Optional[WeightSharingSummary], Optional[JournalError]]:
+    """Search, keep the supernet, evaluate and journal the final cell (see the module):
+    ``(summary, refused)``, the summary on rank 0 (None on the other ranks), or on every rank
+    the journal's refusal, to raise once the ranks have left MPI (nothing was written)."""
     from nord.oneshot.search import OneShotSearch
+    started, refusal = None, None
+    if env.is_root:
+        try:
+            started = _check_journal(config, way, env, curator, resume)
+        except JournalError as error:
+            refusal = str(error)
+    # collective: the ranks refuse together, before any of them starts to search
+    refusal = env.bcast(refusal)
+    if refusal is not None:
+        return None, JournalError(refusal)
     group = way.search_group(env)
     checkpoint = os.path.join(f"{config.journal}.checkpoints", CHECKPOINT)
     if not env.is_root:      # searches with rank 0, which keeps the records
@@ -102,21 +113,23 @@ def run_weight_sharing(config, way: WeightSharing, env, curator, resume: bool, p
                           group=group).run()
         finally:
             group.close()
-        return None
+        return None, None
     try:
-        return _run_on_root(config, way, env, curator, resume, progress, stream, group,
-                            checkpoint)
+        return _run_on_root(config, env, curator, progress, stream, group, checkpoint,
+                            *started), None
     finally:
         group.close()
 
 
-def _run_on_root(config, way: WeightSharing, env, curator, resume: bool, progress: bool,
-                 stream, group, checkpoint: str) -> WeightSharingSummary:
-    from nord.benchmarks.nasbench201 import NASBench201Space, genome_to_cell
-    from nord.journal import CandidateRecord, EvaluationRecord, Journal, RunRecord
-    from nord.oneshot.evaluator import save_supernet
-    from nord.oneshot.search import OneShotSearch
-    stream = (stream or sys.stdout) if progress else None
+def _check_journal(config, way: WeightSharing, env, curator, resume: bool):
+    """Rank 0: the run's record checked against its journal, written nowhere yet:
+    ``(journal, record, stored, settings, reported)``.
+
+    Raises:
+        JournalError: the journal cannot be started or resumed with this record.
+    """
+    from nord.benchmarks.nasbench201 import NASBench201Space
+    from nord.journal import Journal, RunRecord
     settings = way.search_settings()
     selection = way.selection(curator)
     dataset, warnings = describe_data(config, curator, selection)
@@ -131,8 +144,22 @@ def _run_on_root(config, way: WeightSharing, env, curator, resume: bool, progres
                        execution=config.execution(), config=config.measured(),
                        extra={"warnings": warnings} if warnings else {})
     journal = Journal(config.journal)
-    stored = journal.check_start(record, resume)
+    try:
+        stored = journal.check_start(record, resume)
+    except JournalError:
+        journal.close()
+        raise
     record.execution.update(_where_searched(stored, way.device_name()))
+    return journal, record, stored, settings, reported
+
+
+def _run_on_root(config, env, curator, progress: bool, stream, group, checkpoint: str,
+                 journal, record, stored, settings, reported) -> WeightSharingSummary:
+    from nord.benchmarks.nasbench201 import NASBench201Space, genome_to_cell
+    from nord.journal import CandidateRecord, EvaluationRecord
+    from nord.oneshot.evaluator import save_supernet
+    from nord.oneshot.search import OneShotSearch
+    stream = (stream or sys.stdout) if progress else None
     journal.claim(record, stored)
     try:
         os.makedirs(os.path.dirname(checkpoint), exist_ok=True)
