@@ -689,15 +689,15 @@ class WeightSharing(_AllRanksTogether, _NASBench201Only, Evaluation):
     def describe(self, world_size: int, evaluator) -> Dict[str, Any]:
         settings = self.search_settings()
         described = {"evaluator": "weight sharing", "method": settings.method,
-                "search_epochs": settings.search_epochs,
-                "supernet": {"channels": settings.channels,
-                             "cells_per_stage": settings.cells_per_stage,
-                             "affine": settings.affine,
-                             "track_running_stats": settings.track_running_stats},
-                "recipe": settings.recipe.describe(self.config.dataset),
-                "final_evaluation": self.config.final_evaluation,
-                "final_epochs": self.config.epochs,
-                "ranks_per_network": world_size}
+                     "search_epochs": settings.search_epochs,
+                     "supernet": {"channels": settings.channels,
+                                  "cells_per_stage": settings.cells_per_stage,
+                                  "affine": settings.affine,
+                                  "track_running_stats": settings.track_running_stats},
+                     "recipe": settings.recipe.describe(self.config.dataset),
+                     "final_evaluation": self.config.final_evaluation,
+                     "final_epochs": self.config.epochs,
+                     "ranks_per_network": world_size}
         if world_size > 1:
             from nord.evaluators.distributed import choose_backend
             from nord.nn.training import resolve_device

@@ -143,7 +143,9 @@ def _ranks_refusal(config: RunConfig, way: Evaluation, stored: Dict[str, Any],
                    world_size: int) -> Optional[str]:
     """Why this launch cannot resume a run whose networks trained on another number of ranks
     (the global batch would change), in the words of mpirun; None when it can."""
-    ranks = stored.get("ranks_per_network")
+    # a weight-sharing search recorded before searches ran on several ranks ran on one
+    ranks = stored.get("ranks_per_network",
+                       1 if stored.get("evaluator") == "weight sharing" else None)
     mine = way.ranks_per_network(world_size)
     if not ranks or ranks == mine:
         return None
@@ -233,7 +235,7 @@ def _search(config: RunConfig, way: Evaluation, env, resume: bool, progress: boo
         return None, unreadable
     if way.shares_weights:   # one supernet trained by the method, not candidates one by one
         from nord.app.weight_sharing import run_weight_sharing
-        return run_weight_sharing(config, way, env, data[0], resume, progress, stream), None
+        return run_weight_sharing(config, way, env, data[0], resume, progress, stream)
     parts = assemble(config, way, env, *data)
     view = None
     if progress and env.is_root:

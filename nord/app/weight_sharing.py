@@ -19,11 +19,11 @@ import os
 import sys
 import time
 from dataclasses import asdict, dataclass
-from typing import Any, Callable, Optional, Tuple
+from typing import Any, Callable, Dict, Optional, Tuple
 
 from nord.app.assembly import describe_data
 from nord.app.evaluation import WeightSharing, supernet_file
-from nord.errors import DiskFullError, RunInterrupted
+from nord.errors import DiskFullError, JournalError, RunInterrupted
 
 CHECKPOINT = "search.pt"
 """The search's checkpoint, in the journal's checkpoint folder."""
@@ -105,10 +105,21 @@ def _trainer(config, curator, group):
 
 
 def run_weight_sharing(config, way: WeightSharing, env, curator, resume: bool, progress: bool,
-                       stream) -> Optional[WeightSharingSummary]:
-    """Search, keep the supernet, evaluate and journal the final cell (see the module); the
-    summary on rank 0, None on the other ranks."""
+                       stream) -> Tuple[Optional[WeightSharingSummary], Optional[JournalError]]:
+    """Search, keep the supernet, evaluate and journal the final cell (see the module):
+    ``(summary, refused)``, the summary on rank 0 (None on the other ranks), or on every rank
+    the journal's refusal, to raise once the ranks have left MPI (nothing was written)."""
     from nord.oneshot.search import OneShotSearch
+    started, refusal = None, None
+    if env.is_root:
+        try:
+            started = _check_journal(config, way, env, curator, resume)
+        except JournalError as error:
+            refusal = str(error)
+    # collective: the ranks refuse together, before any of them starts to search
+    refusal = env.bcast(refusal)
+    if refusal is not None:
+        return None, JournalError(refusal)
     group = way.search_group(env)
     checkpoint = os.path.join(f"{config.journal}.checkpoints", CHECKPOINT)
     if not env.is_root:      # searches with rank 0, which keeps the records
@@ -118,21 +129,23 @@ def run_weight_sharing(config, way: WeightSharing, env, curator, resume: bool, p
             _train_with_the_root(config, curator, group)
         finally:
             group.close()
-        return None
+        return None, None
     try:
-        return _run_on_root(config, way, env, curator, resume, progress, stream, group,
-                            checkpoint)
+        return _run_on_root(config, env, curator, progress, stream, group, checkpoint,
+                            *started), None
     finally:
         group.close()
 
 
-def _run_on_root(config, way: WeightSharing, env, curator, resume: bool, progress: bool,
-                 stream, group, checkpoint: str) -> WeightSharingSummary:
-    from nord.benchmarks.nasbench201 import NASBench201Space, genome_to_cell
-    from nord.journal import CandidateRecord, EvaluationRecord, Journal, RunRecord
-    from nord.oneshot.evaluator import save_supernet
-    from nord.oneshot.search import OneShotSearch
-    stream = (stream or sys.stdout) if progress else None
+def _check_journal(config, way: WeightSharing, env, curator, resume: bool):
+    """Rank 0: the run's record checked against its journal, written nowhere yet:
+    ``(journal, record, stored, settings, reported)``.
+
+    Raises:
+        JournalError: the journal cannot be started or resumed with this record.
+    """
+    from nord.benchmarks.nasbench201 import NASBench201Space
+    from nord.journal import Journal, RunRecord
     settings = way.search_settings()
     selection = way.selection(curator)
     dataset, warnings = describe_data(config, curator, selection)
@@ -144,11 +157,26 @@ def _run_on_root(config, way: WeightSharing, env, curator, resume: bool, progres
     record = RunRecord(algorithm=config.algorithm, parameters=asdict(settings.method_settings),
                        seed=config.seed, space=NASBench201Space().describe(),
                        evaluator=described, dataset=dataset, mode="sync", budget=1,
-                       execution={**config.execution(), "resolved_device": way.device_name()},
-                       config=config.measured(),
+                       execution=config.execution(), config=config.measured(),
                        extra={"warnings": warnings} if warnings else {})
     journal = Journal(config.journal)
-    journal.start(record, resume=resume)
+    try:
+        stored = journal.check_start(record, resume)
+    except JournalError:
+        journal.close()
+        raise
+    record.execution.update(_where_searched(stored, way.device_name()))
+    return journal, record, stored, settings, reported
+
+
+def _run_on_root(config, env, curator, progress: bool, stream, group, checkpoint: str,
+                 journal, record, stored, settings, reported) -> WeightSharingSummary:
+    from nord.benchmarks.nasbench201 import NASBench201Space, genome_to_cell
+    from nord.journal import CandidateRecord, EvaluationRecord
+    from nord.oneshot.evaluator import save_supernet
+    from nord.oneshot.search import OneShotSearch
+    stream = (stream or sys.stdout) if progress else None
+    journal.claim(record, stored)
     try:
         os.makedirs(os.path.dirname(checkpoint), exist_ok=True)
         table = _table(config.dataset)
@@ -190,6 +218,17 @@ def _run_on_root(config, way: WeightSharing, env, curator, resume: bool, progres
     _closing_line(stream, config, genome, result, reported)
     return WeightSharingSummary(genome_to_cell(genome), genome, result,
                                 settings.search_epochs, config.journal, kept)
+
+
+def _where_searched(stored, device: str) -> Dict[str, Any]:
+    """Where the search's seconds are measured (``resolved_device``: this start's device) and
+    every device its starts have searched on, in order (``searched_on``): a resume on another
+    device replaces the first, and the seconds of the epochs before it were not measured there."""
+    before = [] if stored is None else (
+        stored.execution.get("searched_on")
+        or [stored.execution[key] for key in ("resolved_device",) if key in stored.execution])
+    return {"resolved_device": device,
+            "searched_on": before if before[-1:] == [device] else [*before, device]}
 
 
 def _remove_checkpoint(checkpoint: str) -> None:

@@ -198,9 +198,11 @@ def _read(path: Union[str, os.PathLike], table: DatasetTable
                 f"{_listed(empty)} of its {len(rows)} {'have' if len(empty) > 1 else 'has'} no "
                 f"{what} journaled, so its curve cannot be drawn; give a search journaled "
                 f"with them (nord run on --dataset {table.name})")
-    evaluator = meta.get("evaluator") or {}
-    settings = {f"{part}.{key}": value for part in ("parameters", "evaluator")
-                for key, value in (meta.get(part) or {}).items()}
+    # a search recorded before searches ran on several ranks ran on one
+    evaluator = {"ranks_per_network": 1, **(meta.get("evaluator") or {})}
+    settings = {**{f"parameters.{key}": value for key, value in
+                   (meta.get("parameters") or {}).items()},
+                **{f"evaluator.{key}": value for key, value in evaluator.items()}}
     return OneShotRun(journal=given, method=str(method), seed=meta.get("seed"),
                       dataset=table.name, state=state,
                       planned_epochs=evaluator.get("search_epochs"),
@@ -332,11 +334,14 @@ def _dataset_name(meta: Mapping[str, Any]) -> Optional[str]:
 
 
 def _device(meta: Mapping[str, Any]) -> str:
-    """Where a run measured its seconds, as its record says: the device it searched on (or,
-    in a record without it, the device asked for), the torch build, the ranks."""
+    """Where a run measured its seconds, as its record says: the device it searched on (every
+    one, when a resume moved it; in a record without it, the device asked for), the torch
+    build, the ranks."""
     execution, evaluator = meta.get("execution") or {}, meta.get("evaluator") or {}
-    device = execution.get("resolved_device") or execution.get("device") or "unrecorded"
-    parts = [f"device {device}"]
+    devices = execution.get("searched_on") or [
+        execution.get("resolved_device") or execution.get("device") or "unrecorded"]
+    parts = [f"device {devices[0]}" if len(devices) == 1 else
+             f"devices {', then '.join(devices)} (a resume moved the search)"]
     torch = (meta.get("versions") or {}).get("torch")
     if torch:
         parts.append(f"torch {torch}")

@@ -326,11 +326,6 @@ class DistributedEvaluator(LocalEvaluator):
         return self.comm.bcast(result, root=0)
 
     # --- start-up -------------------------------------------------------------------------
-    def placement(self) -> Placement:
-        """Where this rank trains; its GPU is None unless its backend uses NCCL there."""
-        device = resolve_device(self.device, self.group.local_rank)
-        return rank_placement(self.group.rank, self.backend, device, group=0)
-
     def _start(self) -> None:
         self.group.start(resolve_device(self.device, self.group.local_rank), self.timeout)
 

@@ -76,6 +76,12 @@ class RunRecord:
             if (name == "dataset" and isinstance(theirs, dict) and isinstance(mine, dict)
                     and "files" not in theirs):   # recorded before runs noted their files
                 mine = {key: value for key, value in mine.items() if key != "files"}
+            if (name == "evaluator" and isinstance(theirs, dict) and isinstance(mine, dict)
+                    and "ranks_per_network" not in theirs
+                    and mine.get("ranks_per_network") == 1):
+                # a weight-sharing search recorded before searches ran on several ranks ran
+                # on one: resuming it on one changes nothing it measured
+                mine = {key: value for key, value in mine.items() if key != "ranks_per_network"}
             if mine != theirs:
                 found.append(_first_difference(name, theirs, mine))
         return found

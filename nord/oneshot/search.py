@@ -148,7 +148,7 @@ class OneShotSearch:
         self.lookup = lookup
         shape = tuple(self.curator.input_shape)
         check_image_shape(shape, "a weight-sharing search")
-        self.device = resolve_device(settings.device)
+        self.device = resolve_device(settings.device, group.local_rank)
         recipe: Recipe = settings.recipe
         torch.manual_seed(settings.seed)        # the supernet's and the controller's weights
         self.supernet = Supernet(settings.channels, settings.cells_per_stage,

@@ -117,12 +117,13 @@ def search_epoch(epoch: int, lookup: Optional[float] = None) -> SearchEpochRecor
 
 def search_journal(path, epochs: int, dataset: str = "cifar10", lookup: bool = True,
                    finish: bool = True, of: Optional[int] = None,
-                   final: Optional[EvaluationResult] = None) -> Journal:
+                   final: Optional[EvaluationResult] = None,
+                   status: str = "finished") -> Journal:
     """A gdas search's journal with ``epochs`` epochs (``lookup``: with table accuracies),
-    finished and closed, or, with ``finish=False``, left open as a live run's is (the caller
-    adds epochs with ``journal.search_epoch`` and finishes it). ``of``: the search epochs its
-    run record names (None: it names none); ``final``: the final cell's result, journaled
-    as the run's one evaluation."""
+    ended with ``status`` and closed, or, with ``finish=False``, left open as a live run's is
+    (the caller adds epochs with ``journal.search_epoch`` and finishes it). ``of``: the search
+    epochs its run record names (None: it names none); ``final``: the final cell's result,
+    journaled as the run's one evaluation."""
     journal = Journal(path)
     evaluator = {"evaluator": "weight sharing", "method": "gdas",
                  "signal": "validation accuracy", "reported": "test accuracy"}
@@ -138,6 +139,6 @@ def search_journal(path, epochs: int, dataset: str = "cifar10", lookup: bool = T
         journal.record([CandidateRecord(0, 0, list(genome), 0)], [EvaluationRecord(
             0, 0, 0, list(genome), "0", None, None, final, None, 1.0, 2.0)])
     if finish:
-        journal.finish("finished", f"{epochs} search epochs")
+        journal.finish(status, f"{epochs} search epochs")
         journal.close()
     return journal

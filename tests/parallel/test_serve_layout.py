@@ -85,6 +85,7 @@ def site(tmp_path_factory):
     stopped.finish("interrupted", "SIGINT")
     stopped.close()
     search_journal(folder / "gdas-digits.db", epochs=2, dataset="digits", lookup=False)
+    search_journal(folder / "gdas-stopped.db", epochs=2, status="interrupted")
     searching = search_journal(folder / "gdas-starting.db", epochs=0, finish=False)
     server = serve_process([folder])
     line = server.stdout.readline()
@@ -375,6 +376,14 @@ def test_a_search_draws_a_panel_per_edge_its_accuracy_and_its_cells(site):
     assert [row["final"] for row in drawn["rows"]] == [False, True]
     assert drawn["final"] == ("The final cell, derived after epoch 2 (highlighted): "
                               + search_epoch(2).cell)
+
+
+def test_a_search_stopped_before_its_end_shows_its_last_cell_not_a_final_one(site):
+    driver = _open(site, "gdas-stopped.db")
+    wait_for(lambda: _search(driver)["rows"], 20)
+    drawn = _search(driver)
+    assert drawn["final"] == ("The latest cell, derived after epoch 2 (highlighted; the search "
+                              "was interrupted there): " + search_epoch(2).cell)
 
 
 def test_a_search_on_the_table_draws_the_derived_cells_table_accuracy(site):

@@ -6,6 +6,7 @@ caught, a resume from the root's checkpoint; and from the command line, a run un
 The rank programs live in tests/parallel/oneshot_programs.py."""
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -98,6 +99,25 @@ def test_a_search_under_mpirun_is_one_search_journaled_by_rank_0(tmp_path):
     assert process.returncode == 2, process.stdout + process.stderr
     assert ("trained its supernet on 2 ranks" in process.stderr
             and "resume it under mpirun -np 2" in process.stderr), process.stderr
+    assert journal.read_bytes() == before
+
+
+@pytest.mark.skipif(not horovod_built(), reason="Horovod is not built (run "
+                    "scripts/build_horovod.sh)")
+def test_a_resume_the_journal_refuses_is_refused_on_every_rank_in_one_line(tmp_path):
+    journal = tmp_path / "rsps.db"
+    code, output = mpirun_nord("run", "--algorithm", "rsps", *TINY, "--search-epochs", "1",
+                               "--backend", "torch", "--journal", journal)
+    assert code == 0, output
+    with sqlite3.connect(journal) as connection:     # as a search stopped after its epoch
+        connection.execute("UPDATE run SET status = 'interrupted'")
+    connection.close()
+    before = journal.read_bytes()
+    # the backend is the journal's to compare (the configuration's check lets it by)
+    code, output = mpirun_nord("resume", journal, "--backend", "horovod")
+    assert code == 2, output
+    assert "evaluator.backend" in output and "Traceback" not in output, output
+    assert "MPI_Abort" not in output, output
     assert journal.read_bytes() == before
 
 

@@ -1,14 +1,18 @@
 """Weight-sharing searches from the command line: every method on Digits at a tiny size, a
 seeded search repeated, a search killed with SIGKILL in the middle of an epoch and resumed with
 ``nord resume``, a trained supernet searched by REA, and the refusals that write no journal."""
+import json
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
 
 import pytest
 
+from nord.app.runner import _ranks_refusal, evaluation_of
+from nord.app.settings import RunConfig
 from nord.benchmarks.nasbench201.cells import cell_to_genome
 from nord.journal import Journal
 from nord.oneshot.registry import METHODS
@@ -93,6 +97,54 @@ def test_a_search_killed_mid_epoch_and_resumed_is_the_search_never_killed(tmp_pa
     assert code == 0, output
     assert rows(cut) == rows(whole)
     assert final(cut) == final(whole)
+
+
+def test_a_search_journaled_before_searches_recorded_their_ranks_resumes(tmp_path):
+    journal = tmp_path / "older.db"
+    code, output = nord("run", "--algorithm", "rsps", *TINY, "--journal", journal)
+    assert code == 0, output
+    whole = rows(journal)
+    # what such a search left when stopped: no ranks in its evaluator, not finished
+    with sqlite3.connect(journal) as connection:
+        (evaluator,) = connection.execute("SELECT evaluator FROM run").fetchone()
+        older = {k: v for k, v in json.loads(evaluator).items() if k != "ranks_per_network"}
+        connection.execute("UPDATE run SET evaluator = ?, status = 'interrupted'",
+                           (json.dumps(older),))
+    connection.close()
+    code, output = nord("resume", journal)
+    assert code == 0, output
+    assert rows(journal) == whole
+    with Journal(journal) as record:
+        assert record.metadata()["status"] == "finished"
+
+
+def test_a_search_resumed_on_another_device_keeps_every_device_it_searched_on(tmp_path):
+    journal = tmp_path / "moved.db"
+    code, output = nord("run", "--algorithm", "rsps", *TINY, "--journal", journal)
+    assert code == 0, output
+    with Journal(journal) as record:
+        assert record.metadata()["execution"]["searched_on"] == ["cpu"]
+    # as though its first start had searched on a GPU, and stopped
+    with sqlite3.connect(journal) as connection:
+        (execution,) = connection.execute("SELECT execution FROM run").fetchone()
+        elsewhere = {**json.loads(execution), "resolved_device": "cuda:0 (NVIDIA H200)"}
+        del elsewhere["searched_on"]
+        connection.execute("UPDATE run SET execution = ?, status = 'interrupted'",
+                           (json.dumps(elsewhere),))
+    connection.close()
+    code, output = nord("resume", journal)
+    assert code == 0, output
+    with Journal(journal) as record:
+        execution = record.metadata()["execution"]
+    assert execution["resolved_device"] == "cpu"
+    assert execution["searched_on"] == ["cuda:0 (NVIDIA H200)", "cpu"]
+
+
+def test_a_search_journaled_before_searches_recorded_their_ranks_ran_on_one():
+    config = RunConfig(space="nasbench201", algorithm="gdas", dataset="digits",
+                       journal="older.db")
+    refusal = _ranks_refusal(config, evaluation_of(config), {"evaluator": "weight sharing"}, 2)
+    assert "on 1 rank" in refusal and "without mpirun" in refusal, refusal
 
 
 def test_a_trained_supernet_scores_the_cells_of_a_search(tmp_path):

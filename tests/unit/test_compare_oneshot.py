@@ -82,6 +82,22 @@ def test_a_searchs_device_is_the_one_it_searched_on_with_its_ranks(tmp_path):
     assert device.startswith("device cuda:0 (NVIDIA H200)") and device.endswith("2 ranks")
 
 
+def test_a_search_resumed_on_another_device_names_every_device_it_searched_on(tmp_path):
+    path = search_journal(tmp_path / "gdas.db", [2.0, 3.0, 5.5], execution={
+        "resolved_device": "cuda:0 (NVIDIA H200)", "searched_on": ["cpu", "cuda:0 (NVIDIA H200)"]})
+    device = read_oneshot_run(path, "cifar10").device
+    assert device.startswith("devices cpu, then cuda:0 (NVIDIA H200)"), device
+
+
+def test_a_search_recorded_before_searches_recorded_their_ranks_is_a_seed_of_one_rank(tmp_path):
+    older = search_journal(tmp_path / "a.db", [2.0, 3.0], seed=0)            # no ranks
+    newer = search_journal(tmp_path / "b.db", [2.0, 3.0], seed=1, ranks=1)
+    assert [run.seed for run in read_oneshot_runs([older, newer], "cifar10")["gdas"]] == [0, 1]
+    twice = search_journal(tmp_path / "c.db", [2.0, 3.0], seed=2, ranks=2)
+    with pytest.raises(ConfigurationError, match="ranks_per_network"):
+        read_oneshot_runs([older, twice], "cifar10")
+
+
 def test_the_runs_of_a_method_are_its_seeds_drawn_as_mean_and_band(tmp_path):
     slow = search_journal(tmp_path / "a.db", [2.0, 3.0, 5.0], seed=0)
     fast = search_journal(tmp_path / "b.db", [1.0, 1.0], genomes=GENOMES[1:], seed=1,

@@ -12,9 +12,11 @@ torch = pytest.importorskip("torch")
 from nord.benchmarks.nasbench201.cells import EDGE_NAMES, OPS, cell_to_genome  # noqa: E402
 from nord.data.builtin import TensorCurator  # noqa: E402
 from nord.errors import ConfigurationError  # noqa: E402
+from nord.evaluators.group import Alone  # noqa: E402
 from nord.journal import Journal, RunRecord  # noqa: E402
 from nord.oneshot.settings import MethodSettings  # noqa: E402
 from nord.oneshot.registry import METHODS  # noqa: E402
+from nord.oneshot import search as search_module  # noqa: E402
 from nord.oneshot.search import OneShotSearch, OneShotSettings  # noqa: E402
 
 # every method searched, repeated, stopped and resumed: in make test, not the fast lane
@@ -176,3 +178,16 @@ def test_images_the_network_cannot_halve_twice_are_refused():
                         rng.normal(size=(8, 1, 6, 6)), rng.integers(0, 2, 8))
     with pytest.raises(ConfigurationError, match=r"multiples of 4.*\(1, 6, 6\)"):
         OneShotSearch(settings("darts-v1"), odd)
+
+
+def test_the_ranks_of_a_host_search_each_on_the_gpu_of_its_local_rank(monkeypatch):
+    """As in data-parallel training, 'cuda' or 'auto' on rank k of a host is its GPU k: the
+    group's backend took that GPU for the rank, and NCCL refuses two ranks on one."""
+    asked = []
+
+    def resolve(device, local_rank=0):
+        asked.append((device, local_rank))
+        return torch.device("cpu")          # the GPU that rank would take, on this machine
+    monkeypatch.setattr(search_module, "resolve_device", resolve)
+    OneShotSearch(settings("rsps", device="cuda"), images(), group=Alone(local_rank=1))
+    assert asked == [("cuda", 1)]
