@@ -25,17 +25,16 @@ scaling: 1 rank x 2 threads against 2 ranks x 1 thread, alternately, each job se
 one method on the same samples per epoch (the recipe's batch is per rank, so 2 ranks make
 half the steps), at a size where compute dominates; 1 rank x 1 thread as context. An epoch's
 time is the median of the epochs after the first; 1 rank x 1 thread runs in the first round
-only. Target: the 2-rank epoch takes <= 0.65 of
-the 1-rank one.
+only. Target: the 2-rank epoch takes <= 0.65 of the 1-rank one.
+
+Both parts cut each epoch's end short (4 candidates scored, ENAS's controller 2 x 2 samples;
+the benchmark's: 100, 50 x 20), so that the steps weigh in the epoch.
 """
 import argparse
 import json
-import math
 import os
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -43,9 +42,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from bench import distributed  # noqa: E402
+from bench.distributed import backends, balanced_ratio, yield_when_idle  # noqa: E402
 from nord.evaluators.group import Alone  # noqa: E402
-PASS_THROUGH = ("HOROVOD_CYCLE_TIME", "HOROVOD_CONTROLLER", "HOROVOD_CPU_OPERATIONS",
-                "OMPI_MCA_mpi_yield_when_idle")
+
 METHOD_NAMES = ("darts-v1", "darts-v2", "gdas", "setn", "enas", "rsps")
 CALLS = ("average_gradients", "root_decides", "mean", "check_same", "share_root_buffers")
 OVERHEAD_TARGET = 1.05
@@ -177,15 +177,6 @@ def overhead_worker(backend, methods, rounds, size, out):
         Path(out).write_text(json.dumps(rows))
 
 
-def balanced_ratio(ratios):
-    """Median ratio of the rounds where the data-parallel search ran first, times that of the
-    rounds where it ran second, square-rooted: an advantage of either order cancels out."""
-    first, second = ratios[0::2], ratios[1::2]
-    if not second:
-        return statistics.median(first)
-    return (statistics.median(first) * statistics.median(second)) ** 0.5
-
-
 def summarise_overhead(row):
     """The figures of one method: medians, the ratio, the root's share of the epoch in each
     group call (over every round)."""
@@ -254,7 +245,8 @@ def summarise_scaling(backend, method, one, two, single):
     t1, t2, t11 = (statistics.median(r["epoch_s"] for r in runs) for runs in (one, two, single))
     return {"backend": backend, "method": method, "one_rank_two_threads_s": t1,
             "two_ranks_one_thread_s": t2, "one_rank_one_thread_s": t11,
-            "steps_one_rank": one[0]["steps_per_epoch"], "steps_two_ranks": two[0]["steps_per_epoch"],
+            "steps_one_rank": one[0]["steps_per_epoch"],
+            "steps_two_ranks": two[0]["steps_per_epoch"],
             "ratios": ratios, "ratio": statistics.median(ratios),
             "calls_share": statistics.median(r["calls_share"] for r in two)}
 
@@ -278,47 +270,9 @@ def print_scaling(s, size):
           f"{'met' if s['ratio'] <= SCALING_TARGET else 'NOT met'}")
 
 
-# --- the launcher -------------------------------------------------------------------------------
-def yield_when_idle(ranks, threads):
-    """mpirun's arguments that make MPI yield while waiting, where the ranks share cores."""
-    from nord.parallel.launcher import cores_are_shared
-    cores = os.cpu_count() or 1
-    shared = cores_are_shared(ranks, threads, cores, cores)
-    return ["--mca", "mpi_yield_when_idle", "1"] if shared else []
-
-
-def mpirun(ranks, threads, arguments):
-    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
-               OMP_NUM_THREADS=str(threads), PYTHONPATH=str(REPO))
-    command = ["mpirun", "-np", str(ranks), "--oversubscribe", "--bind-to", "none",
-               *yield_when_idle(ranks, threads), "-x", "OMP_NUM_THREADS", "-x", "PYTHONPATH",
-               *[arg for name in PASS_THROUGH if name in os.environ for arg in ("-x", name)],
-               sys.executable, __file__, *arguments]
-    subprocess.run(command, env=env, check=True, timeout=1800, stdout=subprocess.DEVNULL)
-
-
+# --- the launcher --------------------------------------------------------------------------
 def launch(worker, ranks, threads, **options):
-    with tempfile.TemporaryDirectory() as folder:
-        out = Path(folder) / "result.json"
-        arguments = ["--worker", worker, "--out", str(out)]
-        for name, value in options.items():
-            flag = f"--{name.replace('_', '-')}"
-            if value is True:
-                arguments.append(flag)
-            elif value is not False:
-                arguments += [flag, str(value)]
-        mpirun(ranks, threads, arguments)
-        return json.loads(out.read_text())
-
-
-def backends(choice):
-    if choice != "all":
-        return [choice]
-    try:
-        import horovod.torch  # noqa: F401
-        return ["horovod", "torch"]
-    except ImportError:
-        return ["torch"]
+    return distributed.launch(worker, ranks, threads, script=__file__, **options)
 
 
 def main(args):

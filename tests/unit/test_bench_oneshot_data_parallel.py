@@ -9,7 +9,6 @@ import sys
 from pathlib import Path
 
 import pytest
-import torch
 
 from bench.oneshot_data_parallel import (CALLS, METHOD_NAMES, OVERHEAD_TARGET, SCALING_TARGET,
                                          SIZES, ShardOnly, backends, balanced_ratio, curator,
@@ -21,16 +20,8 @@ BENCH = REPO / "bench" / "oneshot_data_parallel.py"
 QUICK = SIZES["quick"]["overhead"]
 
 
-@pytest.fixture
-def one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 @pytest.mark.parametrize("rank", [0, 1])
-def test_the_compute_alone_takes_a_ranks_shard_and_makes_the_epochs_group_calls(rank, one_thread):
+def test_the_compute_alone_takes_a_ranks_shard_and_makes_the_epochs_group_calls(rank):
     data = curator(QUICK["samples"], QUICK["side"])
     _, alone_steps, _, alone_calls = timed_search("gdas", QUICK, data, Alone())
     seconds, steps, call_seconds, calls = timed_search("gdas", QUICK, data, ShardOnly(rank, 2))
