@@ -36,6 +36,7 @@ bench: setup
 	$(PYTHON) bench/callback_cost.py
 	$(PYTHON) bench/stop_rules.py
 	$(PYTHON) bench/distributed.py
+	$(PYTHON) bench/oneshot_data_parallel.py
 	$(PYTHON) bench/nasbench201_lookup.py
 	$(PYTHON) bench/compare_speed.py --processes 1
 	$(PYTHON) bench/compare_speed.py --simulated

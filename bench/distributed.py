@@ -276,23 +276,30 @@ def yield_when_idle(ranks, threads):
     return ["--mca", "mpi_yield_when_idle", "1"] if shared else []
 
 
-def mpirun(ranks, threads, arguments):
+def mpirun(ranks, threads, arguments, script=__file__):
+    """Run ``script`` with ``arguments`` on ``ranks`` ranks of ``threads`` threads each."""
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
                OMP_NUM_THREADS=str(threads), PYTHONPATH=str(REPO))
     command = ["mpirun", "-np", str(ranks), "--oversubscribe", "--bind-to", "none",
                *yield_when_idle(ranks, threads), "-x", "OMP_NUM_THREADS", "-x", "PYTHONPATH",
                *[arg for name in PASS_THROUGH if name in os.environ for arg in ("-x", name)],
-               sys.executable, __file__, *arguments]
+               sys.executable, str(script), *arguments]
     subprocess.run(command, env=env, check=True, timeout=1800, stdout=subprocess.DEVNULL)
 
 
-def launch(worker, ranks, threads, **options):
+def launch(worker, ranks, threads, script=__file__, **options):
+    """The JSON that ``script``'s ``worker`` writes under mpirun, given ``options`` as flags
+    (``name_part=value``: ``--name-part value``; True: the flag alone; False: none)."""
     with tempfile.TemporaryDirectory() as folder:
         out = Path(folder) / "result.json"
         arguments = ["--worker", worker, "--out", str(out)]
         for name, value in options.items():
-            arguments += [f"--{name}", str(value)]
-        mpirun(ranks, threads, arguments)
+            flag = f"--{name.replace('_', '-')}"
+            if value is True:
+                arguments.append(flag)
+            elif value is not False:
+                arguments += [flag, str(value)]
+        mpirun(ranks, threads, arguments, script)
         return json.loads(out.read_text())
 
 
