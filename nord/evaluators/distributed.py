@@ -102,8 +102,16 @@ class DataParallelGroup(Alone):
             hvd.broadcast_parameters(buffers, root_rank=0)   # collective
             return
         import torch.distributed as dist
+        kinds: dict = {}     # one broadcast per dtype and device, not one per buffer
         for _, tensor in buffers:
-            dist.broadcast(tensor, src=0)   # collective
+            kinds.setdefault((tensor.dtype, tensor.device), []).append(tensor)
+        for tensors in kinds.values():
+            flat = torch.cat([tensor.reshape(-1) for tensor in tensors])
+            dist.broadcast(flat, src=0)   # collective
+            offset = 0
+            for tensor in tensors:
+                tensor.copy_(flat[offset:offset + tensor.numel()].view_as(tensor))
+                offset += tensor.numel()
 
     def start(self, device: torch.device, timeout: float = 600.0) -> None:
         """Start the backend on every rank of the group, once (collective): refuse two ranks
