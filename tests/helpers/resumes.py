@@ -9,8 +9,10 @@ Runs use the plug-in tests/helpers/killing.py, which logs each finished epoch an
 when told to.
 """
 import os
+import signal
 import subprocess
 import sys
+import time
 
 from nord.journal import Journal
 from tests.mpirun import MPI_ENV, REPO
@@ -61,3 +63,18 @@ def results(journal):
     for row in rows.values():
         row["metrics"].pop("epochs_resumed", None)
     return rows, curves, resumed
+
+
+def kill_in_second_epoch(command, journal, env=None) -> int:
+    """Start a weight-sharing search (``command``, writing ``journal``) in a session of its
+    own, and kill it with SIGKILL just after its first epoch's checkpoint appears; returns its
+    exit status."""
+    process = subprocess.Popen(command, cwd=REPO, env=env, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL, start_new_session=True)
+    checkpoint = f"{journal}.checkpoints/search.pt"
+    deadline = time.time() + 300
+    while not os.path.exists(checkpoint) and process.poll() is None and time.time() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.3)                                  # into the second epoch
+    os.killpg(process.pid, signal.SIGKILL)
+    return process.wait()

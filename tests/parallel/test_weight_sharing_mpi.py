@@ -5,16 +5,15 @@ caught, a resume from the root's checkpoint; and from the command line, a run un
 
 The rank programs live in tests/parallel/oneshot_programs.py."""
 import os
-import signal
 import sqlite3
 import subprocess
 import sys
-import time
 
 import pytest
 
 from nord.benchmarks.nasbench201.cells import cell_to_genome
 from nord.journal import Journal
+from tests.helpers.resumes import kill_in_second_epoch
 from tests.mpirun import MPI_ENV, REPO, requires_mpirun, run_mpi
 
 pytestmark = [requires_mpirun, pytest.mark.mpi, pytest.mark.timeout(600)]
@@ -131,16 +130,7 @@ def test_a_search_on_two_ranks_killed_mid_epoch_and_resumed_is_the_search_never_
     command = ["mpirun", "-np", "2", "--oversubscribe", "--bind-to", "none", "--mca",
                "mpi_yield_when_idle", "1", sys.executable, "-m", "nord", "run", *settings,
                "--journal", str(cut)]
-    process = subprocess.Popen(command, cwd=REPO, env=dict(os.environ, **MPI_ENV),
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                               start_new_session=True)
-    checkpoint = f"{cut}.checkpoints/search.pt"
-    deadline = time.time() + 300
-    while not os.path.exists(checkpoint) and process.poll() is None and time.time() < deadline:
-        time.sleep(0.05)
-    time.sleep(0.3)                                  # into the second epoch
-    os.killpg(process.pid, signal.SIGKILL)
-    process.wait()
+    kill_in_second_epoch(command, cut, env=dict(os.environ, **MPI_ENV))
     assert len(rows(cut)) < 3
     code, output = mpirun_nord("resume", cut)
     assert code == 0, output

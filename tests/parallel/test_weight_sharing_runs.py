@@ -7,7 +7,6 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import time
 
 import pytest
 
@@ -16,6 +15,7 @@ from nord.app.settings import RunConfig
 from nord.benchmarks.nasbench201.cells import cell_to_genome
 from nord.journal import Journal
 from nord.oneshot.registry import METHODS
+from tests.helpers.resumes import kill_in_second_epoch
 from tests.mpirun import REPO
 
 pytestmark = [pytest.mark.processes, pytest.mark.timeout(600)]
@@ -81,17 +81,8 @@ def test_a_search_killed_mid_epoch_and_resumed_is_the_search_never_killed(tmp_pa
     code, output = nord("run", *settings, "--journal", whole)
     assert code == 0, output
     cut = tmp_path / "cut.db"
-    process = subprocess.Popen([*NORD, "run", *settings, "--journal", str(cut)], cwd=REPO,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                               start_new_session=True)
-    checkpoint = f"{cut}.checkpoints/search.pt"
-    deadline = time.time() + 300
-    while not os.path.exists(checkpoint) and process.poll() is None and time.time() < deadline:
-        time.sleep(0.05)
-    time.sleep(0.3)                                  # into the second epoch
-    os.killpg(process.pid, signal.SIGKILL)
-    process.wait()
-    assert process.returncode == -signal.SIGKILL
+    assert kill_in_second_epoch([*NORD, "run", *settings, "--journal", str(cut)],
+                                cut) == -signal.SIGKILL
     assert len(rows(cut)) < 3
     code, output = nord("resume", cut)
     assert code == 0, output
