@@ -20,6 +20,7 @@ QUICK = SIZES["quick"]["overhead"]
 
 
 @pytest.mark.parametrize("rank", [0, 1])
+@pytest.mark.slow
 def test_the_compute_alone_takes_a_ranks_shard_and_makes_the_epochs_group_calls(rank):
     data = curator(QUICK["samples"], QUICK["side"])
     _, alone_steps, _, alone_calls = timed_search("gdas", QUICK, data, Alone())

@@ -3,9 +3,12 @@ import importlib.util
 import re
 from pathlib import Path
 
+import pytest
+
 BENCH = Path(__file__).resolve().parents[2] / "bench" / "stop_rules.py"
 
 
+@pytest.mark.slow
 def test_a_small_run_compares_epochs_and_accuracy_with_and_without_rules(capsys):
     spec = importlib.util.spec_from_file_location("bench_stop_rules", BENCH)
     bench = importlib.util.module_from_spec(spec)

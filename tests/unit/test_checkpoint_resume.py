@@ -321,6 +321,7 @@ def test_a_new_run_never_goes_on_from_another_runs_checkpoints(digits, tmp_path)
     assert summary.resumed_candidates == 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["async", "sync"])
 def test_a_scheduled_leg_stopped_midway_goes_on_from_its_checkpoint(digits, tmp_path, mode):
     kind = "asha" if mode == "async" else "sha"

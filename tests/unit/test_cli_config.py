@@ -142,6 +142,7 @@ def test_bad_protocol_flags_are_refused_before_anything_is_loaded(tmp_path, caps
     assert not (tmp_path / "r.db").exists()
 
 
+@pytest.mark.slow
 def test_a_run_with_asha_records_its_legs_and_the_validation_split(tmp_path, capsys):
     journal = tmp_path / "asha.db"
     assert main(["run", "--algorithm", "random", "--budget", "6", "--mode", "async",

@@ -121,6 +121,7 @@ def test_an_unreadable_or_foreign_kept_split_is_made_anew_and_replaced(data_root
     assert [path.name for path in kept.parent.iterdir()] == [kept.name]   # no part left
 
 
+@pytest.mark.slow
 def test_no_damage_to_a_kept_split_gets_past_its_reader(data_root):
     """Every one-bit flip of the file's first 64 bytes and of its zip directory: the reader
     gives the split it was written as, or None (split anew); it never raises."""

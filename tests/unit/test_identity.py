@@ -315,6 +315,7 @@ def wirings_isomorphic(n, first, second):
     return any(b_sides(first, perm) == target for perm in itertools.permutations(range(n)))
 
 
+@pytest.mark.slow
 def test_random_regular_wirings_agree_with_brute_force():
     # All regular wirings of one size and degree look alike to colour refinement, so
     # every pair here is told apart (or matched) by the search alone.

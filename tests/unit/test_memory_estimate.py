@@ -158,6 +158,7 @@ def _activations_of_a_second_pass(descriptor, input_shape, classes, batch_size):
     return sum(size for _, size in outputs.values()) + batch.numel() * batch.element_size()
 
 
+@pytest.mark.slow
 def test_the_probes_count_what_a_separate_training_pass_counts():
     """Random graphs (merges, dropout, batch norm, views, flattens): the activation bytes
     read from the meta build's own probes equal a second forward pass's, byte for byte, and

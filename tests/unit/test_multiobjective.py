@@ -160,6 +160,7 @@ def test_an_nsga2_population_pygmo_refuses_is_refused_before_the_run(population_
         make_nsga2(NASBench201Space(), 0, 100, population_size)
 
 
+@pytest.mark.slow
 @needs_pygmo
 def test_the_journaled_report_run_matches_the_comparison_run(tmp_path):
     report = write_nsga2_report(tmp_path / "report", "cifar10", budget=120, seed=2)

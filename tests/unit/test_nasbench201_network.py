@@ -158,6 +158,7 @@ def compare_with_table(table, codes, count):
     return matched, averaged
 
 
+@pytest.mark.slow
 def test_every_cell_matches_the_table_but_two_hundred_and_four_means(table):
     # A cell's convolutions all map C to C channels, so its network's parameters depend only
     # on how many 1x1 and 3x3 convolutions it has: one real network per count pair covers

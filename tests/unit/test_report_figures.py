@@ -78,6 +78,7 @@ def test_a_synchronous_run_of_few_generations_keeps_its_generations(tmp_path):
         [(0.0, [0.5], 1), (1.0, [0.6], 0)])
 
 
+@pytest.mark.slow
 def test_a_run_of_fifteen_thousand_evaluations_is_drawn_in_few_bins(tmp_path):
     path = write_journal(tmp_path / "long.db", async_generations(15000), mode="async",
                          with_descriptors=False)

@@ -138,6 +138,7 @@ def test_malformed_requests_get_a_4xx_and_the_server_lives_on(view, folder):
     assert view.get("/api/runs")[0] == 200
 
 
+@pytest.mark.slow
 def test_the_cursor_returns_only_what_was_added(tmp_path):
     path = tmp_path / "live.db"
     journal = Journal(path)

@@ -218,6 +218,7 @@ def _row(path):
         connection.close()
 
 
+@pytest.mark.slow
 def test_nord_run_with_a_time_budget_ends_by_itself_and_resume_extends_it(tmp_path, capsys):
     journal = str(tmp_path / "r.db")
     assert main(["run", "--space", "nasbench201", "--budget", "100000000", "--time-budget",
