@@ -224,9 +224,9 @@ def _where_searched(stored, device: str) -> Dict[str, Any]:
     """Where the search's seconds are measured (``resolved_device``: this start's device) and
     every device its starts have searched on, in order (``searched_on``): a resume on another
     device replaces the first, and the seconds of the epochs before it were not measured there."""
-    before = [] if stored is None else (
-        stored.execution.get("searched_on")
-        or [stored.execution[key] for key in ("resolved_device",) if key in stored.execution])
+    execution = {} if stored is None else stored.execution
+    before = execution.get("searched_on") or (
+        [execution["resolved_device"]] if "resolved_device" in execution else [])
     return {"resolved_device": device,
             "searched_on": before if before[-1:] == [device] else [*before, device]}
 

@@ -20,7 +20,7 @@ import logging
 import os
 import socket
 from datetime import timedelta
-from typing import Optional
+from typing import Optional, Tuple
 
 import torch
 
@@ -83,9 +83,13 @@ class DataParallelGroup(Alone):
 
     def reduce_counts(self, correct, seen, loss_sum, error=None):
         self.agree(error)
-        totals = self.comm.allreduce(torch.tensor([correct, seen], dtype=torch.int64).numpy())
+        correct, seen = self._summed_counts(correct, seen)
         loss_total = self.comm.allreduce(float(loss_sum))
-        return int(totals[0]), int(totals[1]), loss_total
+        return correct, seen, loss_total
+
+    def _summed_counts(self, correct: int, seen: int) -> Tuple[int, int]:
+        totals = self.comm.allreduce(torch.tensor([correct, seen], dtype=torch.int64).numpy())
+        return int(totals[0]), int(totals[1])
 
     def root_decides(self, value):
         return self.comm.bcast(value, root=0)   # collective
@@ -183,9 +187,8 @@ class DataParallelGroup(Alone):
         return None if loss is None else float(buffer[-1])
 
     def mean(self, hits):
-        counts = torch.tensor([int(hits.sum()), hits.numel()], dtype=torch.int64).numpy()
-        correct, seen = self.comm.allreduce(counts)   # collective
-        return float(correct) / float(seen) if seen else float("nan")
+        correct, seen = self._summed_counts(int(hits.sum()), hits.numel())   # collective
+        return correct / seen if seen else float("nan")
 
     def check_same(self, what, tensors):
         """An allgather of a digest of the tensors' bytes on every rank."""

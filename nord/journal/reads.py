@@ -420,14 +420,16 @@ class JournalReader(JournalFile):
         }
 
     def _search_progress(self) -> Dict[str, Any]:
-        """A weight-sharing search's epochs done and its latest derived cell (nothing for a
-        run that shares no weights)."""
+        """A weight-sharing search's epochs done, its latest derived cell and that cell's table
+        accuracy (nothing for a run that shares no weights)."""
         if not self._has_table("search_epochs"):
             return {}
-        rows = self._query("SELECT epoch, cell FROM search_epochs ORDER BY epoch DESC LIMIT 1")
+        rows = self._query("SELECT epoch, cell, lookup_accuracy FROM search_epochs "
+                           "ORDER BY epoch DESC LIMIT 1")
         if not rows:
             return {}
-        return {"search_epochs_done": int(rows[0]["epoch"]), "latest_cell": rows[0]["cell"]}
+        return {"search_epochs_done": int(rows[0]["epoch"]), "latest_cell": rows[0]["cell"],
+                "latest_lookup_accuracy": rows[0]["lookup_accuracy"]}
 
     @staticmethod
     def _wall_time(meta: Dict[str, Any], first: Optional[float], last: Optional[float]

@@ -162,8 +162,12 @@ class OneShotMethod:
         return mean_loss
 
     def _uniform_cell(self) -> Tuple[int, ...]:
-        return self.group.root_decides(tuple(int(op) for op in torch.randint(
-            0, N_OPS, (N_EDGES,), generator=self.generator)))
+        return self.group.root_decides(self._draw_uniform_cell())
+
+    def _draw_uniform_cell(self) -> Tuple[int, ...]:
+        """A uniformly drawn cell of this rank's generator (``_uniform_cell``: the root's)."""
+        return tuple(int(op) for op in torch.randint(0, N_OPS, (N_EDGES,),
+                                                     generator=self.generator))
 
     def _best_on_batches(self, cells, next_arch_batch: NextBatch) -> Tuple[int, ...]:
         """The cell of ``cells`` with the highest accuracy, each scored on the next
@@ -425,7 +429,8 @@ class RandomWithSharing(OneShotMethod):
         return torch.full((N_EDGES, N_OPS), 1.0 / N_OPS)
 
     def derive(self, next_arch_batch: NextBatch) -> Tuple[int, ...]:
-        cells = [self._uniform_cell() for _ in range(self.candidates)]
+        cells = self.group.root_decides(   # the root's candidates, in one broadcast
+            [self._draw_uniform_cell() for _ in range(self.candidates)])
         return self._best_on_batches(cells, next_arch_batch)
 
 

@@ -201,7 +201,8 @@ class OneShotSearch:
     def run(self) -> OneShotResult:
         """Search from the checkpoint when there is one, else from the start."""
         start = self._resume()
-        self._start_together()
+        if start == 0:      # a resume gave every rank the root's checkpoint already
+            self._start_together()
         epochs = self.settings.search_epochs
         for epoch in range(start, epochs):
             began = time.perf_counter()

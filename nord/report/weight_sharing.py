@@ -20,7 +20,7 @@ import os
 from pathlib import Path
 from typing import Any, Dict, List, Union
 
-from nord.benchmarks.nasbench201.cells import EDGE_NAMES, OPS
+from nord.benchmarks.nasbench201.cells import EDGE_NAMES, OPS, in_benchmark_order
 from nord.report.plots import new_figure, run_colour, save_figure
 from nord.report.runs import RunData
 
@@ -52,15 +52,12 @@ def plot_search(run: RunData, path: PathLike) -> Path:
     (or the losses) per epoch."""
     rows = run.search_epochs
     epochs = [row["epoch"] for row in rows]
-    # the benchmark's order of edges and operations (the journal's JSON keeps them sorted)
-    edges = sorted(rows[0]["weights"], key=lambda edge: EDGE_NAMES.index(edge)
-                   if edge in EDGE_NAMES else len(EDGE_NAMES))
+    edges = in_benchmark_order(rows[0]["weights"], EDGE_NAMES)
     figure = new_figure(13.0, 6.4)
     grid = figure.subplots(2, 4, squeeze=False)
     for index, edge in enumerate(edges):
         axes = grid[index // 4, index % 4]
-        ops = sorted(rows[0]["weights"][edge], key=lambda op: OPS.index(op) if op in OPS
-                     else len(OPS))
+        ops = in_benchmark_order(rows[0]["weights"][edge], OPS)
         for number, op in enumerate(ops):
             axes.plot(epochs, [row["weights"][edge][op] for row in rows], color=run_colour(number),
                       label=op, marker="." if len(rows) < 30 else None)

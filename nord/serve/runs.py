@@ -128,7 +128,7 @@ def run_line(entry: Entry, now: Optional[float] = None) -> Dict[str, Any]:
         try:
             with open_reader(entry) as reader:
                 summary, version = reader.summary(), reader.schema_version
-                searched = search_read(reader) if is_search(summary) else None
+                searched = search_read(reader, summary) if is_search(summary) else None
         except JournalError as error:
             return {**base, "state": "unreadable", "error": str(error)}
         # a writer's checkpoint waits for readers: a summary that takes long is read at

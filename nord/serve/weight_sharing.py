@@ -4,7 +4,7 @@ where the search stands) and, on its run's page, the epochs its journal gained a
 cursor, in the benchmark's order of edges and operations, for the page to draw each edge's
 distribution, the derived cell's table accuracy (or the mean losses) and the cells.
 
-    read = search_read(reader) if is_search(summary) else None   # with the run's summary
+    read = search_read(reader, summary) if is_search(summary) else None
     line["search"] = search_line(summary, read, state, path)     # what the pages say of it
     search = search_delta(reader, after=cursor.search)   # None: no new epoch
     search["edges"], search["ops"], search["epochs"][0]["weights"]   # [edge][op] probabilities
@@ -14,9 +14,9 @@ The report draws the same in PNG (nord.report.weight_sharing).
 from __future__ import annotations
 
 import math
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence
+from typing import Any, Dict, Mapping, Optional
 
-from nord.benchmarks.nasbench201.cells import EDGE_NAMES, OPS
+from nord.benchmarks.nasbench201.cells import EDGE_NAMES, OPS, in_benchmark_order
 from nord.journal.reads import JournalReader
 from nord.serve.prerender import percent
 
@@ -36,18 +36,14 @@ def _real(value: Any) -> Optional[float]:
     return float(value) if isinstance(value, (int, float)) and math.isfinite(value) else None
 
 
-def search_read(reader: JournalReader) -> Dict[str, Any]:
-    """What a search's line needs beyond the run's summary: its latest epoch (``epoch``, 0
-    before the first; ``cell``; ``lookup_accuracy``) and its one evaluation (``final``, None
-    before the final cell is evaluated), read in two short queries."""
-    read: Dict[str, Any] = {"epoch": 0, "cell": None, "lookup_accuracy": None, "final": None}
-    if reader.query("SELECT 1 FROM sqlite_master WHERE type = 'table' "
-                    "AND name = 'search_epochs'"):
-        latest = reader.query("SELECT epoch, cell, lookup_accuracy FROM search_epochs "
-                              "ORDER BY epoch DESC LIMIT 1")
-        if latest:
-            read.update(epoch=latest[0]["epoch"], cell=latest[0]["cell"],
-                        lookup_accuracy=_real(latest[0]["lookup_accuracy"]))
+def search_read(reader: JournalReader, summary: Mapping[str, Any]) -> Dict[str, Any]:
+    """What a search's line needs: its latest epoch (``epoch``, 0 before the first; ``cell``;
+    ``lookup_accuracy``), as the run's summary (``reader.summary()``) says it, and its one
+    evaluation (``final``, None before the final cell is evaluated), read in one short query."""
+    read: Dict[str, Any] = {"epoch": summary.get("search_epochs_done") or 0,
+                            "cell": summary.get("latest_cell"),
+                            "lookup_accuracy": _real(summary.get("latest_lookup_accuracy")),
+                            "final": None}
     final = reader.query("SELECT accuracy, reported_accuracy, status, error FROM evaluations "
                          "ORDER BY sequence LIMIT 1")
     if final:
@@ -126,12 +122,6 @@ def search_line(summary: Mapping[str, Any], read: Mapping[str, Any], state: str,
     }
 
 
-def _benchmark_order(names: Iterable[str], order: Sequence[str]) -> List[str]:
-    """``names`` in the benchmark's ``order``; any it does not name after them, sorted."""
-    return sorted(set(names), key=lambda name: (order.index(name), "") if name in order
-                  else (len(order), name))
-
-
 def search_delta(reader: JournalReader, after: int = 0) -> Optional[Dict[str, Any]]:
     """The search epochs journaled after epoch ``after``, or None where there is none (a run
     that shares no weights, or no new epoch).
@@ -145,8 +135,8 @@ def search_delta(reader: JournalReader, after: int = 0) -> Optional[Dict[str, An
     rows = reader.search_epochs(after=after)
     if not rows:
         return None
-    edges = _benchmark_order((edge for row in rows for edge in row["weights"]), EDGE_NAMES)
-    ops = _benchmark_order((op for row in rows for ops in row["weights"].values() for op in ops),
+    edges = in_benchmark_order((edge for row in rows for edge in row["weights"]), EDGE_NAMES)
+    ops = in_benchmark_order((op for row in rows for ops in row["weights"].values() for op in ops),
                           OPS)
     epochs = [{
         "epoch": row["epoch"], "cell": row["cell"],

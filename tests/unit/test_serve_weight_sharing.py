@@ -215,7 +215,8 @@ def test_a_search_whose_writer_died_reads_killed_with_its_epochs(tmp_path):
     # a dead writer is a state the summary's reader decides (the browser tests kill one)
     search_journal(tmp_path / "killed.db", epochs=4, of=6)
     with JournalReader(tmp_path / "killed.db", read_only=True) as reader:
-        summary, read = reader.summary(), search_read(reader)
+        summary = reader.summary()
+        read = search_read(reader, summary)
     line = search_line(summary, read, "killed", "runs/killed.db")
     assert line["progress"] == ("killed (its writer stopped) after 4 of 6 epochs; "
                                 "nord resume runs/killed.db")

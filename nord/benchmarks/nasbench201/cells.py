@@ -17,7 +17,7 @@ Details (edge order, codes, the descriptor's layers): docs/benchmarks.md.
 from __future__ import annotations
 
 import functools
-from typing import Any, Dict, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -48,6 +48,13 @@ _OP_INDEX: Dict[str, int] = {op: index for index, op in enumerate(OPS)}
 _FORMAT_HELP = (f"a NAS-Bench-201 cell string looks like '{CELL_FORMAT}': three groups "
                 "separated by '+' for nodes 1, 2 and 3, group i holding one 'op~j' per source "
                 f"node j = 0..i-1 in that order, with op one of {', '.join(OPS)}")
+
+
+def in_benchmark_order(names: Iterable[str], order: Sequence[str]) -> List[str]:
+    """``names`` (of edges or operations) in the benchmark's ``order`` (``EDGE_NAMES``,
+    ``OPS``), any it does not name after them, sorted: a journal's JSON keeps them sorted."""
+    return sorted(set(names), key=lambda name: (order.index(name), "") if name in order
+                  else (len(order), name))
 
 
 # --- genome <-> code <-> cell string ------------------------------------------------------
