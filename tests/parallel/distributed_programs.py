@@ -490,10 +490,16 @@ CHECKS = {f.__name__: f for f in (fixed_weights, trained_identical, recipe_train
                                   serve_and_release, groups_of_one,
                                   groups_of_two)}
 
-if __name__ == "__main__":
+def main(checks_by_name) -> None:
+    """Run on this rank the checks named on the command line after the backend, one
+    thread a rank; say so when all passed."""
     backend, *checks = sys.argv[1:]
     torch.set_num_threads(1)
     with Environment() as world:
         for check in checks:
-            CHECKS[check](world, backend)
+            checks_by_name[check](world, backend)
     print(f"checks passed: {' '.join(checks)}")
+
+
+if __name__ == "__main__":
+    main(CHECKS)

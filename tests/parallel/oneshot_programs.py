@@ -6,7 +6,6 @@ Each check computes what must hold from the ranks themselves (their digests, gat
 exits non-zero with a message when it does not.
 """
 import hashlib
-import sys
 
 import torch
 
@@ -16,7 +15,7 @@ from nord.evaluators.distributed import DataParallelGroup
 from nord.oneshot.registry import METHODS
 from nord.oneshot.search import OneShotSearch, OneShotSettings
 from nord.oneshot.settings import MethodSettings
-from nord.parallel.environment import Environment
+from tests.parallel.distributed_programs import main
 
 TINY = dict(search_epochs=2, channels=4, cells_per_stage=1, seed=3, device="cpu")
 QUICK = MethodSettings(candidates=4, controller_steps=2, controller_aggregate=2)
@@ -209,9 +208,4 @@ CHECKS = {f.__name__: f for f in (one_architecture_at_every_step, draws_are_the_
                                   resume_on_the_ranks, final_cell_trained_together)}
 
 if __name__ == "__main__":
-    backend, *checks = sys.argv[1:]
-    torch.set_num_threads(1)
-    with Environment() as world:
-        for check in checks:
-            CHECKS[check](world, backend)
-    print(f"checks passed: {' '.join(checks)}")
+    main(CHECKS)
